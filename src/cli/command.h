@@ -1,0 +1,21 @@
+// How subcommands plug into the `sluice` CLI: each adds itself to the CLI11 app and, when chosen
+// on the command line, leaves an action for main() to run. main() maps the action's Status to
+// the exit code: 0 ok, 1 failure, 2 usage error.
+#pragma once
+
+#include <arrow/status.h>
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace sluice::cli {
+
+using Action = std::function<arrow::Status()>;
+
+/// `sluice hash FILE...|-`: BLAKE3 digests printed the way b3sum prints them.
+void AddHashCommand(CLI::App& app, Action& action);
+
+/// `sluice store ls|get|put|rm`: inspect and edit the configured object store.
+void AddStoreCommand(CLI::App& app, Action& action);
+
+}  // namespace sluice::cli

@@ -1,0 +1,315 @@
+#include "storage/object_store.h"
+
+#include <arrow/filesystem/localfs.h>
+#include <arrow/filesystem/s3fs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+
+#include "common/status.h"
+
+namespace sluice::storage {
+
+namespace {
+
+// Every temp object's base name starts with this; List and ValidateKey treat it as reserved.
+constexpr std::string_view kTempPrefix = ".sluice-tmp-";
+
+std::string_view BaseName(std::string_view key) {
+  const size_t slash = key.rfind('/');
+  return slash == std::string_view::npos ? key : key.substr(slash + 1);
+}
+
+// Masks the values of credentials that may appear in an S3 URL's query.
+std::string MaskSecrets(const std::string& url) {
+  std::string out = url;
+  for (std::string_view name : {"secret_key=", "session_token=", "access_key="}) {
+    size_t pos = 0;
+    while ((pos = out.find(name, pos)) != std::string::npos) {
+      const size_t start = pos + name.size();
+      const size_t end = out.find('&', start);
+      out.replace(start, (end == std::string::npos ? out.size() : end) - start, "***");
+      pos = start;
+    }
+  }
+  return out;
+}
+
+// A name unique to this writer: pid, a process-wide counter and randomness, so writers in
+// different processes, threads or retries never share a temp file.
+std::string UniqueTempName(std::string_view base) {
+  static std::atomic<uint64_t> counter{0};
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char suffix[64];
+  std::snprintf(suffix, sizeof(suffix), ".%d.%llu.%016llx", static_cast<int>(getpid()),
+                static_cast<unsigned long long>(counter.fetch_add(1)),
+                static_cast<unsigned long long>(rng()));
+  return std::string(kTempPrefix) + std::string(base) + suffix;
+}
+
+// Local directory: write to a temp file beside the target, then rename over it.
+class LocalPendingObject : public PendingObject {
+ public:
+  LocalPendingObject(std::shared_ptr<arrow::fs::FileSystem> fs, std::string key,
+                     std::string final_path, std::string temp_path,
+                     std::shared_ptr<arrow::io::OutputStream> stream)
+      : fs_(std::move(fs)),
+        key_(std::move(key)),
+        final_path_(std::move(final_path)),
+        temp_path_(std::move(temp_path)),
+        stream_(std::move(stream)) {}
+  ~LocalPendingObject() override {
+    if (!done_) (void)Abort();
+  }
+  arrow::io::OutputStream* stream() override { return stream_.get(); }
+  const std::string& key() const override { return key_; }
+
+  arrow::Status Commit() override {
+    if (done_)
+      return arrow::Status::Invalid("object '", key_, "' was already committed or aborted");
+    done_ = true;
+    arrow::Status st = stream_->Close();
+    if (st.ok()) st = fs_->Move(temp_path_, final_path_);
+    if (!st.ok()) {
+      (void)fs_->DeleteFile(temp_path_);
+      return AddContext(st, "writing object '" + key_ + "'");
+    }
+    return arrow::Status::OK();
+  }
+
+  arrow::Status Abort() override {
+    if (done_) return arrow::Status::OK();
+    done_ = true;
+    (void)stream_->Abort();
+    arrow::Status st = fs_->DeleteFile(temp_path_);
+    return st.ok() ? st : AddContext(st, "discarding object '" + key_ + "'");
+  }
+
+ private:
+  std::shared_ptr<arrow::fs::FileSystem> fs_;
+  std::string key_, final_path_, temp_path_;
+  std::shared_ptr<arrow::io::OutputStream> stream_;
+  bool done_ = false;
+};
+
+// S3: the object becomes visible only when the upload completes on Close(); Abort() cancels it.
+class UploadPendingObject : public PendingObject {
+ public:
+  UploadPendingObject(std::string key, std::shared_ptr<arrow::io::OutputStream> stream)
+      : key_(std::move(key)), stream_(std::move(stream)) {}
+  ~UploadPendingObject() override {
+    if (!done_) (void)Abort();
+  }
+  arrow::io::OutputStream* stream() override { return stream_.get(); }
+  const std::string& key() const override { return key_; }
+
+  arrow::Status Commit() override {
+    if (done_)
+      return arrow::Status::Invalid("object '", key_, "' was already committed or aborted");
+    done_ = true;
+    SLUICE_RETURN_NOT_OK_CTX(stream_->Close(), "uploading object '" + key_ + "'");
+    return arrow::Status::OK();
+  }
+
+  arrow::Status Abort() override {
+    if (done_) return arrow::Status::OK();
+    done_ = true;
+    SLUICE_RETURN_NOT_OK_CTX(stream_->Abort(), "aborting upload of object '" + key_ + "'");
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::string key_;
+  std::shared_ptr<arrow::io::OutputStream> stream_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+arrow::Status ObjectStore::ValidateKey(std::string_view key) {
+  auto bad = [&](std::string_view why) {
+    return arrow::Status::Invalid("invalid object key '", key, "': ", why);
+  };
+  if (key.empty()) return bad("empty");
+  if (key.front() == '/') return bad("must be relative, not start with '/'");
+  if (key.back() == '/') return bad("must name an object, not end with '/'");
+  if (key.find('\0') != std::string_view::npos) return bad("contains a NUL byte");
+  if (key.find('\\') != std::string_view::npos) return bad("contains a backslash");
+  size_t start = 0;
+  while (start <= key.size()) {
+    size_t end = key.find('/', start);
+    if (end == std::string_view::npos) end = key.size();
+    std::string_view segment = key.substr(start, end - start);
+    if (segment.empty()) return bad("contains an empty path segment");
+    if (segment == "." || segment == "..") return bad("contains a '.' or '..' segment");
+    if (segment.starts_with(kTempPrefix)) {
+      return bad("names a reserved temporary object");
+    }
+    start = end + 1;
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::shared_ptr<ObjectStore>> ObjectStore::Open(const std::string& url) {
+  const std::string shown = MaskSecrets(url);
+  auto malformed = [&](std::string_view why) {
+    return arrow::Status::Invalid("store URL '", shown, "' is malformed: ", why,
+                                  " (expected file:///absolute/dir or "
+                                  "s3://bucket/prefix?endpoint_override=host:port)");
+  };
+  const size_t sep = url.find("://");
+  if (sep == std::string::npos || sep == 0) return malformed("no scheme");
+  const std::string scheme = url.substr(0, sep);
+  const std::string rest = url.substr(sep + 3);
+  bool local = false;
+  if (scheme == "file") {
+    if (rest.empty() || rest.front() != '/') {
+      return malformed("a file URL needs an absolute path, as in file:///path");
+    }
+    if (rest.find('?') != std::string::npos) return malformed("a file URL takes no query");
+    local = true;
+  } else if (scheme == "s3") {
+    if (rest.empty() || rest.front() == '/' || rest.front() == '?') {
+      return malformed("an s3 URL needs a bucket, as in s3://bucket/prefix");
+    }
+    SLUICE_RETURN_NOT_OK_CTX(arrow::fs::EnsureS3Initialized(), "store URL '" + shown + "'");
+  } else {
+    return arrow::Status::Invalid("store URL '", shown, "' has unsupported scheme '", scheme,
+                                  "'; use file:// or s3://");
+  }
+
+  std::string root;
+  auto fs = arrow::fs::FileSystemFromUri(url, &root);
+  if (!fs.ok()) return AddContext(fs.status(), "store URL '" + shown + "'");
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  if (root.empty()) return malformed("empty root path");
+  return std::shared_ptr<ObjectStore>(new ObjectStore(*std::move(fs), root, shown, local));
+}
+
+ObjectStore::ObjectStore(std::shared_ptr<arrow::fs::FileSystem> fs, std::string root,
+                         std::string display_url, bool local)
+    : fs_(std::move(fs)),
+      root_(std::move(root)),
+      display_url_(std::move(display_url)),
+      local_(local) {}
+
+std::string ObjectStore::PathOf(std::string_view key) const {
+  return root_ == "/" ? "/" + std::string(key) : root_ + "/" + std::string(key);
+}
+
+arrow::Status ObjectStore::NotFound(std::string_view key) const {
+  return arrow::Status::IOError("object '", key, "' does not exist in store ", display_url_);
+}
+
+arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> ObjectStore::OpenForRead(
+    std::string_view key) const {
+  ARROW_RETURN_NOT_OK(ValidateKey(key));
+  auto file = fs_->OpenInputFile(PathOf(key));
+  if (!file.ok()) {
+    ARROW_ASSIGN_OR_RAISE(bool exists, Exists(key));
+    if (!exists) return NotFound(key);
+    return AddContext(file.status(), "reading object '" + std::string(key) + "'");
+  }
+  return file;
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectStore::Get(std::string_view key) const {
+  ARROW_ASSIGN_OR_RAISE(auto file, OpenForRead(key));
+  const std::string ctx = "reading object '" + std::string(key) + "'";
+  auto size = file->GetSize();
+  if (!size.ok()) return AddContext(size.status(), ctx);
+  auto data = file->ReadAt(0, *size);
+  if (!data.ok()) return AddContext(data.status(), ctx);
+  if ((*data)->size() != *size) {
+    return arrow::Status::IOError(ctx, ": short read, expected ", *size, " bytes, got ",
+                                  (*data)->size());
+  }
+  return data;
+}
+
+arrow::Result<std::unique_ptr<PendingObject>> ObjectStore::Create(std::string_view key) {
+  ARROW_RETURN_NOT_OK(ValidateKey(key));
+  const std::string ctx = "writing object '" + std::string(key) + "' to " + display_url_;
+  const std::string final_path = PathOf(key);
+  if (local_) {
+    const std::string dir = final_path.substr(0, final_path.rfind('/'));
+    SLUICE_RETURN_NOT_OK_CTX(fs_->CreateDir(dir, /*recursive=*/true), ctx);
+    const std::string temp_path = dir + "/" + UniqueTempName(BaseName(key));
+    auto stream = fs_->OpenOutputStream(temp_path);
+    if (!stream.ok()) return AddContext(stream.status(), ctx);
+    return std::make_unique<LocalPendingObject>(fs_, std::string(key), final_path, temp_path,
+                                                *std::move(stream));
+  }
+  auto stream = fs_->OpenOutputStream(final_path);
+  if (!stream.ok()) return AddContext(stream.status(), ctx);
+  return std::make_unique<UploadPendingObject>(std::string(key), *std::move(stream));
+}
+
+arrow::Status ObjectStore::Put(std::string_view key, const std::shared_ptr<arrow::Buffer>& data) {
+  ARROW_ASSIGN_OR_RAISE(std::unique_ptr<PendingObject> pending, Create(key));
+  arrow::Status st = pending->stream()->Write(data);
+  if (!st.ok()) {
+    (void)pending->Abort();
+    return AddContext(st, "writing object '" + std::string(key) + "'");
+  }
+  return pending->Commit();
+}
+
+arrow::Result<std::vector<ObjectInfo>> ObjectStore::List(std::string_view prefix) const {
+  if (!prefix.empty()) {
+    if (prefix.front() == '/' || prefix.find("..") != std::string_view::npos ||
+        prefix.find("//") != std::string_view::npos) {
+      return arrow::Status::Invalid("invalid object prefix '", prefix,
+                                    "': must be relative, without '..' or empty segments");
+    }
+  }
+  const size_t slash = prefix.rfind('/');
+  const std::string dir = slash == std::string_view::npos ? root_ : PathOf(prefix.substr(0, slash));
+  arrow::fs::FileSelector selector;
+  selector.base_dir = dir;
+  selector.recursive = true;
+  selector.allow_not_found = true;
+  auto infos = fs_->GetFileInfo(selector);
+  if (!infos.ok()) {
+    return AddContext(infos.status(),
+                      "listing prefix '" + std::string(prefix) + "' in " + display_url_);
+  }
+  const std::string root_slash = root_ == "/" ? "/" : root_ + "/";
+  std::vector<ObjectInfo> out;
+  for (const arrow::fs::FileInfo& info : *infos) {
+    if (info.type() != arrow::fs::FileType::File) continue;
+    const std::string& path = info.path();
+    if (path.compare(0, root_slash.size(), root_slash) != 0) continue;
+    std::string key = path.substr(root_slash.size());
+    if (key.compare(0, prefix.size(), prefix) != 0) continue;
+    if (BaseName(key).starts_with(kTempPrefix)) continue;
+    out.push_back({std::move(key), info.size()});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
+  return out;
+}
+
+arrow::Result<bool> ObjectStore::Exists(std::string_view key) const {
+  ARROW_RETURN_NOT_OK(ValidateKey(key));
+  auto info = fs_->GetFileInfo(PathOf(key));
+  if (!info.ok()) {
+    return AddContext(info.status(),
+                      "checking object '" + std::string(key) + "' in " + display_url_);
+  }
+  return info->type() == arrow::fs::FileType::File;
+}
+
+arrow::Status ObjectStore::Delete(std::string_view key) {
+  ARROW_ASSIGN_OR_RAISE(bool exists, Exists(key));
+  if (!exists) return arrow::Status::OK();
+  SLUICE_RETURN_NOT_OK_CTX(fs_->DeleteFile(PathOf(key)),
+                           "deleting object '" + std::string(key) + "' in " + display_url_);
+  return arrow::Status::OK();
+}
+
+arrow::Status FinalizeFilesystems() { return arrow::fs::EnsureS3Finalized(); }
+
+}  // namespace sluice::storage
