@@ -1,0 +1,143 @@
+"""Benchmark harness: runs each workload's commands for sluice and its peers in one run, and
+reports median wall time, peak memory and the ratio to sluice, as a markdown table and a PNG
+chart.
+
+A workload is a name and a mapping from engine to a command (argv list). Every command runs
+`repeat` times after one warm-up; peak memory is the child's maximum resident set size from
+wait4(), so it measures exactly that process tree's largest process. Timings are only ever
+reported here, never asserted by tests.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Workload:
+    name: str
+    commands: dict[str, list[str]]
+    # Which engine the ratios are relative to.
+    baseline: str = "sluice"
+    repeat: int = 3
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Measurement:
+    workload: str
+    engine: str
+    seconds: list[float]
+    peak_rss_mib: float
+    error: str | None = None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds) if self.seconds else float("nan")
+
+
+def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Runs argv, returns (wall seconds, peak RSS MiB); raises on a non-zero exit."""
+    full_env = dict(os.environ)
+    full_env.update(env)
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=full_env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[0]} exited {proc.returncode}: {stderr.strip()[-500:]}")
+    return elapsed, usage.ru_maxrss / 1024.0
+
+
+def measure(workload: Workload) -> list[Measurement]:
+    results = []
+    for engine, argv in workload.commands.items():
+        print(f"  {workload.name} / {engine} ...", file=sys.stderr, flush=True)
+        try:
+            run_once(argv, workload.env)  # warm-up: page cache, imports
+            times, peak = [], 0.0
+            for _ in range(workload.repeat):
+                t, rss = run_once(argv, workload.env)
+                times.append(t)
+                peak = max(peak, rss)
+            results.append(Measurement(workload.name, engine, times, peak))
+        except Exception as e:  # a failing peer is reported, not fatal
+            results.append(Measurement(workload.name, engine, [], float("nan"), str(e)))
+    return results
+
+
+def ratio(m: Measurement, base: Measurement | None) -> float:
+    if base is None or not base.seconds or not m.seconds:
+        return float("nan")
+    return m.median / base.median
+
+
+def markdown(workloads: list[Workload], results: list[Measurement]) -> str:
+    lines = [
+        "| workload | engine | median s | runs | peak MiB | time / sluice |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for w in workloads:
+        rows = [r for r in results if r.workload == w.name]
+        base = next((r for r in rows if r.engine == w.baseline), None)
+        for r in rows:
+            if r.error:
+                lines.append(f"| {w.name} | {r.engine} | failed: {r.error[:80]} | | | |")
+                continue
+            lines.append(
+                f"| {w.name} | {r.engine} | {r.median:.3f} | {len(r.seconds)} | "
+                f"{r.peak_rss_mib:.0f} | {ratio(r, base):.2f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def chart(workloads: list[Workload], results: list[Measurement], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    engines = sorted({r.engine for r in results}, key=lambda e: (e != "sluice", e))
+    names = [w.name for w in workloads]
+    width = 0.8 / max(1, len(engines))
+    fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(names) * len(engines) / 2), 4))
+    for i, engine in enumerate(engines):
+        values = []
+        for w in workloads:
+            rows = [r for r in results if r.workload == w.name]
+            base = next((r for r in rows if r.engine == w.baseline), None)
+            r = next((r for r in rows if r.engine == engine), None)
+            values.append(ratio(r, base) if r else float("nan"))
+        xs = [j + i * width for j in range(len(names))]
+        ax.bar(xs, values, width, label=engine)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([j + width * (len(engines) - 1) / 2 for j in range(len(names))])
+    ax.set_xticklabels(names)
+    ax.set_ylabel("time relative to sluice (lower is faster)")
+    ax.set_title("sluice vs peers, same data, same run")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def report(workloads: list[Workload], out_dir: Path, title: str, notes: str = "") -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    for w in workloads:
+        results.extend(measure(w))
+    png = out_dir / "ratios.png"
+    chart(workloads, results, png)
+    md = out_dir / "report.md"
+    md.write_text(
+        f"# {title}\n\n{notes}\n\n{markdown(workloads, results)}\n![ratios]({png.name})\n"
+    )
+    return md

@@ -1,0 +1,70 @@
+"""`make bench`: generates benchmark data (never committed) and runs every workload against its
+peers in one run. Later issues add workloads (pipeline throughput, TPC-H) here.
+
+Output: bench/out/report.md and bench/out/ratios.png.
+"""
+
+import os
+import platform
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from harness import Workload, report  # noqa: E402
+
+SLUICE = str(ROOT / "build" / "sluice")
+PY = sys.executable
+DATA = HERE / "data"
+OUT = HERE / "out"
+
+
+def make_blob(path: Path, size: int) -> Path:
+    if not path.exists() or path.stat().st_size != size:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            chunk = os.urandom(1 << 20)
+            for _ in range(size >> 20):
+                f.write(chunk)
+        tmp.rename(path)
+    return path
+
+
+def workloads():
+    blob = str(make_blob(DATA / "blob-512MiB.bin", 512 << 20))
+    return [
+        # BLAKE3 over a large file: sluice's C implementation with SIMD dispatch (one thread)
+        # against b3sum (Rust, limited to one thread for a fair comparison) and Python blake3.
+        Workload(
+            name="blake3-512MiB",
+            commands={
+                "sluice": [SLUICE, "hash", blob],
+                "b3sum-1t": ["b3sum", "--num-threads", "1", blob],
+                "python-blake3": [
+                    PY, "-c",
+                    "import blake3,sys; h=blake3.blake3(max_threads=1)\n"
+                    "with open(sys.argv[1],'rb') as f:\n"
+                    "  [h.update(b) for b in iter(lambda: f.read(1<<20), b'')]\n"
+                    "print(h.hexdigest())",
+                    blob,
+                ],
+            },
+        ),
+    ]
+
+
+def main():
+    notes = (
+        f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}. "
+        "Median of 3 runs after one warm-up; peak MiB is the process's max RSS."
+    )
+    md = report(workloads(), OUT, "sluice benchmarks", notes)
+    print(md.read_text())
+    print(f"report: {md}")
+
+
+if __name__ == "__main__":
+    main()
