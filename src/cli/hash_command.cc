@@ -73,7 +73,8 @@ void AddHashCommand(CLI::App& app, Action& action) {
         auto digest = HashOne(path);
         if (!digest.ok()) {
           if (first_error.ok()) first_error = digest.status();
-          if (paths.size() > 1) std::cerr << "sluice: error: " << digest.status().ToString() << "\n";
+          if (paths.size() > 1)
+            std::cerr << "sluice: error: " << digest.status().ToString() << "\n";
           continue;
         }
         std::cout << digest->ToHex() << "  " << path << "\n";

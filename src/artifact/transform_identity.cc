@@ -1,0 +1,61 @@
+#include "artifact/transform_identity.h"
+
+#include <sluice/transform_abi.h>
+
+#include <nlohmann/json.hpp>
+
+namespace sluice::artifact {
+
+bool IsValidIdentifier(std::string_view name) {
+  if (name.empty() || name.size() > 200) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+arrow::Result<TransformIdentity> TransformIdentity::Parse(std::string_view bytes,
+                                                          std::string_view where) {
+  constexpr std::string_view kMagic = SLUICE_TRANSFORM_IDENTITY_MAGIC;
+  if (bytes.substr(0, kMagic.size()) != kMagic) {
+    return arrow::Status::Invalid(where, ": identity does not start with '",
+                                  kMagic.substr(0, kMagic.size() - 1), "'");
+  }
+  std::string_view text = bytes.substr(kMagic.size());
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) text = text.substr(0, nul);
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return arrow::Status::Invalid(where, ": identity is not a JSON object: ", text);
+  }
+  TransformIdentity id;
+  auto abi = doc.find("abi_version");
+  if (abi == doc.end() || !abi->is_number_unsigned()) {
+    return arrow::Status::Invalid(where,
+                                  ": identity field 'abi_version' is missing or not an "
+                                  "unsigned integer");
+  }
+  id.abi_version = abi->get<uint32_t>();
+  struct Field {
+    const char* name;
+    std::string* out;
+  };
+  for (Field f :
+       {Field{"qualified_name", &id.qualified_name}, Field{"version", &id.version},
+        Field{"input_schema", &id.input_schema}, Field{"output_schema", &id.output_schema}}) {
+    auto it = doc.find(f.name);
+    if (it == doc.end() || !it->is_string()) {
+      return arrow::Status::Invalid(where, ": identity field '", f.name,
+                                    "' is missing or not a string");
+    }
+    *f.out = it->get<std::string>();
+    if (!IsValidIdentifier(*f.out)) {
+      return arrow::Status::Invalid(where, ": identity field '", f.name, "' value '", *f.out,
+                                    "' is not a valid identifier ([A-Za-z0-9._-], 1-200 chars)");
+    }
+  }
+  return id;
+}
+
+}  // namespace sluice::artifact
