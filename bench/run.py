@@ -56,12 +56,35 @@ def workloads():
     ]
 
 
+def abi_overhead() -> str:
+    """The transform ABI against an in-process identity (src/exec/batch_transform_benchmark.cc)."""
+    import json
+    import subprocess
+
+    binary = ROOT / "build" / "src" / "exec" / "batch_transform_benchmark"
+    proc = subprocess.run(
+        [str(binary), "--benchmark_format=json"], capture_output=True, check=True, text=True
+    )
+    rows = {b["name"].split("/")[0]: b for b in json.loads(proc.stdout)["benchmarks"]}
+    direct, abi = rows["BM_InProcessIdentity"], rows["BM_AbiIdentity"]
+    ratio = abi["real_time"] / direct["real_time"]
+    return (
+        "## Transform ABI overhead (1M rows, 64K-row batches)\n\n"
+        "| path | ms per 1M rows | rows/s | ratio |\n|---|---:|---:|---:|\n"
+        f"| in-process identity (decode + validate) | {direct['real_time']:.1f} | "
+        f"{direct['items_per_second'] / 1e6:.1f}M | 1.00 |\n"
+        f"| identity through the C ABI | {abi['real_time']:.1f} | "
+        f"{abi['items_per_second'] / 1e6:.1f}M | {ratio:.2f} |\n"
+    )
+
+
 def main():
     notes = (
         f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}. "
         "Median of 3 runs after one warm-up; peak MiB is the process's max RSS."
     )
     md = report(workloads(), OUT, "sluice benchmarks", notes)
+    md.write_text(md.read_text() + "\n" + abi_overhead())
     print(md.read_text())
     print(f"report: {md}")
 

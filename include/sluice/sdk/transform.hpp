@@ -14,6 +14,7 @@
 #include <arrow/api.h>
 #include <arrow/io/memory.h>
 #include <arrow/ipc/api.h>
+#include <arrow/util/byte_size.h>
 #include <sluice/transform_abi.h>
 
 #include <exception>
@@ -32,7 +33,10 @@ class Emitter {
   /// valid stream (schema only).
   arrow::Status Emit(const std::shared_ptr<arrow::Schema>& schema,
                      const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches) {
-    auto sink = arrow::io::BufferOutputStream::Create();
+    // Size the buffer up front: growing it by doubling would copy a large stream several times.
+    int64_t estimate = 64 * 1024;
+    for (const auto& batch : batches) estimate += arrow::util::TotalBufferSize(*batch);
+    auto sink = arrow::io::BufferOutputStream::Create(estimate);
     if (!sink.ok()) return sink.status();
     auto writer = arrow::ipc::MakeStreamWriter(*sink, schema);
     if (!writer.ok()) return writer.status();

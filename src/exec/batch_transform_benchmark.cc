@@ -1,0 +1,76 @@
+// ABI overhead: the identity transform called through the C ABI (encode, call, SDK decode and
+// validate, re-encode, host copy, host decode and validate) against the same identity run
+// in-process on the decoded input. 1M rows in 64K-row batches; run by `make bench`.
+#include <arrow/api.h>
+#include <benchmark/benchmark.h>
+
+#include "exec/batch_transform.h"
+
+namespace sluice::exec {
+namespace {
+
+constexpr int64_t kRows = 1 << 20;
+constexpr int64_t kBatchRows = 64 * 1024;
+
+std::shared_ptr<arrow::Buffer> MakeInput() {
+  auto schema = arrow::schema({arrow::field("id", arrow::int64()),
+                               arrow::field("score", arrow::float64()),
+                               arrow::field("text", arrow::utf8())});
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+  for (int64_t start = 0; start < kRows; start += kBatchRows) {
+    arrow::Int64Builder ids;
+    arrow::DoubleBuilder scores;
+    arrow::StringBuilder texts;
+    for (int64_t i = start; i < start + kBatchRows; ++i) {
+      (void)ids.Append(i);
+      (void)scores.Append(static_cast<double>(i) * 0.5);
+      (void)texts.Append("message body number " + std::to_string(i));
+    }
+    batches.push_back(arrow::RecordBatch::Make(
+        schema, kBatchRows, {*ids.Finish(), *scores.Finish(), *texts.Finish()}));
+  }
+  return *storage::WriteIpcStream(schema, batches);
+}
+
+// What the transform itself does, called directly.
+arrow::Status Identity(const storage::IpcStream& in, std::vector<storage::IpcStream>* out) {
+  out->push_back(in);
+  return arrow::Status::OK();
+}
+
+void BM_InProcessIdentity(benchmark::State& state) {
+  auto input = MakeInput();
+  for (auto _ : state) {
+    auto decoded = storage::ReadIpcStream(input, "input");
+    std::vector<storage::IpcStream> out;
+    if (!decoded.ok() || !Identity(*decoded, &out).ok()) state.SkipWithError("failed");
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetItemsProcessed(state.iterations() * kRows);
+  state.SetBytesProcessed(state.iterations() * input->size());
+}
+
+void BM_AbiIdentity(benchmark::State& state) {
+  auto input = MakeInput();
+  auto lib = artifact::TransformLibrary::Open(TEST_IDENTITY_SO);
+  if (!lib.ok()) {
+    state.SkipWithError(lib.status().ToString().c_str());
+    return;
+  }
+  BatchTransform transform(*lib, nullptr);
+  for (auto _ : state) {
+    auto out = transform.Call(input);
+    if (!out.ok()) state.SkipWithError(out.status().ToString().c_str());
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetItemsProcessed(state.iterations() * kRows);
+  state.SetBytesProcessed(state.iterations() * input->size());
+}
+
+BENCHMARK(BM_InProcessIdentity)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_AbiIdentity)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+}  // namespace
+}  // namespace sluice::exec
+
+BENCHMARK_MAIN();
