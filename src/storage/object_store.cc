@@ -49,31 +49,33 @@ std::string UniqueTempName(std::string_view base) {
   return std::string(kTempPrefix) + std::string(base) + suffix;
 }
 
-// Local directory: write to a temp file beside the target, then rename over it.
-class LocalPendingObject : public PendingObject {
+// One pending write. On a local directory (temp_path set) the bytes go to a temp file beside
+// the target, renamed over it on Commit. On S3 (temp_path empty) the stream writes the target
+// itself, which becomes visible only when Close() completes the upload; Abort() cancels it.
+class PendingWrite : public PendingObject {
  public:
-  LocalPendingObject(std::shared_ptr<arrow::fs::FileSystem> fs, std::string key,
-                     std::string final_path, std::string temp_path,
-                     std::shared_ptr<arrow::io::OutputStream> stream)
+  PendingWrite(std::shared_ptr<arrow::fs::FileSystem> fs, std::string key, std::string final_path,
+               std::string temp_path, std::shared_ptr<arrow::io::OutputStream> stream)
       : fs_(std::move(fs)),
         key_(std::move(key)),
         final_path_(std::move(final_path)),
         temp_path_(std::move(temp_path)),
         stream_(std::move(stream)) {}
-  ~LocalPendingObject() override {
+  ~PendingWrite() override {
     if (!done_) (void)Abort();
   }
   arrow::io::OutputStream* stream() override { return stream_.get(); }
   const std::string& key() const override { return key_; }
 
   arrow::Status Commit() override {
-    if (done_)
+    if (done_) {
       return arrow::Status::Invalid("object '", key_, "' was already committed or aborted");
+    }
     done_ = true;
     arrow::Status st = stream_->Close();
-    if (st.ok()) st = fs_->Move(temp_path_, final_path_);
+    if (st.ok() && !temp_path_.empty()) st = fs_->Move(temp_path_, final_path_);
     if (!st.ok()) {
-      (void)fs_->DeleteFile(temp_path_);
+      if (!temp_path_.empty()) (void)fs_->DeleteFile(temp_path_);
       return AddContext(st, "writing object '" + key_ + "'");
     }
     return arrow::Status::OK();
@@ -82,46 +84,14 @@ class LocalPendingObject : public PendingObject {
   arrow::Status Abort() override {
     if (done_) return arrow::Status::OK();
     done_ = true;
-    (void)stream_->Abort();
-    arrow::Status st = fs_->DeleteFile(temp_path_);
+    arrow::Status st = stream_->Abort();
+    if (!temp_path_.empty()) st = fs_->DeleteFile(temp_path_);
     return st.ok() ? st : AddContext(st, "discarding object '" + key_ + "'");
   }
 
  private:
   std::shared_ptr<arrow::fs::FileSystem> fs_;
   std::string key_, final_path_, temp_path_;
-  std::shared_ptr<arrow::io::OutputStream> stream_;
-  bool done_ = false;
-};
-
-// S3: the object becomes visible only when the upload completes on Close(); Abort() cancels it.
-class UploadPendingObject : public PendingObject {
- public:
-  UploadPendingObject(std::string key, std::shared_ptr<arrow::io::OutputStream> stream)
-      : key_(std::move(key)), stream_(std::move(stream)) {}
-  ~UploadPendingObject() override {
-    if (!done_) (void)Abort();
-  }
-  arrow::io::OutputStream* stream() override { return stream_.get(); }
-  const std::string& key() const override { return key_; }
-
-  arrow::Status Commit() override {
-    if (done_)
-      return arrow::Status::Invalid("object '", key_, "' was already committed or aborted");
-    done_ = true;
-    SLUICE_RETURN_NOT_OK_CTX(stream_->Close(), "uploading object '" + key_ + "'");
-    return arrow::Status::OK();
-  }
-
-  arrow::Status Abort() override {
-    if (done_) return arrow::Status::OK();
-    done_ = true;
-    SLUICE_RETURN_NOT_OK_CTX(stream_->Abort(), "aborting upload of object '" + key_ + "'");
-    return arrow::Status::OK();
-  }
-
- private:
-  std::string key_;
   std::shared_ptr<arrow::io::OutputStream> stream_;
   bool done_ = false;
 };
@@ -239,12 +209,12 @@ arrow::Result<std::unique_ptr<PendingObject>> ObjectStore::Create(std::string_vi
     const std::string temp_path = dir + "/" + UniqueTempName(BaseName(key));
     auto stream = fs_->OpenOutputStream(temp_path);
     if (!stream.ok()) return AddContext(stream.status(), ctx);
-    return std::make_unique<LocalPendingObject>(fs_, std::string(key), final_path, temp_path,
-                                                *std::move(stream));
+    return std::make_unique<PendingWrite>(fs_, std::string(key), final_path, temp_path,
+                                          *std::move(stream));
   }
   auto stream = fs_->OpenOutputStream(final_path);
   if (!stream.ok()) return AddContext(stream.status(), ctx);
-  return std::make_unique<UploadPendingObject>(std::string(key), *std::move(stream));
+  return std::make_unique<PendingWrite>(fs_, std::string(key), final_path, "", *std::move(stream));
 }
 
 arrow::Status ObjectStore::Put(std::string_view key, const std::shared_ptr<arrow::Buffer>& data) {
