@@ -11,4 +11,5 @@ arrow::Status RunTransform(std::shared_ptr<arrow::RecordBatchReader> input,
 
 }  // namespace
 
-SLUICE_TRANSFORM(RunTransform, "test-identity", "1.0.0", "any", "any")
+SLUICE_TRANSFORM(RunTransform, "test-identity", "1.0.0", sluice::sdk::AnySchema,
+                 sluice::sdk::AnySchema)

@@ -2,8 +2,11 @@
 //
 //   arrow::Status RunTransform(std::shared_ptr<arrow::RecordBatchReader> input,
 //                              sluice::sdk::Emitter& out);
-//   SLUICE_TRANSFORM(RunTransform, "my-transform", "0.1.0",
-//                    "my.schemas.Input", "my.schemas.Output")
+//   SLUICE_TRANSFORM(RunTransform, "my-transform", "0.1.0", my::Input, my::Output)
+//
+// Input and Output are schema records (schemas/, e.g. ConversationMessageGateway): their type
+// ids go into the identity, and the SDK checks the input stream's schema and every emitted
+// stream's schema against their Arrow projections. sluice::sdk::AnySchema skips the check.
 //
 // The macro exports the ABI symbols and the identity (include/sluice/transform_abi.h). The SDK
 // decodes the input IPC stream and validates every batch with ValidateFull() before the
@@ -17,22 +20,39 @@
 #include <arrow/util/byte_size.h>
 #include <sluice/transform_abi.h>
 
+#include <array>
 #include <exception>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "sluice/schemas/arrow.hpp"
+
 namespace sluice::sdk {
+
+/// Stands in for a schema record when a transform accepts or emits any schema.
+struct AnySchema {
+  static constexpr char kTypeId[] = "any";
+};
 
 /// Hands output streams to the host. Belongs to one transform call, on its thread.
 class Emitter {
  public:
-  explicit Emitter(const sluice_transform_host* host) : host_(host) {}
+  using SchemaCheck = std::function<arrow::Status(const arrow::Schema&, std::string_view)>;
+
+  /// `check_output`, when set, vets every stream's schema before it is emitted.
+  explicit Emitter(const sluice_transform_host* host, SchemaCheck check_output = nullptr)
+      : host_(host), check_output_(std::move(check_output)) {}
 
   /// Emits one IPC stream holding `batches`, which must all have `schema`. No batches is a
   /// valid stream (schema only).
   arrow::Status Emit(const std::shared_ptr<arrow::Schema>& schema,
                      const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches) {
+    if (check_output_) {
+      ARROW_RETURN_NOT_OK(check_output_(*schema, "output stream " + std::to_string(emitted_ + 1)));
+    }
     // Size the buffer up front: growing it by doubling would copy a large stream several times.
     int64_t estimate = 64 * 1024;
     for (const auto& batch : batches) estimate += arrow::util::TotalBufferSize(*batch);
@@ -79,6 +99,7 @@ class Emitter {
 
  private:
   const sluice_transform_host* host_;
+  SchemaCheck check_output_;
   int64_t emitted_ = 0;
 };
 
@@ -114,9 +135,46 @@ inline void SetError(const sluice_transform_host* host, const std::string& messa
 
 using RunFn = arrow::Status (*)(std::shared_ptr<arrow::RecordBatchReader>, Emitter&);
 
+/// The schema check for a record type, or none for AnySchema.
+template <typename Record>
+Emitter::SchemaCheck SchemaCheckFor() {
+  if constexpr (sluice::schemas::RecordType<Record>) {
+    return [](const arrow::Schema& schema, std::string_view where) {
+      return sluice::schemas::CheckArrowSchema<Record>(schema, where);
+    };
+  } else {
+    return nullptr;
+  }
+}
+
+constexpr size_t TextLength(const char* s) {
+  size_t n = 0;
+  while (s[n] != '\0') ++n;
+  return n;
+}
+
+/// Bytes needed for the concatenation of `parts` plus a NUL.
+constexpr size_t JoinedSize(std::initializer_list<const char*> parts) {
+  size_t n = 1;
+  for (const char* p : parts) n += TextLength(p);
+  return n;
+}
+
+/// Concatenates `parts` at compile time, so the identity is static data in the library.
+template <size_t N>
+constexpr std::array<char, N> Join(std::initializer_list<const char*> parts) {
+  std::array<char, N> out{};
+  size_t pos = 0;
+  for (const char* p : parts) {
+    for (size_t i = 0; p[i] != '\0'; ++i) out[pos++] = p[i];
+  }
+  return out;
+}
+
 /// The body of the exported transform_batch: nothing thrown escapes it.
-inline int32_t Invoke(RunFn run, const uint8_t* input, size_t len,
-                      const sluice_transform_host* host) noexcept {
+template <typename In, typename Out>
+int32_t Invoke(RunFn run, const uint8_t* input, size_t len,
+               const sluice_transform_host* host) noexcept {
   if (host == nullptr || host->emit == nullptr || host->set_error == nullptr) {
     return SLUICE_TRANSFORM_ERROR;
   }
@@ -129,7 +187,14 @@ inline int32_t Invoke(RunFn run, const uint8_t* input, size_t len,
       SetError(host, "invalid input IPC stream: " + opened.status().message());
       return SLUICE_TRANSFORM_ERROR;
     }
-    Emitter out(host);
+    if (auto check = SchemaCheckFor<In>()) {
+      arrow::Status st = check(*(*opened)->schema(), "input stream");
+      if (!st.ok()) {
+        SetError(host, st.ToString());
+        return SLUICE_TRANSFORM_ERROR;
+      }
+    }
+    Emitter out(host, SchemaCheckFor<Out>());
     arrow::Status st = run(std::make_shared<ValidatingReader>(*std::move(opened)), out);
     if (!st.ok()) {
       SetError(host, st.ToString());
@@ -147,20 +212,31 @@ inline int32_t Invoke(RunFn run, const uint8_t* input, size_t len,
 }  // namespace internal
 }  // namespace sluice::sdk
 
-/// Defines the exported ABI of a transform library. The four strings must be literals; names
-/// and ids use letters, digits, '.', '_' and '-' (transform check enforces it).
-#define SLUICE_TRANSFORM(RUN, QUALIFIED_NAME, VERSION, INPUT_SCHEMA_ID, OUTPUT_SCHEMA_ID)        \
+/// Defines the exported ABI of a transform library. QUALIFIED_NAME and VERSION are string
+/// literals of [A-Za-z0-9._-] (transform check enforces it); INPUT and OUTPUT are schema record
+/// types, or sluice::sdk::AnySchema.
+#define SLUICE_TRANSFORM_IDENTITY_PARTS_(QUALIFIED_NAME, VERSION, INPUT, OUTPUT)          \
+  {                                                                                       \
+    SLUICE_TRANSFORM_IDENTITY_MAGIC "{\"abi_version\":" SLUICE_TRANSFORM_ABI_VERSION_TEXT \
+                                    ",\"qualified_name\":\"" QUALIFIED_NAME               \
+                                    "\",\"version\":\"" VERSION "\",\"input_schema\":\"", \
+        INPUT::kTypeId, "\",\"output_schema\":\"", OUTPUT::kTypeId, "\"}"                 \
+  }
+
+#define SLUICE_TRANSFORM(RUN, QUALIFIED_NAME, VERSION, INPUT, OUTPUT)                            \
   extern "C" {                                                                                   \
   __attribute__((visibility("default"))) extern const uint32_t transform_batch_abi_version;      \
   const uint32_t transform_batch_abi_version = SLUICE_TRANSFORM_ABI_VERSION;                     \
-  __attribute__((visibility("default"))) extern const char transform_batch_identity[];           \
-  __attribute__((used, section(SLUICE_TRANSFORM_IDENTITY_SECTION)))                              \
-  const char transform_batch_identity[] = SLUICE_TRANSFORM_IDENTITY_MAGIC                        \
-      "{\"abi_version\":" SLUICE_TRANSFORM_ABI_VERSION_TEXT                                      \
-      ",\"qualified_name\":\"" QUALIFIED_NAME "\",\"version\":\"" VERSION                        \
-      "\",\"input_schema\":\"" INPUT_SCHEMA_ID "\",\"output_schema\":\"" OUTPUT_SCHEMA_ID "\"}"; \
+  __attribute__((visibility("default"), used,                                                    \
+                 section(SLUICE_TRANSFORM_IDENTITY_SECTION))) extern const std::                 \
+      array<char, ::sluice::sdk::internal::JoinedSize(                                           \
+                      SLUICE_TRANSFORM_IDENTITY_PARTS_(QUALIFIED_NAME, VERSION, INPUT, OUTPUT))> \
+          transform_batch_identity =                                                             \
+              ::sluice::sdk::internal::Join<::sluice::sdk::internal::JoinedSize(                 \
+                  SLUICE_TRANSFORM_IDENTITY_PARTS_(QUALIFIED_NAME, VERSION, INPUT, OUTPUT))>(    \
+                  SLUICE_TRANSFORM_IDENTITY_PARTS_(QUALIFIED_NAME, VERSION, INPUT, OUTPUT));     \
   __attribute__((visibility("default"))) int32_t transform_batch(                                \
       const uint8_t* input, size_t len, const sluice_transform_host* host) {                     \
-    return ::sluice::sdk::internal::Invoke(&RUN, input, len, host);                              \
+    return ::sluice::sdk::internal::Invoke<INPUT, OUTPUT>(&RUN, input, len, host);               \
   }                                                                                              \
   }
