@@ -6,7 +6,10 @@
 # arrow::parquet and arrow::s3. Their include directories are SYSTEM, so Arrow's headers do not trip our
 # warnings, and every binary gets an RPATH to the wheel's library folder.
 
-set(SLUICE_PYTHON "${CMAKE_SOURCE_DIR}/.venv/bin/python" CACHE FILEPATH
+if(NOT SLUICE_ROOT)
+  set(SLUICE_ROOT "${CMAKE_SOURCE_DIR}")
+endif()
+set(SLUICE_PYTHON "${SLUICE_ROOT}/.venv/bin/python" CACHE FILEPATH
     "Python interpreter whose pyarrow provides Arrow C++")
 if(NOT EXISTS "${SLUICE_PYTHON}")
   message(FATAL_ERROR "${SLUICE_PYTHON} does not exist: run scripts/bootstrap first (make build does)")

@@ -1,0 +1,62 @@
+# Builds batch transforms: sluice_add_transform(NAME SOURCES ... [TESTS ...]).
+#
+# Used two ways:
+#   - inside the sluice build, where transforms/*/ are subdirectories of the root project;
+#   - standalone, by `sluice transform test/publish DIR`, which configures DIR on its own with
+#     -DSLUICE_ROOT=<the sluice checkout>. Then this file brings in Arrow from the checkout's
+#     .venv, BLAKE3, GoogleTest and nlohmann_json itself.
+#
+# The library is lib<NAME>.so with hidden visibility, so only the ABI symbols are exported.
+# Each TESTS source becomes a gtest binary that gets the library's path as SLUICE_TRANSFORM_SO.
+
+if(NOT SLUICE_ROOT)
+  get_filename_component(SLUICE_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+endif()
+
+if(NOT TARGET arrow::arrow)
+  # Standalone build of one transform.
+  set(CMAKE_CXX_STANDARD 20)
+  set(CMAKE_CXX_STANDARD_REQUIRED ON)
+  set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+  if(NOT CMAKE_BUILD_TYPE)
+    set(CMAKE_BUILD_TYPE Release)
+  endif()
+  find_program(CCACHE_PROGRAM ccache)
+  if(CCACHE_PROGRAM)
+    set(CMAKE_C_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+    set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+  endif()
+  set(SLUICE_PYTHON "${SLUICE_ROOT}/.venv/bin/python" CACHE FILEPATH "Python with pyarrow")
+  list(APPEND CMAKE_MODULE_PATH "${SLUICE_ROOT}/cmake")
+  include(ArrowFromWheel)
+  include(Blake3)
+  find_package(GTest REQUIRED)
+  find_package(nlohmann_json REQUIRED)
+  include(GoogleTest)
+  enable_testing()
+endif()
+
+function(sluice_add_transform name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;TESTS" ${ARGN})
+  add_library(${name} SHARED ${ARG_SOURCES})
+  target_include_directories(${name} PRIVATE ${SLUICE_ROOT}/include ${SLUICE_ROOT}/schemas)
+  target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  target_link_libraries(${name} PRIVATE arrow::arrow blake3 nlohmann_json::nlohmann_json)
+  set_target_properties(${name} PROPERTIES
+    PREFIX "lib"
+    C_VISIBILITY_PRESET hidden
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
+  foreach(test_source IN LISTS ARG_TESTS)
+    get_filename_component(test_name "${test_source}" NAME_WE)
+    set(test_target "${name}-${test_name}")
+    add_executable(${test_target} ${test_source})
+    target_include_directories(${test_target} PRIVATE ${SLUICE_ROOT}/include ${SLUICE_ROOT}/schemas)
+    target_compile_options(${test_target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+    target_link_libraries(${test_target} PRIVATE arrow::arrow blake3 nlohmann_json::nlohmann_json
+      GTest::gtest GTest::gtest_main ${CMAKE_DL_LIBS})
+    target_compile_definitions(${test_target} PRIVATE SLUICE_TRANSFORM_SO="$<TARGET_FILE:${name}>")
+    add_dependencies(${test_target} ${name})
+    gtest_discover_tests(${test_target} DISCOVERY_TIMEOUT 60 TEST_PREFIX "${name}.")
+  endforeach()
+endfunction()
