@@ -1,0 +1,89 @@
+// Job and pipeline manifests (TOML): what to read, which stages to run, where to write.
+//
+// A job (pipelines/jobs/*.toml, a transform's job.toml) has a source, stages and a sink:
+//
+//   [dataflow.source]    kind = "jsonl" | "parquet" | "ipc", prefix, limit?, on_error?
+//   [[dataflow.stages]]  kind = "function": qualified_name, pin_artifact_hash
+//                        kind = "dedup":    key
+//   [dataflow.sink]      kind = "parquet" | "ipc", path (must contain {run_id})
+//
+// A route-less pipeline manifest (a transform's pipeline.toml) has only [pipeline] name and
+// [[pipeline.stages]].
+//
+// Parsing is strict: unknown keys, wrong types and bad values are errors, each given as
+// file:line:column, and every error in a file is reported at once.
+#pragma once
+
+#include <arrow/result.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice::pipeline {
+
+/// The pin a scaffolded job carries until its transform is published.
+inline constexpr std::string_view kPlaceholderPin = "PUBLISH_RESULT_GOES_HERE";
+
+struct SourceSpec {
+  std::string kind = "jsonl";
+  std::string prefix;
+  /// A bounded job reads only the first `limit` objects in sorted key order.
+  std::optional<int64_t> limit;
+  /// "fail" stops at the first bad record; "skip" counts and reports bad records.
+  std::string on_error = "fail";
+};
+
+struct StageSpec {
+  enum class Kind { kFunction, kDedup };
+  Kind kind = Kind::kFunction;
+  std::string qualified_name;     // function
+  std::string pin_artifact_hash;  // function: 64 hex characters, or the placeholder
+  std::string key;                // dedup
+  /// "file:line:column" of the stage's table, for later errors about this stage.
+  std::string location;
+};
+
+struct SinkSpec {
+  std::string kind = "parquet";
+  std::string path;
+};
+
+struct JobManifest {
+  std::string file;
+  SourceSpec source;
+  std::vector<StageSpec> stages;
+  SinkSpec sink;
+};
+
+struct PipelineManifest {
+  std::string file;
+  std::string name;
+  std::vector<StageSpec> stages;
+};
+
+struct ParseOptions {
+  /// Accept kPlaceholderPin (for checking a scaffold); submit refuses it.
+  bool allow_placeholder_pin = false;
+};
+
+/// Parses a job from TOML text; `file` names it in errors.
+arrow::Result<JobManifest> ParseJobManifest(std::string_view text, const std::string& file,
+                                            const ParseOptions& options = {});
+/// Parses a route-less pipeline manifest from TOML text.
+arrow::Result<PipelineManifest> ParsePipelineManifest(std::string_view text,
+                                                      const std::string& file,
+                                                      const ParseOptions& options = {});
+
+/// Reads and parses a file.
+arrow::Result<JobManifest> ReadJobManifest(const std::string& path,
+                                           const ParseOptions& options = {});
+arrow::Result<PipelineManifest> ReadPipelineManifest(const std::string& path,
+                                                     const ParseOptions& options = {});
+
+/// Reads a whole text file; a missing file is an IOError naming it.
+arrow::Result<std::string> ReadTextFile(const std::string& path);
+
+}  // namespace sluice::pipeline
