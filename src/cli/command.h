@@ -18,4 +18,7 @@ void AddHashCommand(CLI::App& app, Action& action);
 /// `sluice store ls|get|put|rm`: inspect and edit the configured object store.
 void AddStoreCommand(CLI::App& app, Action& action);
 
+/// `sluice transform new|check|test`: author batch transforms.
+void AddTransformCommand(CLI::App& app, Action& action);
+
 }  // namespace sluice::cli

@@ -21,6 +21,7 @@ int Run(int argc, char** argv) {
   sluice::cli::Action action;
   sluice::cli::AddHashCommand(app, action);
   sluice::cli::AddStoreCommand(app, action);
+  sluice::cli::AddTransformCommand(app, action);
 
   try {
     app.parse(argc, argv);

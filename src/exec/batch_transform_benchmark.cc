@@ -13,9 +13,9 @@ constexpr int64_t kRows = 1 << 20;
 constexpr int64_t kBatchRows = 64 * 1024;
 
 std::shared_ptr<arrow::Buffer> MakeInput() {
-  auto schema = arrow::schema({arrow::field("id", arrow::int64()),
-                               arrow::field("score", arrow::float64()),
-                               arrow::field("text", arrow::utf8())});
+  auto schema =
+      arrow::schema({arrow::field("id", arrow::int64()), arrow::field("score", arrow::float64()),
+                     arrow::field("text", arrow::utf8())});
   std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
   for (int64_t start = 0; start < kRows; start += kBatchRows) {
     arrow::Int64Builder ids;
@@ -26,8 +26,8 @@ std::shared_ptr<arrow::Buffer> MakeInput() {
       (void)scores.Append(static_cast<double>(i) * 0.5);
       (void)texts.Append("message body number " + std::to_string(i));
     }
-    batches.push_back(arrow::RecordBatch::Make(
-        schema, kBatchRows, {*ids.Finish(), *scores.Finish(), *texts.Finish()}));
+    batches.push_back(arrow::RecordBatch::Make(schema, kBatchRows,
+                                               {*ids.Finish(), *scores.Finish(), *texts.Finish()}));
   }
   return *storage::WriteIpcStream(schema, batches);
 }

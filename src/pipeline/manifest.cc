@@ -276,6 +276,47 @@ arrow::Result<PipelineManifest> ParsePipelineManifest(std::string_view text,
   return manifest;
 }
 
+arrow::Result<TransformMetadata> ParseTransformMetadata(std::string_view text,
+                                                        const std::string& file) {
+  ARROW_ASSIGN_OR_RAISE(toml::table root, ParseToml(text, file));
+  Errors errors(file);
+  TransformMetadata meta;
+  meta.file = file;
+  CheckKeys(root, "transform metadata", {"transform"}, &errors);
+  if (const toml::table* t = RequireTable(root, "transform", "transform", &errors)) {
+    CheckKeys(*t, "[transform]",
+              {"qualified_name", "version", "input_dataset", "output_dataset", "input_schema",
+               "output_schema", "example_job", "pipeline"},
+              &errors);
+    struct Entry {
+      const char* key;
+      std::string* out;
+      bool identifier;
+    };
+    for (Entry e :
+         {Entry{"qualified_name", &meta.qualified_name, true},
+          Entry{"version", &meta.version, true}, Entry{"input_dataset", &meta.input_dataset, false},
+          Entry{"output_dataset", &meta.output_dataset, false},
+          Entry{"input_schema", &meta.input_schema, true},
+          Entry{"output_schema", &meta.output_schema, true},
+          Entry{"example_job", &meta.example_job, false},
+          Entry{"pipeline", &meta.pipeline, false}}) {
+      *e.out = RequireString(*t, e.key, "transform", &errors);
+      if (e.identifier && !e.out->empty() && !artifact::IsValidIdentifier(*e.out)) {
+        errors.Add(t->get(e.key)->source(), std::string("transform.") + e.key + " '" + *e.out +
+                                                "' is not a valid identifier ([A-Za-z0-9._-])");
+      }
+    }
+  }
+  ARROW_RETURN_NOT_OK(errors.ToStatus());
+  return meta;
+}
+
+arrow::Result<TransformMetadata> ReadTransformMetadata(const std::string& path) {
+  ARROW_ASSIGN_OR_RAISE(std::string text, ReadTextFile(path));
+  return ParseTransformMetadata(text, path);
+}
+
 arrow::Result<std::string> ReadTextFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return arrow::Status::IOError("cannot read '", path, "': no such file");

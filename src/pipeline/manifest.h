@@ -69,6 +69,24 @@ struct ParseOptions {
   bool allow_placeholder_pin = false;
 };
 
+/// A transform's metadata (transforms/NAME/transform.toml, table [transform]).
+struct TransformMetadata {
+  std::string file;
+  std::string qualified_name;
+  std::string version;
+  std::string input_dataset;
+  std::string output_dataset;
+  std::string input_schema;
+  std::string output_schema;
+  /// Paths relative to the transform directory.
+  std::string example_job;
+  std::string pipeline;
+};
+
+arrow::Result<TransformMetadata> ParseTransformMetadata(std::string_view text,
+                                                        const std::string& file);
+arrow::Result<TransformMetadata> ReadTransformMetadata(const std::string& path);
+
 /// Parses a job from TOML text; `file` names it in errors.
 arrow::Result<JobManifest> ParseJobManifest(std::string_view text, const std::string& file,
                                             const ParseOptions& options = {});
