@@ -21,4 +21,7 @@ void AddStoreCommand(CLI::App& app, Action& action);
 /// `sluice transform new|check|test`: author batch transforms.
 void AddTransformCommand(CLI::App& app, Action& action);
 
+/// `sluice example-data conversations`: deterministic example input in the store.
+void AddExampleDataCommand(CLI::App& app, Action& action);
+
 }  // namespace sluice::cli

@@ -22,6 +22,7 @@ int Run(int argc, char** argv) {
   sluice::cli::AddHashCommand(app, action);
   sluice::cli::AddStoreCommand(app, action);
   sluice::cli::AddTransformCommand(app, action);
+  sluice::cli::AddExampleDataCommand(app, action);
 
   try {
     app.parse(argc, argv);
