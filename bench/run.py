@@ -67,6 +67,7 @@ def abi_overhead() -> str:
     )
     rows = {b["name"].split("/")[0]: b for b in json.loads(proc.stdout)["benchmarks"]}
     direct, abi = rows["BM_InProcessIdentity"], rows["BM_AbiIdentity"]
+    extract = rows["BM_ConversationExtract"]
     ratio = abi["real_time"] / direct["real_time"]
     return (
         "## Transform ABI overhead (1M rows, 64K-row batches)\n\n"
@@ -75,6 +76,10 @@ def abi_overhead() -> str:
         f"{direct['items_per_second'] / 1e6:.1f}M | 1.00 |\n"
         f"| identity through the C ABI | {abi['real_time']:.1f} | "
         f"{abi['items_per_second'] / 1e6:.1f}M | {ratio:.2f} |\n"
+        "\n## conversation-message-extract through the ABI\n\n"
+        f"{extract['items_per_second'] / 1e6:.2f}M output rows/s "
+        f"({extract['bytes_per_second'] / 1e6:.0f} MB/s of input IPC), "
+        f"{extract['real_time']:.1f} ms per 10K requests\n"
     )
 
 

@@ -122,6 +122,22 @@ TEST(BatchTransform, InputThatFailsValidateFullIsRefused) {
       << out.status().message();
 }
 
+TEST(BatchTransform, ExampleTransformRefusesInputWithTheWrongSchema) {
+  auto lib = artifact::TransformLibrary::Open(CONVERSATION_EXTRACT_SO);
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  BatchTransform transform(*lib, nullptr);
+  auto out = transform.Call(Stream({Batch("request_id", 2)}));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find(
+                "transform 'conversation-message-extract' failed: Type error: input stream: schema "
+                "mismatch for sluice.examples.conversation.ConversationMessageGateway: expected "
+                "[request_id: string, user_id: string,"),
+            std::string::npos)
+      << out.status().message();
+  EXPECT_NE(out.status().message().find("got [request_id: int64, name: string]"), std::string::npos)
+      << out.status().message();
+}
+
 TEST(BatchTransform, ConcurrentCallsAreIndependent) {
   auto transform = Load(TEST_IDENTITY_SO);
   std::vector<std::thread> threads;
