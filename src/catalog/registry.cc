@@ -1,0 +1,248 @@
+#include "catalog/registry.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+#include "common/status.h"
+
+namespace sluice::catalog {
+
+namespace {
+
+// Versioned migrations. {BLOB} becomes BLOB (SQLite) or BYTEA (PostgreSQL); everything else is
+// SQL both accept. Never edit a released migration: add a new one.
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+constexpr Migration kMigrations[] = {
+    {1, R"(
+CREATE TABLE publishers (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  public_key {BLOB} NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE TABLE transform_artifacts (
+  artifact_blake3 TEXT PRIMARY KEY,
+  qualified_name TEXT NOT NULL,
+  version TEXT NOT NULL,
+  input_schema TEXT NOT NULL,
+  output_schema TEXT NOT NULL,
+  size_bytes BIGINT NOT NULL,
+  build_info TEXT NOT NULL,
+  publisher_id TEXT NOT NULL REFERENCES publishers(id),
+  created_at TEXT NOT NULL
+);
+CREATE TABLE pipeline_specs (
+  spec_blake3 TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  spec_cbor {BLOB} NOT NULL,
+  signature {BLOB} NOT NULL,
+  publisher_id TEXT NOT NULL REFERENCES publishers(id),
+  created_at TEXT NOT NULL
+);
+CREATE INDEX pipeline_specs_by_name ON pipeline_specs(name, created_at);
+CREATE TABLE runs (
+  run_id TEXT PRIMARY KEY,
+  user_id TEXT NOT NULL,
+  manifest_blake3 TEXT NOT NULL,
+  pins TEXT NOT NULL,
+  status TEXT NOT NULL,
+  rows_in BIGINT,
+  rows_out BIGINT,
+  duplicates_dropped BIGINT,
+  stage_timings TEXT,
+  error TEXT,
+  started_at TEXT NOT NULL,
+  finished_at TEXT
+);
+)"},
+};
+
+std::string ForDialect(std::string sql, std::string_view dialect) {
+  const std::string blob = dialect == "postgresql" ? "BYTEA" : "BLOB";
+  for (size_t pos = sql.find("{BLOB}"); pos != std::string::npos; pos = sql.find("{BLOB}", pos)) {
+    sql.replace(pos, 6, blob);
+  }
+  return sql;
+}
+
+std::string TextOrEmpty(const Row& row, size_t i) {
+  return i < row.size() && std::holds_alternative<std::string>(row[i])
+             ? std::get<std::string>(row[i])
+             : std::string();
+}
+
+}  // namespace
+
+std::string NowUtc() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
+      1000000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<long long>(micros));
+  return buf;
+}
+
+int Registry::LatestSchemaVersion() { return kMigrations[std::size(kMigrations) - 1].version; }
+
+arrow::Result<std::unique_ptr<Registry>> Registry::Open(const std::string& url) {
+  ARROW_ASSIGN_OR_RAISE(auto db, Database::Open(url));
+  std::unique_ptr<Registry> registry(new Registry(std::move(db)));
+  ARROW_RETURN_NOT_OK(registry->Migrate());
+  return registry;
+}
+
+arrow::Result<int> Registry::SchemaVersion() {
+  ARROW_ASSIGN_OR_RAISE(auto rows, db_->Query("SELECT MAX(version) FROM schema_migrations"));
+  if (rows.empty() || std::holds_alternative<std::monostate>(rows[0][0])) return 0;
+  return static_cast<int>(std::get<int64_t>(rows[0][0]));
+}
+
+arrow::Status Registry::Migrate() {
+  ARROW_RETURN_NOT_OK(db_->ExecScript(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at "
+      "TEXT NOT NULL)"));
+  ARROW_ASSIGN_OR_RAISE(int current, SchemaVersion());
+  if (current > LatestSchemaVersion()) {
+    return arrow::Status::Invalid("registry ", db_->display_url(), " is at schema version ",
+                                  current, ", newer than this sluice knows (",
+                                  LatestSchemaVersion(), "); upgrade sluice");
+  }
+  for (const Migration& m : kMigrations) {
+    if (m.version <= current) continue;
+    ARROW_RETURN_NOT_OK(db_->Begin());
+    arrow::Status st = db_->ExecScript(ForDialect(m.sql, db_->dialect()));
+    if (st.ok()) {
+      st = db_->Exec("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                     {static_cast<int64_t>(m.version), NowUtc()});
+    }
+    if (!st.ok()) {
+      (void)db_->Rollback();
+      // Another process may have migrated concurrently; that is fine if it got there.
+      ARROW_ASSIGN_OR_RAISE(int now, SchemaVersion());
+      if (now >= m.version) continue;
+      return AddContext(st, "applying registry migration " + std::to_string(m.version));
+    }
+    ARROW_RETURN_NOT_OK(db_->Commit());
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Status Registry::AddPublisher(const PublisherRecord& p) {
+  return db_->Exec(
+      "INSERT INTO publishers (id, name, public_key, created_at) VALUES (?, ?, ?, ?) "
+      "ON CONFLICT (id) DO UPDATE SET name = excluded.name",
+      {p.id, p.name, Blob{p.public_key}, p.created_at.empty() ? NowUtc() : p.created_at});
+}
+
+arrow::Result<std::optional<PublisherRecord>> Registry::GetPublisher(const std::string& id) {
+  ARROW_ASSIGN_OR_RAISE(
+      auto rows,
+      db_->Query("SELECT id, name, public_key, created_at FROM publishers WHERE id = ?", {id}));
+  if (rows.empty()) return std::nullopt;
+  PublisherRecord p;
+  ARROW_ASSIGN_OR_RAISE(p.id, TextAt(rows[0], 0));
+  ARROW_ASSIGN_OR_RAISE(p.name, TextAt(rows[0], 1));
+  ARROW_ASSIGN_OR_RAISE(p.public_key, BytesAt(rows[0], 2));
+  ARROW_ASSIGN_OR_RAISE(p.created_at, TextAt(rows[0], 3));
+  return p;
+}
+
+arrow::Result<std::optional<ArtifactRecord>> Registry::GetArtifact(const std::string& digest) {
+  ARROW_ASSIGN_OR_RAISE(
+      auto rows,
+      db_->Query("SELECT artifact_blake3, qualified_name, version, input_schema, output_schema, "
+                 "size_bytes, build_info, publisher_id, created_at FROM transform_artifacts "
+                 "WHERE artifact_blake3 = ?",
+                 {digest}));
+  if (rows.empty()) return std::nullopt;
+  const Row& r = rows[0];
+  ArtifactRecord a;
+  ARROW_ASSIGN_OR_RAISE(a.artifact_blake3, TextAt(r, 0));
+  ARROW_ASSIGN_OR_RAISE(a.qualified_name, TextAt(r, 1));
+  ARROW_ASSIGN_OR_RAISE(a.version, TextAt(r, 2));
+  ARROW_ASSIGN_OR_RAISE(a.input_schema, TextAt(r, 3));
+  ARROW_ASSIGN_OR_RAISE(a.output_schema, TextAt(r, 4));
+  ARROW_ASSIGN_OR_RAISE(a.size_bytes, IntAt(r, 5));
+  ARROW_ASSIGN_OR_RAISE(a.build_info, TextAt(r, 6));
+  ARROW_ASSIGN_OR_RAISE(a.publisher_id, TextAt(r, 7));
+  ARROW_ASSIGN_OR_RAISE(a.created_at, TextAt(r, 8));
+  return a;
+}
+
+namespace {
+
+arrow::Result<std::optional<PipelineSpecRecord>> SpecFromRows(const std::vector<Row>& rows) {
+  if (rows.empty()) return std::nullopt;
+  const Row& r = rows[0];
+  PipelineSpecRecord s;
+  ARROW_ASSIGN_OR_RAISE(s.spec_blake3, TextAt(r, 0));
+  ARROW_ASSIGN_OR_RAISE(s.name, TextAt(r, 1));
+  ARROW_ASSIGN_OR_RAISE(s.spec_cbor, BytesAt(r, 2));
+  ARROW_ASSIGN_OR_RAISE(s.signature, BytesAt(r, 3));
+  ARROW_ASSIGN_OR_RAISE(s.publisher_id, TextAt(r, 4));
+  s.created_at = TextOrEmpty(r, 5);
+  return s;
+}
+
+constexpr const char* kSpecColumns =
+    "SELECT spec_blake3, name, spec_cbor, signature, publisher_id, created_at FROM pipeline_specs ";
+
+}  // namespace
+
+arrow::Result<std::optional<PipelineSpecRecord>> Registry::GetPipelineSpec(
+    const std::string& spec_blake3) {
+  ARROW_ASSIGN_OR_RAISE(
+      auto rows, db_->Query(std::string(kSpecColumns) + "WHERE spec_blake3 = ?", {spec_blake3}));
+  return SpecFromRows(rows);
+}
+
+arrow::Result<std::optional<PipelineSpecRecord>> Registry::LatestPipelineSpec(
+    const std::string& name) {
+  ARROW_ASSIGN_OR_RAISE(
+      auto rows, db_->Query(std::string(kSpecColumns) +
+                                "WHERE name = ? ORDER BY created_at DESC, spec_blake3 LIMIT 1",
+                            {name}));
+  return SpecFromRows(rows);
+}
+
+arrow::Status Registry::RegisterPublication(const ArtifactRecord& a, const PipelineSpecRecord& s) {
+  const std::string now = NowUtc();
+  ARROW_RETURN_NOT_OK(db_->Begin());
+  arrow::Status st = db_->Exec(
+      "INSERT INTO transform_artifacts (artifact_blake3, qualified_name, version, input_schema, "
+      "output_schema, size_bytes, build_info, publisher_id, created_at) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (artifact_blake3) DO NOTHING",
+      {a.artifact_blake3, a.qualified_name, a.version, a.input_schema, a.output_schema,
+       a.size_bytes, a.build_info, a.publisher_id, now});
+  if (st.ok()) {
+    st = db_->Exec(
+        "INSERT INTO pipeline_specs (spec_blake3, name, spec_cbor, signature, publisher_id, "
+        "created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (spec_blake3) DO NOTHING",
+        {s.spec_blake3, s.name, Blob{s.spec_cbor}, Blob{s.signature}, s.publisher_id, now});
+  }
+  if (!st.ok()) {
+    (void)db_->Rollback();
+    return AddContext(st, "registering transform '" + a.qualified_name + "'");
+  }
+  return db_->Commit();
+}
+
+arrow::Result<int64_t> Registry::CountRows(const std::string& table) {
+  SLUICE_INTERNAL_CHECK(table == "publishers" || table == "transform_artifacts" ||
+                        table == "pipeline_specs" || table == "runs");
+  ARROW_ASSIGN_OR_RAISE(auto rows, db_->Query("SELECT COUNT(*) FROM " + table));
+  return IntAt(rows.at(0), 0);
+}
+
+}  // namespace sluice::catalog

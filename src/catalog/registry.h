@@ -1,0 +1,87 @@
+// The registry: publishers, transform artifacts, signed pipeline specs and runs, in SQLite (the
+// embedded default, SLUICE_HOME/registry.db) or PostgreSQL (SLUICE_DATABASE_URL=postgresql://).
+// Both backends share one schema and one set of versioned migrations.
+//
+// Not thread-safe: a Registry owns one connection.
+#pragma once
+
+#include <arrow/result.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/database.h"
+
+namespace sluice::catalog {
+
+struct PublisherRecord {
+  std::string id;
+  std::string name;
+  std::vector<uint8_t> public_key;
+  std::string created_at;
+};
+
+struct ArtifactRecord {
+  std::string artifact_blake3;
+  std::string qualified_name;
+  std::string version;
+  std::string input_schema;
+  std::string output_schema;
+  int64_t size_bytes = 0;
+  /// JSON: compiler, build type, sluice version.
+  std::string build_info;
+  std::string publisher_id;
+  std::string created_at;
+};
+
+struct PipelineSpecRecord {
+  std::string spec_blake3;
+  std::string name;
+  std::vector<uint8_t> spec_cbor;
+  std::vector<uint8_t> signature;
+  std::string publisher_id;
+  std::string created_at;
+};
+
+class Registry {
+ public:
+  /// Opens the database at `url` and applies any migrations it lacks, in one transaction each.
+  static arrow::Result<std::unique_ptr<Registry>> Open(const std::string& url);
+
+  /// The newest migration this build knows, and the one the database is at.
+  static int LatestSchemaVersion();
+  arrow::Result<int> SchemaVersion();
+
+  /// Registers a publisher. Registering the same id and key again is a no-op; the same id with
+  /// a different key cannot happen (the id is the key), a different name is updated.
+  arrow::Status AddPublisher(const PublisherRecord& publisher);
+  arrow::Result<std::optional<PublisherRecord>> GetPublisher(const std::string& id);
+
+  arrow::Result<std::optional<ArtifactRecord>> GetArtifact(const std::string& artifact_blake3);
+  arrow::Result<std::optional<PipelineSpecRecord>> GetPipelineSpec(const std::string& spec_blake3);
+  /// The most recently registered spec with this name.
+  arrow::Result<std::optional<PipelineSpecRecord>> LatestPipelineSpec(const std::string& name);
+
+  /// Registers a transform artifact and its pipeline spec in one transaction: either both rows
+  /// are there afterwards or neither is. Rows that already exist (same digests) are kept as they
+  /// are, so publishing unchanged bytes adds nothing.
+  arrow::Status RegisterPublication(const ArtifactRecord& artifact, const PipelineSpecRecord& spec);
+
+  /// Row count of a registry table, for tests and `sluice doctor`-style checks.
+  arrow::Result<int64_t> CountRows(const std::string& table);
+
+  Database* database() { return db_.get(); }
+
+ private:
+  explicit Registry(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  arrow::Status Migrate();
+
+  std::unique_ptr<Database> db_;
+};
+
+/// Now, as RFC 3339 UTC text; the registry's timestamps.
+std::string NowUtc();
+
+}  // namespace sluice::catalog

@@ -1,0 +1,218 @@
+// One registry suite, two backends: a SQLite file and a real PostgreSQL server on loopback.
+#include "catalog/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "catalog/pipeline_spec.h"
+#include "catalog/postgres_server_testing.h"
+#include "catalog/signing.h"
+
+namespace sluice::catalog {
+namespace {
+
+namespace fs = std::filesystem;
+
+testing::PostgresServer* g_postgres = nullptr;
+
+class PostgresEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    auto server = testing::PostgresServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = *std::move(server);
+    g_postgres = server_.get();
+  }
+  void TearDown() override {
+    g_postgres = nullptr;
+    server_.reset();
+  }
+
+ private:
+  std::unique_ptr<testing::PostgresServer> server_;
+};
+
+class RegistryTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    static int counter = 0;
+    const std::string name = "reg_" + std::to_string(getpid()) + "_" + std::to_string(++counter);
+    if (GetParam() == "sqlite") {
+      dir_ = fs::temp_directory_path() / ("sluice-" + name);
+      url_ = "sqlite://" + (dir_ / "registry.db").string();
+    } else {
+      ASSERT_NE(g_postgres, nullptr);
+      auto url = g_postgres->CreateDatabase(name);
+      ASSERT_TRUE(url.ok()) << url.status().ToString();
+      url_ = *url;
+    }
+    auto registry = Registry::Open(url_);
+    ASSERT_TRUE(registry.ok()) << registry.status().ToString();
+    registry_ = *std::move(registry);
+    auto identity = SigningIdentity::Generate();
+    ASSERT_TRUE(identity.ok());
+    identity_ = *identity;
+    ASSERT_TRUE(registry_
+                    ->AddPublisher({identity_.publisher_id(),
+                                    "tester",
+                                    {identity_.public_key().begin(), identity_.public_key().end()},
+                                    ""})
+                    .ok());
+  }
+  void TearDown() override {
+    registry_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  ArtifactRecord Artifact(const std::string& digest) {
+    return {digest,
+            "conversation-message-extract",
+            "0.1.0",
+            "in.Schema",
+            "out.Schema",
+            12345,
+            R"({"compiler":"g++"})",
+            identity_.publisher_id(),
+            ""};
+  }
+  PipelineSpec Spec(const std::string& digest) {
+    return {"conversation-message-extract", "[pipeline]\nname = \"x\"\n",
+            "conversation-message-extract", digest};
+  }
+
+  std::string url_;
+  fs::path dir_;
+  std::unique_ptr<Registry> registry_;
+  SigningIdentity identity_;
+};
+
+TEST_P(RegistryTest, MigrationsApplyOnceAndReopenCleanly) {
+  EXPECT_EQ(*registry_->SchemaVersion(), Registry::LatestSchemaVersion());
+  auto again = Registry::Open(url_);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*(*again)->SchemaVersion(), Registry::LatestSchemaVersion());
+  for (const char* table : {"transform_artifacts", "pipeline_specs", "runs"}) {
+    EXPECT_EQ(*(*again)->CountRows(table), 0) << table;
+  }
+}
+
+TEST_P(RegistryTest, RefusesADatabaseFromANewerSluice) {
+  ASSERT_TRUE(registry_->database()
+                  ->Exec("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                         {int64_t{999}, std::string("later")})
+                  .ok());
+  auto newer = Registry::Open(url_);
+  ASSERT_FALSE(newer.ok());
+  EXPECT_NE(newer.status().message().find("schema version 999, newer than this sluice knows"),
+            std::string::npos)
+      << newer.status().message();
+}
+
+TEST_P(RegistryTest, PublisherRoundTrip) {
+  auto p = registry_->GetPublisher(identity_.publisher_id());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_TRUE(p->has_value());
+  EXPECT_EQ((*p)->name, "tester");
+  EXPECT_EQ((*p)->public_key,
+            std::vector<uint8_t>(identity_.public_key().begin(), identity_.public_key().end()));
+  ASSERT_TRUE(
+      registry_->AddPublisher({identity_.publisher_id(), "renamed", (*p)->public_key, ""}).ok());
+  EXPECT_EQ(*registry_->CountRows("publishers"), 1);
+  EXPECT_EQ((*registry_->GetPublisher(identity_.publisher_id()))->name, "renamed");
+  EXPECT_FALSE(registry_->GetPublisher("ed25519:nobody")->has_value());
+}
+
+TEST_P(RegistryTest, BytesSurviveExactly) {
+  std::vector<uint8_t> all(256);
+  for (int i = 0; i < 256; ++i) all[static_cast<size_t>(i)] = static_cast<uint8_t>(i);
+  ASSERT_TRUE(registry_->AddPublisher({"ed25519:bytes", "b", all, ""}).ok());
+  EXPECT_EQ((*registry_->GetPublisher("ed25519:bytes"))->public_key, all);
+}
+
+TEST_P(RegistryTest, PublishingTwiceAddsNothing) {
+  const std::string digest(64, 'a');
+  auto spec = SignPipelineSpec(Spec(digest), identity_);
+  ASSERT_TRUE(registry_->RegisterPublication(Artifact(digest), spec).ok());
+  ASSERT_TRUE(registry_->RegisterPublication(Artifact(digest), spec).ok());
+  EXPECT_EQ(*registry_->CountRows("transform_artifacts"), 1);
+  EXPECT_EQ(*registry_->CountRows("pipeline_specs"), 1);
+  auto artifact = registry_->GetArtifact(digest);
+  ASSERT_TRUE(artifact.ok() && artifact->has_value());
+  EXPECT_EQ((*artifact)->qualified_name, "conversation-message-extract");
+  EXPECT_EQ((*artifact)->size_bytes, 12345);
+  auto latest = registry_->LatestPipelineSpec("conversation-message-extract");
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  EXPECT_EQ((*latest)->spec_cbor, spec.spec_cbor);
+  EXPECT_EQ((*latest)->signature, spec.signature);
+}
+
+TEST_P(RegistryTest, AFailedRegistrationLeavesNoHalf) {
+  const std::string digest(64, 'b');
+  auto spec = SignPipelineSpec(Spec(digest), identity_);
+  spec.publisher_id = "ed25519:unregistered";  // violates the foreign key, after the artifact
+  auto st = registry_->RegisterPublication(Artifact(digest), spec);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("registering transform 'conversation-message-extract'"),
+            std::string::npos)
+      << st.message();
+  EXPECT_EQ(*registry_->CountRows("transform_artifacts"), 0);
+  EXPECT_EQ(*registry_->CountRows("pipeline_specs"), 0);
+}
+
+TEST_P(RegistryTest, SignedSpecsVerifyAndTamperingIsRefused) {
+  const std::string digest(64, 'c');
+  auto record = SignPipelineSpec(Spec(digest), identity_);
+  ASSERT_TRUE(registry_->RegisterPublication(Artifact(digest), record).ok());
+  auto stored = *registry_->GetPipelineSpec(record.spec_blake3);
+  ASSERT_TRUE(stored.has_value());
+  auto spec = VerifyPipelineSpec(*stored, registry_.get());
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(*spec, Spec(digest));
+
+  auto altered = *stored;
+  altered.spec_cbor[altered.spec_cbor.size() / 2] ^= 1;
+  auto st = VerifyPipelineSpec(altered, registry_.get());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("was altered"), std::string::npos);
+
+  auto stranger = *stored;
+  stranger.publisher_id = "ed25519:unknown";
+  st = VerifyPipelineSpec(stranger, registry_.get());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("signed by unknown publisher 'ed25519:unknown'"),
+            std::string::npos);
+
+  auto forged = *stored;
+  forged.signature = SigningIdentity::Generate()->Sign(forged.spec_cbor);
+  st = VerifyPipelineSpec(forged, registry_.get());
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("signature does not verify"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RegistryTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& info) { return info.param; });
+
+TEST(Database, BadUrlsAreNamedWithoutPasswords) {
+  auto relative = Database::Open("sqlite://relative.db");
+  ASSERT_FALSE(relative.ok());
+  EXPECT_NE(relative.status().message().find("expected sqlite:///absolute/path.db"),
+            std::string::npos);
+  auto mysql = Database::Open("mysql://x");
+  ASSERT_FALSE(mysql.ok());
+  EXPECT_NE(mysql.status().message().find("unsupported scheme"), std::string::npos);
+  auto unreachable = Database::Open("postgresql://u:hunter2@127.0.0.1:1/db?connect_timeout=2");
+  ASSERT_FALSE(unreachable.ok());
+  EXPECT_EQ(unreachable.status().message().find("hunter2"), std::string::npos)
+      << unreachable.status().message();
+  EXPECT_NE(unreachable.status().message().find("cannot connect"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::catalog
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new sluice::catalog::PostgresEnvironment());
+  return RUN_ALL_TESTS();
+}
