@@ -7,6 +7,9 @@
 #     .venv, BLAKE3, GoogleTest and nlohmann_json itself.
 #
 # The library is lib<NAME>.so with hidden visibility, so only the ABI symbols are exported.
+# Builds are reproducible: the same sources on the same toolchain give the same bytes wherever
+# the checkout lives. Source and build paths are mapped away, the build id is a hash of the
+# content, there is no RPATH (the host has Arrow loaded already), and nothing embeds a time.
 # Each TESTS source becomes a gtest binary that gets the library's path as SLUICE_TRANSFORM_SO.
 
 if(NOT SLUICE_ROOT)
@@ -46,7 +49,14 @@ function(sluice_add_transform name)
     PREFIX "lib"
     C_VISIBILITY_PRESET hidden
     CXX_VISIBILITY_PRESET hidden
-    VISIBILITY_INLINES_HIDDEN ON)
+    VISIBILITY_INLINES_HIDDEN ON
+    SKIP_BUILD_RPATH ON)
+  target_compile_options(${name} PRIVATE
+    -ffile-prefix-map=${CMAKE_CURRENT_SOURCE_DIR}=transform
+    -ffile-prefix-map=${SLUICE_ROOT}=sluice
+    -ffile-prefix-map=${CMAKE_BINARY_DIR}=build
+    -frandom-seed=${name})
+  target_link_options(${name} PRIVATE -Wl,--build-id=sha1)
   foreach(test_source IN LISTS ARG_TESTS)
     get_filename_component(test_name "${test_source}" NAME_WE)
     set(test_target "${name}-${test_name}")

@@ -216,15 +216,18 @@ arrow::Result<std::optional<PipelineSpecRecord>> Registry::LatestPipelineSpec(
   return SpecFromRows(rows);
 }
 
-arrow::Status Registry::RegisterPublication(const ArtifactRecord& a, const PipelineSpecRecord& s) {
+arrow::Status Registry::RegisterPublication(const ArtifactRecord& a, const PipelineSpecRecord& s,
+                                            const PublisherRecord* publisher) {
   const std::string now = NowUtc();
   ARROW_RETURN_NOT_OK(db_->Begin());
-  arrow::Status st = db_->Exec(
-      "INSERT INTO transform_artifacts (artifact_blake3, qualified_name, version, input_schema, "
-      "output_schema, size_bytes, build_info, publisher_id, created_at) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (artifact_blake3) DO NOTHING",
-      {a.artifact_blake3, a.qualified_name, a.version, a.input_schema, a.output_schema,
-       a.size_bytes, a.build_info, a.publisher_id, now});
+  arrow::Status st = publisher != nullptr ? AddPublisher(*publisher) : arrow::Status::OK();
+  if (st.ok())
+    st = db_->Exec(
+        "INSERT INTO transform_artifacts (artifact_blake3, qualified_name, version, input_schema, "
+        "output_schema, size_bytes, build_info, publisher_id, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (artifact_blake3) DO NOTHING",
+        {a.artifact_blake3, a.qualified_name, a.version, a.input_schema, a.output_schema,
+         a.size_bytes, a.build_info, a.publisher_id, now});
   if (st.ok()) {
     st = db_->Exec(
         "INSERT INTO pipeline_specs (spec_blake3, name, spec_cbor, signature, publisher_id, "

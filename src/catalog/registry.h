@@ -64,10 +64,12 @@ class Registry {
   /// The most recently registered spec with this name.
   arrow::Result<std::optional<PipelineSpecRecord>> LatestPipelineSpec(const std::string& name);
 
-  /// Registers a transform artifact and its pipeline spec in one transaction: either both rows
-  /// are there afterwards or neither is. Rows that already exist (same digests) are kept as they
-  /// are, so publishing unchanged bytes adds nothing.
-  arrow::Status RegisterPublication(const ArtifactRecord& artifact, const PipelineSpecRecord& spec);
+  /// Registers a transform artifact and its pipeline spec in one transaction, with the
+  /// publisher when one is given: either every row is there afterwards or none is. Rows that
+  /// already exist (same digests) are kept as they are, so publishing unchanged bytes adds
+  /// nothing.
+  arrow::Status RegisterPublication(const ArtifactRecord& artifact, const PipelineSpecRecord& spec,
+                                    const PublisherRecord* publisher = nullptr);
 
   /// Row count of a registry table, for tests and `sluice doctor`-style checks.
   arrow::Result<int64_t> CountRows(const std::string& table);

@@ -24,4 +24,7 @@ void AddTransformCommand(CLI::App& app, Action& action);
 /// `sluice example-data conversations`: deterministic example input in the store.
 void AddExampleDataCommand(CLI::App& app, Action& action);
 
+/// `sluice auth keygen`: the local signing identity.
+void AddAuthCommand(CLI::App& app, Action& action);
+
 }  // namespace sluice::cli

@@ -23,6 +23,7 @@ int Run(int argc, char** argv) {
   sluice::cli::AddStoreCommand(app, action);
   sluice::cli::AddTransformCommand(app, action);
   sluice::cli::AddExampleDataCommand(app, action);
+  sluice::cli::AddAuthCommand(app, action);
 
   try {
     app.parse(argc, argv);

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "cli/command.h"
+#include "common/config.h"
+#include "pipeline/publish.h"
 #include "pipeline/transform_project.h"
 
 #ifndef SLUICE_SOURCE_DIR
@@ -48,6 +50,15 @@ arrow::Status Test(const std::string& dir) {
   return arrow::Status::OK();
 }
 
+arrow::Status Publish(const std::string& dir) {
+  ARROW_ASSIGN_OR_RAISE(Config config, Config::FromEnvironment());
+  ARROW_ASSIGN_OR_RAISE(auto result, pipeline::PublishTransform(config, dir, SluiceRoot()));
+  // Exactly one line on stdout, and only once every step has succeeded.
+  std::cout << "registered transform=" << result.qualified_name
+            << " artifact_blake3=" << result.artifact_blake3 << std::endl;
+  return arrow::Status::OK();
+}
+
 }  // namespace
 
 void AddTransformCommand(CLI::App& app, Action& action) {
@@ -71,6 +82,11 @@ void AddTransformCommand(CLI::App& app, Action& action) {
   check->add_option("--library", *library,
                     "Built library to inspect (default DIR/build/libNAME.so)");
   check->callback([&action, dir, library] { action = [=] { return Check(*dir, *library); }; });
+
+  auto* publish = transform->add_subcommand(
+      "publish", "Build, upload by BLAKE3 and register a transform with a signed pipeline spec");
+  publish->add_option("dir", *dir, "Transform directory")->required();
+  publish->callback([&action, dir] { action = [=] { return Publish(*dir); }; });
 
   auto* test = transform->add_subcommand("test", "Build a transform and run its inline tests");
   test->add_option("dir", *dir, "Transform directory")->required();

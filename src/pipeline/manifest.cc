@@ -317,6 +317,51 @@ arrow::Result<TransformMetadata> ReadTransformMetadata(const std::string& path) 
   return ParseTransformMetadata(text, path);
 }
 
+arrow::Result<std::string> InjectPin(std::string_view pipeline_text, const std::string& file,
+                                     const std::string& qualified_name, const std::string& pin) {
+  ParseOptions lenient;
+  lenient.allow_placeholder_pin = true;
+  ARROW_RETURN_NOT_OK(ParsePipelineManifest(pipeline_text, file, lenient).status());
+  ARROW_ASSIGN_OR_RAISE(toml::table root, ParseToml(pipeline_text, file));
+  const toml::array* stages = root["pipeline"]["stages"].as_array();
+  int64_t line = -1;
+  for (size_t i = 0; stages != nullptr && i < stages->size(); ++i) {
+    const toml::table* stage = (*stages)[i].as_table();
+    if (stage == nullptr || stage->get("kind") == nullptr) continue;
+    if (stage->get("kind")->value<std::string>() != "function") continue;
+    if (stage->get("qualified_name")->value<std::string>() != qualified_name) continue;
+    line = stage->get("pin_artifact_hash")->source().begin.line;
+  }
+  if (line < 0) {
+    return arrow::Status::Invalid(file, ": no function stage with qualified_name = \"",
+                                  qualified_name, "\" to pin");
+  }
+  // Replace the quoted value on that line, keeping everything else byte for byte.
+  std::string out(pipeline_text);
+  size_t start = 0;
+  for (int64_t l = 1; l < line && start != std::string::npos; ++l) {
+    start = out.find('\n', start);
+    if (start != std::string::npos) ++start;
+  }
+  const size_t end = out.find('\n', start);
+  std::string text_line =
+      out.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  const size_t eq = text_line.find('=');
+  const size_t open_quote = text_line.find('"', eq == std::string::npos ? 0 : eq);
+  const size_t close_quote =
+      open_quote == std::string::npos ? std::string::npos : text_line.find('"', open_quote + 1);
+  if (text_line.find("pin_artifact_hash") == std::string::npos || eq == std::string::npos ||
+      close_quote == std::string::npos) {
+    return arrow::Status::Invalid(file, ":", line,
+                                  ": write pin_artifact_hash = \"...\" on one line with a basic "
+                                  "string, so that publish can pin it");
+  }
+  text_line.replace(open_quote, close_quote - open_quote + 1, "\"" + pin + "\"");
+  out.replace(start, end == std::string::npos ? std::string::npos : end - start, text_line);
+  ARROW_RETURN_NOT_OK(ParsePipelineManifest(out, file).status());
+  return out;
+}
+
 arrow::Result<std::string> ReadTextFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return arrow::Status::IOError("cannot read '", path, "': no such file");

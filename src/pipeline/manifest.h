@@ -101,6 +101,12 @@ arrow::Result<JobManifest> ReadJobManifest(const std::string& path,
 arrow::Result<PipelineManifest> ReadPipelineManifest(const std::string& path,
                                                      const ParseOptions& options = {});
 
+/// Returns `pipeline_text` with the pin_artifact_hash of the function stage named
+/// `qualified_name` set to `pin`, changing nothing else (comments and layout stay). The result is
+/// parsed again strictly, so a placeholder left anywhere is an error.
+arrow::Result<std::string> InjectPin(std::string_view pipeline_text, const std::string& file,
+                                     const std::string& qualified_name, const std::string& pin);
+
 /// Reads a whole text file; a missing file is an IOError naming it.
 arrow::Result<std::string> ReadTextFile(const std::string& path);
 

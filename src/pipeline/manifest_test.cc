@@ -103,6 +103,26 @@ TEST(PipelineManifest, ParsesStagesWithoutRoutes) {
       << with_source.status().message();
 }
 
+TEST(PipelineManifest, InjectPinChangesOnlyThePin) {
+  const std::string text =
+      "# comment stays\n[pipeline]\nname = \"p\"\n\n[[pipeline.stages]]\nkind = \"function\"\n"
+      "qualified_name = \"other\"\npin_artifact_hash = \"" +
+      kPin +
+      "\"\n\n"
+      "[[pipeline.stages]]\nkind = \"function\"\nqualified_name = \"extract\"\n"
+      "pin_artifact_hash   =   \"PUBLISH_RESULT_GOES_HERE\"  # trailing comment\n";
+  const std::string pin(64, 'e');
+  auto out = InjectPin(text, "pipeline.toml", "extract", pin);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  std::string expected = text;
+  expected.replace(expected.find("\"PUBLISH_RESULT_GOES_HERE\""), 26, "\"" + pin + "\"");
+  EXPECT_EQ(*out, expected);
+  auto missing = InjectPin(text, "pipeline.toml", "nobody", pin);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no function stage with qualified_name = \"nobody\""),
+            std::string::npos);
+}
+
 TEST(Manifests, CommittedFilesParse) {
   const std::string root = SLUICE_SOURCE_DIR;
   const std::string example = root + "/transforms/conversation-message-extract";

@@ -52,6 +52,46 @@ def moto_endpoint():
     proc.wait(timeout=30)
 
 
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server (Debian's initdb/pg_ctl) in a temp dir on a loopback port. As root
+    it runs as the postgres user, since initdb refuses root. Yields a function that creates a
+    fresh database and returns its URL."""
+    import glob
+    import shutil
+    import tempfile
+
+    bindir = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
+    root = tempfile.mkdtemp(prefix="sluice-pg-")
+    as_root = os.geteuid() == 0
+    prefix = ["runuser", "-u", "postgres", "--"] if as_root else []
+    if as_root:
+        shutil.chown(root, "postgres", "postgres")
+    port = _free_port()
+    data = os.path.join(root, "data")
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(prefix + [f"{bindir}/initdb", "-D", data, "-U", "postgres", "--auth=trust",
+                             "--no-sync", "-E", "UTF8"], **quiet)
+    subprocess.run(prefix + [f"{bindir}/pg_ctl", "-D", data, "-l", os.path.join(root, "log"), "-w",
+                             "-o", f"-p {port} -k {root} -c listen_addresses=127.0.0.1 "
+                             "-c fsync=off", "start"], **quiet)
+    counter = [0]
+
+    def create_database():
+        counter[0] += 1
+        name = f"e2e_{os.getpid()}_{counter[0]}"
+        subprocess.run([f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U",
+                        "postgres", name], **quiet)
+        return f"postgresql://postgres@127.0.0.1:{port}/{name}"
+
+    create_database.psql = lambda url, sql: subprocess.run(
+        ["psql", url, "-tAc", sql], capture_output=True, check=True, text=True).stdout.strip()
+    yield create_database
+    subprocess.run(prefix + [f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(root, ignore_errors=True)
+
+
 def aws_env():
     return {
         "AWS_ACCESS_KEY_ID": "testing",
@@ -100,22 +140,22 @@ def sluice(sluice_bin, tmp_path):
     return Sluice(sluice_bin, base_env(tmp_path / "home"))
 
 
+def s3_store_url(endpoint, tmp_path):
+    """Creates a fresh bucket on the moto endpoint and returns a store URL in it."""
+    import pyarrow.fs as pafs
+
+    bucket = f"e2e-{os.getpid()}-{abs(hash(str(tmp_path))) % 10**8}"
+    os.environ.update(aws_env())
+    s3 = pafs.S3FileSystem(endpoint_override=endpoint, scheme="http", region="us-east-1",
+                           allow_bucket_creation=True)
+    s3.create_dir(bucket)
+    return f"s3://{bucket}/store?endpoint_override={endpoint}&scheme=http&region=us-east-1"
+
+
 @pytest.fixture(params=["local", "s3"])
 def store_sluice(request, sluice_bin, tmp_path):
     """sluice against a local store and against S3 on moto, in turn."""
     env = base_env(tmp_path / "home")
     if request.param == "s3":
-        endpoint = request.getfixturevalue("moto_endpoint")
-        bucket = f"e2e-{os.getpid()}-{abs(hash(str(tmp_path))) % 10**8}"
-        import pyarrow.fs as pafs
-
-        os.environ.update(aws_env())
-        s3 = pafs.S3FileSystem(
-            endpoint_override=endpoint, scheme="http", region="us-east-1",
-            allow_bucket_creation=True,
-        )
-        s3.create_dir(bucket)
-        env["SLUICE_STORE"] = (
-            f"s3://{bucket}/store?endpoint_override={endpoint}&scheme=http&region=us-east-1"
-        )
+        env["SLUICE_STORE"] = s3_store_url(request.getfixturevalue("moto_endpoint"), tmp_path)
     return Sluice(sluice_bin, env)
