@@ -1,0 +1,97 @@
+#include "exec/shuffle.h"
+
+#include <arrow/api.h>
+#include <arrow/compute/api.h>
+#include <arrow/io/memory.h>
+#include <arrow/ipc/api.h>
+
+#include "exec/compute_init.h"
+#include "exec/key_bytes.h"
+#include "storage/ipc_stream.h"
+
+namespace sluice::exec {
+
+namespace {
+
+uint64_t Fnv1a(const uint8_t* data, size_t size) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < size; ++i) {
+    h ^= data[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+arrow::Result<std::vector<int32_t>> PartitionRows(const arrow::Array& key, int32_t partitions) {
+  std::vector<int32_t> out(static_cast<size_t>(key.length()), 0);
+  ARROW_RETURN_NOT_OK(ForEachKey(key, [&](int64_t i, const uint8_t* data, size_t size) {
+    if (data != nullptr) {
+      out[static_cast<size_t>(i)] =
+          static_cast<int32_t>(Fnv1a(data, size) % static_cast<uint64_t>(partitions));
+    }
+  }));
+  return out;
+}
+
+arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> HashPartition(
+    const std::shared_ptr<arrow::Table>& table, const std::string& key, int32_t partitions) {
+  ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
+  auto column = table->GetColumnByName(key);
+  if (column == nullptr) {
+    return arrow::Status::Invalid("key column '", key, "' is not in ", table->schema()->ToString());
+  }
+  ARROW_ASSIGN_OR_RAISE(auto combined, table->CombineChunksToBatch());
+  ARROW_ASSIGN_OR_RAISE(auto assignment,
+                        PartitionRows(*combined->GetColumnByName(key), partitions));
+  std::vector<arrow::Int64Builder> indices(static_cast<size_t>(partitions));
+  for (size_t i = 0; i < assignment.size(); ++i) {
+    ARROW_RETURN_NOT_OK(
+        indices[static_cast<size_t>(assignment[i])].Append(static_cast<int64_t>(i)));
+  }
+  std::vector<std::shared_ptr<arrow::Table>> out;
+  for (auto& b : indices) {
+    ARROW_ASSIGN_OR_RAISE(auto idx, b.Finish());
+    ARROW_ASSIGN_OR_RAISE(auto taken, arrow::compute::Take(combined, idx));
+    ARROW_ASSIGN_OR_RAISE(auto t, arrow::Table::FromRecordBatches({taken.record_batch()}));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+arrow::Status WriteShuffleFile(storage::ObjectStore* store, const std::string& key,
+                               const std::shared_ptr<arrow::Table>& table) {
+  ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
+  ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeFileWriter(sink, table->schema()));
+  ARROW_RETURN_NOT_OK(writer->WriteTable(*table));
+  ARROW_RETURN_NOT_OK(writer->Close());
+  ARROW_ASSIGN_OR_RAISE(auto bytes, sink->Finish());
+  return store->Put(key, bytes);
+}
+
+arrow::Result<std::shared_ptr<arrow::Table>> ReadShuffleFile(storage::ObjectStore* store,
+                                                             const std::string& key,
+                                                             const arrow::Schema& expected) {
+  ARROW_ASSIGN_OR_RAISE(auto bytes, store->Get(key));
+  const std::string where = "shuffle file '" + key + "'";
+  auto reader =
+      arrow::ipc::RecordBatchFileReader::Open(std::make_shared<arrow::io::BufferReader>(bytes));
+  if (!reader.ok()) {
+    return arrow::Status::Invalid(where,
+                                  ": not a valid Arrow IPC file: ", reader.status().message());
+  }
+  ARROW_RETURN_NOT_OK(storage::CheckSchema(expected, *(*reader)->schema(), where));
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+  for (int i = 0; i < (*reader)->num_record_batches(); ++i) {
+    auto batch = (*reader)->ReadRecordBatch(i);
+    if (!batch.ok())
+      return arrow::Status::Invalid(where, ": batch ", i, ": ", batch.status().message());
+    arrow::Status st = (*batch)->ValidateFull();
+    if (!st.ok()) return arrow::Status::Invalid(where, ": batch ", i, ": ", st.message());
+    batches.push_back(*batch);
+  }
+  return arrow::Table::FromRecordBatches((*reader)->schema(), batches);
+}
+
+}  // namespace sluice::exec

@@ -1,0 +1,38 @@
+// The shuffle: rows move between stages as Arrow IPC files on the object store.
+//
+// A map task splits its rows by the hash of a key column into one file per reduce partition. A
+// file is written under a temp name unique to its writer and renamed (ObjectStore::Put), so a
+// reader sees whole files only. A reader checks each file's schema against the one the plan
+// declares and names the file and both field lists on a mismatch.
+#pragma once
+
+#include <arrow/record_batch.h>
+#include <arrow/result.h>
+#include <arrow/table.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/object_store.h"
+
+namespace sluice::exec {
+
+/// Partition of each row of `key` (binary, string or integer types), stable across processes
+/// and machines: FNV-1a of the key's bytes modulo `partitions`.
+arrow::Result<std::vector<int32_t>> PartitionRows(const arrow::Array& key, int32_t partitions);
+
+/// Splits `table` by the hash of `key` into `partitions` tables.
+arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> HashPartition(
+    const std::shared_ptr<arrow::Table>& table, const std::string& key, int32_t partitions);
+
+/// Writes a table as one IPC file object.
+arrow::Status WriteShuffleFile(storage::ObjectStore* store, const std::string& key,
+                               const std::shared_ptr<arrow::Table>& table);
+
+/// Reads one IPC file object, validating every batch and checking the schema.
+arrow::Result<std::shared_ptr<arrow::Table>> ReadShuffleFile(storage::ObjectStore* store,
+                                                             const std::string& key,
+                                                             const arrow::Schema& expected);
+
+}  // namespace sluice::exec

@@ -1,0 +1,37 @@
+// What a task reports back to the driver. A worker prints it as JSON on the last line of its
+// stdout; anything a transform prints before it is ignored.
+#pragma once
+
+#include <arrow/result.h>
+
+#include <string>
+#include <vector>
+
+namespace sluice::exec {
+
+struct OutputFile {
+  std::string key;
+  int64_t rows = 0;
+  int64_t bytes = 0;
+  std::string blake3;
+};
+
+struct TaskReport {
+  std::string task;
+  int32_t attempt = 1;
+  /// "ok" or "error". An error is a user or data error: the driver does not retry it.
+  std::string status = "ok";
+  std::string error;
+  int64_t objects = 0;
+  int64_t records_in = 0;
+  int64_t bad_records = 0;
+  int64_t rows_out = 0;
+  int64_t duplicates_dropped = 0;
+  double seconds = 0;
+  std::vector<OutputFile> files;
+
+  std::string ToJsonLine() const;
+  static arrow::Result<TaskReport> FromJsonLine(const std::string& line);
+};
+
+}  // namespace sluice::exec

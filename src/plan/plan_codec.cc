@@ -1,0 +1,222 @@
+#include "plan/plan_codec.h"
+
+#include <arrow/buffer.h>
+#include <arrow/io/memory.h>
+#include <arrow/ipc/reader.h>
+#include <arrow/ipc/writer.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace sluice::plan {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Schemas are serialized once per encode; a failure there is recorded and reported by
+// EncodeFragment rather than thrown.
+json SchemaBytes(const std::shared_ptr<arrow::Schema>& schema, arrow::Status* status) {
+  if (schema == nullptr) return nullptr;
+  auto buffer = arrow::ipc::SerializeSchema(*schema);
+  if (!buffer.ok()) {
+    *status = buffer.status();
+    return nullptr;
+  }
+  return json::binary(
+      std::vector<uint8_t>((*buffer)->data(), (*buffer)->data() + (*buffer)->size()));
+}
+
+arrow::Result<std::shared_ptr<arrow::Schema>> SchemaFrom(const json& value) {
+  if (value.is_null()) return nullptr;
+  if (!value.is_binary()) return arrow::Status::Invalid("plan: schema is not bytes");
+  const auto& bytes = value.get_binary();
+  auto buffer = std::make_shared<arrow::Buffer>(bytes.data(), static_cast<int64_t>(bytes.size()));
+  arrow::io::BufferReader reader(buffer);
+  arrow::ipc::DictionaryMemo memo;
+  auto schema = arrow::ipc::ReadSchema(&reader, &memo);
+  if (!schema.ok()) return arrow::Status::Invalid("plan: bad schema: ", schema.status().message());
+  return schema;
+}
+
+// Typed accessors that turn malformed input into errors, never exceptions.
+arrow::Result<const json*> Field(const json& obj, const char* key) {
+  if (!obj.is_object()) return arrow::Status::Invalid("plan: expected a map around '", key, "'");
+  auto it = obj.find(key);
+  if (it == obj.end()) return arrow::Status::Invalid("plan: missing field '", key, "'");
+  return &*it;
+}
+
+arrow::Result<std::string> Text(const json& obj, const char* key) {
+  ARROW_ASSIGN_OR_RAISE(const json* v, Field(obj, key));
+  if (!v->is_string()) return arrow::Status::Invalid("plan: field '", key, "' is not text");
+  return v->get<std::string>();
+}
+
+arrow::Result<int64_t> Int(const json& obj, const char* key) {
+  ARROW_ASSIGN_OR_RAISE(const json* v, Field(obj, key));
+  if (!v->is_number_integer()) {
+    return arrow::Status::Invalid("plan: field '", key, "' is not an integer");
+  }
+  return v->get<int64_t>();
+}
+
+arrow::Result<std::vector<std::string>> TextList(const json& obj, const char* key) {
+  ARROW_ASSIGN_OR_RAISE(const json* v, Field(obj, key));
+  if (!v->is_array()) return arrow::Status::Invalid("plan: field '", key, "' is not a list");
+  std::vector<std::string> out;
+  for (const auto& item : *v) {
+    if (!item.is_string()) return arrow::Status::Invalid("plan: '", key, "' holds a non-text item");
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+json EncodeOperator(const Operator& op, arrow::Status* st) {
+  return std::visit(
+      [st](const auto& o) -> json {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, ScanObjects>) {
+          return {{"op", "scan_objects"},
+                  {"format", o.format},
+                  {"keys", o.keys},
+                  {"first_object_index", o.first_object_index},
+                  {"schema_id", o.schema_id},
+                  {"schema", SchemaBytes(o.schema, st)},
+                  {"skip_bad_records", o.skip_bad_records}};
+        } else if constexpr (std::is_same_v<T, ScanShuffle>) {
+          return {{"op", "scan_shuffle"}, {"keys", o.keys}, {"schema", SchemaBytes(o.schema, st)}};
+        } else if constexpr (std::is_same_v<T, CallTransform>) {
+          return {{"op", "call_transform"},
+                  {"qualified_name", o.qualified_name},
+                  {"pin", o.pin},
+                  {"output_schema", SchemaBytes(o.output_schema, st)}};
+        } else if constexpr (std::is_same_v<T, HashExchange>) {
+          return {{"op", "hash_exchange"},
+                  {"key", o.key},
+                  {"partitions", o.partitions},
+                  {"folder", o.folder}};
+        } else if constexpr (std::is_same_v<T, DedupFirst>) {
+          return {{"op", "dedup_first"}, {"key", o.key}};
+        } else {
+          return {{"op", "write_sink"}, {"format", o.format}, {"key", o.key}};
+        }
+      },
+      op);
+}
+
+arrow::Result<Operator> DecodeOperator(const json& v) {
+  ARROW_ASSIGN_OR_RAISE(std::string op, Text(v, "op"));
+  if (op == "scan_objects") {
+    ScanObjects o;
+    ARROW_ASSIGN_OR_RAISE(o.format, Text(v, "format"));
+    ARROW_ASSIGN_OR_RAISE(o.keys, TextList(v, "keys"));
+    ARROW_ASSIGN_OR_RAISE(o.first_object_index, Int(v, "first_object_index"));
+    ARROW_ASSIGN_OR_RAISE(o.schema_id, Text(v, "schema_id"));
+    ARROW_ASSIGN_OR_RAISE(const json* schema, Field(v, "schema"));
+    ARROW_ASSIGN_OR_RAISE(o.schema, SchemaFrom(*schema));
+    ARROW_ASSIGN_OR_RAISE(const json* skip, Field(v, "skip_bad_records"));
+    if (!skip->is_boolean()) return arrow::Status::Invalid("plan: skip_bad_records not boolean");
+    o.skip_bad_records = skip->get<bool>();
+    return o;
+  }
+  if (op == "scan_shuffle") {
+    ScanShuffle o;
+    ARROW_ASSIGN_OR_RAISE(o.keys, TextList(v, "keys"));
+    ARROW_ASSIGN_OR_RAISE(const json* schema, Field(v, "schema"));
+    ARROW_ASSIGN_OR_RAISE(o.schema, SchemaFrom(*schema));
+    return o;
+  }
+  if (op == "call_transform") {
+    CallTransform o;
+    ARROW_ASSIGN_OR_RAISE(o.qualified_name, Text(v, "qualified_name"));
+    ARROW_ASSIGN_OR_RAISE(o.pin, Text(v, "pin"));
+    ARROW_ASSIGN_OR_RAISE(const json* schema, Field(v, "output_schema"));
+    ARROW_ASSIGN_OR_RAISE(o.output_schema, SchemaFrom(*schema));
+    return o;
+  }
+  if (op == "hash_exchange") {
+    HashExchange o;
+    ARROW_ASSIGN_OR_RAISE(o.key, Text(v, "key"));
+    ARROW_ASSIGN_OR_RAISE(int64_t partitions, Int(v, "partitions"));
+    if (partitions < 1 || partitions > 65536) {
+      return arrow::Status::Invalid("plan: partitions ", partitions, " out of range");
+    }
+    o.partitions = static_cast<int32_t>(partitions);
+    ARROW_ASSIGN_OR_RAISE(o.folder, Text(v, "folder"));
+    return o;
+  }
+  if (op == "dedup_first") {
+    DedupFirst o;
+    ARROW_ASSIGN_OR_RAISE(o.key, Text(v, "key"));
+    return o;
+  }
+  if (op == "write_sink") {
+    WriteSink o;
+    ARROW_ASSIGN_OR_RAISE(o.format, Text(v, "format"));
+    ARROW_ASSIGN_OR_RAISE(o.key, Text(v, "key"));
+    return o;
+  }
+  return arrow::Status::Invalid("plan: unknown operator '", op, "'");
+}
+
+}  // namespace
+
+std::string Fragment::task_name() const {
+  return "s" + std::to_string(stage_id) + "p" + std::to_string(partition);
+}
+
+arrow::Result<std::vector<uint8_t>> EncodeFragment(const Fragment& f) {
+  json ops = json::array();
+  arrow::Status st;
+  for (const auto& op : f.operators) ops.push_back(EncodeOperator(op, &st));
+  ARROW_RETURN_NOT_OK(st);
+  json doc = {{"run_id", f.run_id},
+              {"stage_id", f.stage_id},
+              {"partition", f.partition},
+              {"attempt", f.attempt},
+              {"session", {{"store_url", f.session.store_url}, {"cache_dir", f.session.cache_dir}}},
+              {"operators", ops}};
+  std::vector<uint8_t> out(kPlanMagic, kPlanMagic + std::strlen(kPlanMagic));
+  std::vector<uint8_t> body = json::to_cbor(doc);
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
+
+arrow::Result<Fragment> DecodeFragment(const uint8_t* data, size_t size) {
+  const size_t magic_len = std::strlen(kPlanMagic);
+  if (size < magic_len || std::memcmp(data, kPlanMagic, magic_len) != 0) {
+    // Name what we found when it looks like another version of our own format.
+    const std::string head(reinterpret_cast<const char*>(data), std::min<size_t>(size, 16));
+    if (head.rfind("SLUICE-PLAN/", 0) == 0) {
+      return arrow::Status::Invalid("plan bytes are format '", head.substr(0, head.find('\n')),
+                                    "'; this sluice reads only SLUICE-PLAN/1");
+    }
+    return arrow::Status::Invalid("not a sluice plan: missing the SLUICE-PLAN/1 header");
+  }
+  json doc = json::from_cbor(data + magic_len, data + size, /*strict=*/true,
+                             /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return arrow::Status::Invalid("plan: body is not valid CBOR");
+  Fragment f;
+  ARROW_ASSIGN_OR_RAISE(f.run_id, Text(doc, "run_id"));
+  ARROW_ASSIGN_OR_RAISE(int64_t stage, Int(doc, "stage_id"));
+  ARROW_ASSIGN_OR_RAISE(int64_t partition, Int(doc, "partition"));
+  ARROW_ASSIGN_OR_RAISE(int64_t attempt, Int(doc, "attempt"));
+  f.stage_id = static_cast<int32_t>(stage);
+  f.partition = static_cast<int32_t>(partition);
+  f.attempt = static_cast<int32_t>(attempt);
+  ARROW_ASSIGN_OR_RAISE(const json* session, Field(doc, "session"));
+  ARROW_ASSIGN_OR_RAISE(f.session.store_url, Text(*session, "store_url"));
+  ARROW_ASSIGN_OR_RAISE(f.session.cache_dir, Text(*session, "cache_dir"));
+  ARROW_ASSIGN_OR_RAISE(const json* ops, Field(doc, "operators"));
+  if (!ops->is_array() || ops->empty()) {
+    return arrow::Status::Invalid("plan: operators must be a non-empty list");
+  }
+  for (const auto& op : *ops) {
+    ARROW_ASSIGN_OR_RAISE(Operator decoded, DecodeOperator(op));
+    f.operators.push_back(std::move(decoded));
+  }
+  return f;
+}
+
+}  // namespace sluice::plan
