@@ -60,6 +60,11 @@ CREATE TABLE runs (
   finished_at TEXT
 );
 )"},
+    // Specs are looked up by the artifact they pin when a job is submitted.
+    {2, R"(
+ALTER TABLE pipeline_specs ADD COLUMN artifact_blake3 TEXT;
+CREATE INDEX pipeline_specs_by_artifact ON pipeline_specs(artifact_blake3);
+)"},
 };
 
 std::string ForDialect(std::string sql, std::string_view dialect) {
@@ -231,14 +236,94 @@ arrow::Status Registry::RegisterPublication(const ArtifactRecord& a, const Pipel
   if (st.ok()) {
     st = db_->Exec(
         "INSERT INTO pipeline_specs (spec_blake3, name, spec_cbor, signature, publisher_id, "
-        "created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (spec_blake3) DO NOTHING",
-        {s.spec_blake3, s.name, Blob{s.spec_cbor}, Blob{s.signature}, s.publisher_id, now});
+        "created_at, artifact_blake3) VALUES (?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (spec_blake3) DO NOTHING",
+        {s.spec_blake3, s.name, Blob{s.spec_cbor}, Blob{s.signature}, s.publisher_id, now,
+         a.artifact_blake3});
   }
   if (!st.ok()) {
     (void)db_->Rollback();
     return AddContext(st, "registering transform '" + a.qualified_name + "'");
   }
   return db_->Commit();
+}
+
+arrow::Result<std::vector<PipelineSpecRecord>> Registry::SpecsForArtifact(
+    const std::string& digest) {
+  ARROW_ASSIGN_OR_RAISE(
+      auto rows, db_->Query(std::string(kSpecColumns) +
+                                "WHERE artifact_blake3 = ? ORDER BY created_at DESC, spec_blake3",
+                            {digest}));
+  std::vector<PipelineSpecRecord> out;
+  for (const Row& row : rows) {
+    ARROW_ASSIGN_OR_RAISE(auto spec, SpecFromRows({row}));
+    out.push_back(*spec);
+  }
+  return out;
+}
+
+namespace {
+
+Value OptionalText(const std::string& s) { return s.empty() ? Value{} : Value{s}; }
+
+arrow::Result<RunRecord> RunFromRow(const Row& r) {
+  RunRecord run;
+  ARROW_ASSIGN_OR_RAISE(run.run_id, TextAt(r, 0));
+  ARROW_ASSIGN_OR_RAISE(run.user_id, TextAt(r, 1));
+  ARROW_ASSIGN_OR_RAISE(run.manifest_blake3, TextAt(r, 2));
+  ARROW_ASSIGN_OR_RAISE(run.pins, TextAt(r, 3));
+  ARROW_ASSIGN_OR_RAISE(run.status, TextAt(r, 4));
+  auto int_or_zero = [&](size_t i) {
+    return std::holds_alternative<int64_t>(r[i]) ? std::get<int64_t>(r[i]) : 0;
+  };
+  run.rows_in = int_or_zero(5);
+  run.rows_out = int_or_zero(6);
+  run.duplicates_dropped = int_or_zero(7);
+  run.stage_timings = TextOrEmpty(r, 8);
+  run.error = TextOrEmpty(r, 9);
+  run.started_at = TextOrEmpty(r, 10);
+  run.finished_at = TextOrEmpty(r, 11);
+  return run;
+}
+
+constexpr const char* kRunColumns =
+    "SELECT run_id, user_id, manifest_blake3, pins, status, rows_in, rows_out, "
+    "duplicates_dropped, stage_timings, error, started_at, finished_at FROM runs ";
+
+}  // namespace
+
+arrow::Status Registry::UpsertRun(const RunRecord& r) {
+  return db_->Exec(
+      "INSERT INTO runs (run_id, user_id, manifest_blake3, pins, status, rows_in, rows_out, "
+      "duplicates_dropped, stage_timings, error, started_at, finished_at) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+      "user_id = excluded.user_id, manifest_blake3 = excluded.manifest_blake3, "
+      "pins = excluded.pins, status = excluded.status, rows_in = excluded.rows_in, "
+      "rows_out = excluded.rows_out, duplicates_dropped = excluded.duplicates_dropped, "
+      "stage_timings = excluded.stage_timings, error = excluded.error, "
+      "started_at = excluded.started_at, finished_at = excluded.finished_at",
+      {r.run_id, r.user_id, r.manifest_blake3, r.pins, r.status, r.rows_in, r.rows_out,
+       r.duplicates_dropped, OptionalText(r.stage_timings), OptionalText(r.error),
+       r.started_at.empty() ? NowUtc() : r.started_at, OptionalText(r.finished_at)});
+}
+
+arrow::Result<std::optional<RunRecord>> Registry::GetRun(const std::string& run_id) {
+  ARROW_ASSIGN_OR_RAISE(auto rows,
+                        db_->Query(std::string(kRunColumns) + "WHERE run_id = ?", {run_id}));
+  if (rows.empty()) return std::nullopt;
+  return RunFromRow(rows[0]);
+}
+
+arrow::Result<std::vector<RunRecord>> Registry::ListRuns(int64_t limit) {
+  ARROW_ASSIGN_OR_RAISE(
+      auto rows,
+      db_->Query(std::string(kRunColumns) + "ORDER BY started_at DESC, run_id LIMIT ?", {limit}));
+  std::vector<RunRecord> out;
+  for (const Row& row : rows) {
+    ARROW_ASSIGN_OR_RAISE(auto run, RunFromRow(row));
+    out.push_back(std::move(run));
+  }
+  return out;
 }
 
 arrow::Result<int64_t> Registry::CountRows(const std::string& table) {

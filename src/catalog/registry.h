@@ -45,6 +45,23 @@ struct PipelineSpecRecord {
   std::string created_at;
 };
 
+/// One submitted run. Pins and per-stage timings are JSON text.
+struct RunRecord {
+  std::string run_id;
+  std::string user_id;
+  std::string manifest_blake3;
+  std::string pins;
+  /// "running", "committed" or "failed".
+  std::string status;
+  int64_t rows_in = 0;
+  int64_t rows_out = 0;
+  int64_t duplicates_dropped = 0;
+  std::string stage_timings;
+  std::string error;
+  std::string started_at;
+  std::string finished_at;
+};
+
 class Registry {
  public:
   /// Opens the database at `url` and applies any migrations it lacks, in one transaction each.
@@ -70,6 +87,15 @@ class Registry {
   /// nothing.
   arrow::Status RegisterPublication(const ArtifactRecord& artifact, const PipelineSpecRecord& spec,
                                     const PublisherRecord* publisher = nullptr);
+
+  /// Pipeline specs that pin this artifact, newest first.
+  arrow::Result<std::vector<PipelineSpecRecord>> SpecsForArtifact(const std::string& digest);
+
+  /// Inserts a run or replaces the record with the same run id.
+  arrow::Status UpsertRun(const RunRecord& run);
+  arrow::Result<std::optional<RunRecord>> GetRun(const std::string& run_id);
+  /// The newest runs first.
+  arrow::Result<std::vector<RunRecord>> ListRuns(int64_t limit);
 
   /// Row count of a registry table, for tests and `sluice doctor`-style checks.
   arrow::Result<int64_t> CountRows(const std::string& table);

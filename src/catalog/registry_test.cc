@@ -190,6 +190,40 @@ TEST_P(RegistryTest, SignedSpecsVerifyAndTamperingIsRefused) {
   EXPECT_NE(st.status().message().find("signature does not verify"), std::string::npos);
 }
 
+TEST_P(RegistryTest, SpecsAreFoundByTheArtifactTheyPin) {
+  const std::string digest(64, 'd');
+  auto spec = SignPipelineSpec(Spec(digest), identity_);
+  ASSERT_TRUE(registry_->RegisterPublication(Artifact(digest), spec).ok());
+  auto specs = registry_->SpecsForArtifact(digest);
+  ASSERT_TRUE(specs.ok()) << specs.status().ToString();
+  ASSERT_EQ(specs->size(), 1u);
+  EXPECT_EQ((*specs)[0].spec_blake3, spec.spec_blake3);
+  EXPECT_TRUE(registry_->SpecsForArtifact(std::string(64, 'e'))->empty());
+}
+
+TEST_P(RegistryTest, RunsAreRecordedAndUpdated) {
+  RunRecord run{"run-1", "alice", std::string(64, 'f'), "[]", "running", 0, 0, 0, "", "", "", ""};
+  ASSERT_TRUE(registry_->UpsertRun(run).ok());
+  run.status = "committed";
+  run.rows_in = 10;
+  run.rows_out = 7;
+  run.duplicates_dropped = 3;
+  run.stage_timings = R"({"s0":1.5})";
+  run.finished_at = NowUtc();
+  ASSERT_TRUE(registry_->UpsertRun(run).ok());
+  auto got = registry_->GetRun("run-1");
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status().ToString();
+  EXPECT_EQ((*got)->status, "committed");
+  EXPECT_EQ((*got)->rows_out, 7);
+  EXPECT_EQ((*got)->duplicates_dropped, 3);
+  EXPECT_EQ((*got)->stage_timings, R"({"s0":1.5})");
+  EXPECT_EQ(*registry_->CountRows("runs"), 1);
+  auto list = registry_->ListRuns(10);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_FALSE(registry_->GetRun("nope")->has_value());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, RegistryTest, ::testing::Values("sqlite", "postgresql"),
                          [](const auto& info) { return info.param; });
 

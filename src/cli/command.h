@@ -27,4 +27,10 @@ void AddExampleDataCommand(CLI::App& app, Action& action);
 /// `sluice auth keygen`: the local signing identity.
 void AddAuthCommand(CLI::App& app, Action& action);
 
+/// `sluice submit` and `sluice runs list|show`.
+void AddSubmitCommand(CLI::App& app, Action& action);
+
+/// `sluice worker` (internal): runs one plan fragment from stdin.
+void AddWorkerCommand(CLI::App& app, Action& action);
+
 }  // namespace sluice::cli

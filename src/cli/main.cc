@@ -1,4 +1,6 @@
 // The `sluice` command. Exit codes: 0 success, 1 failure, 2 usage error.
+#include <signal.h>
+
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
@@ -24,6 +26,8 @@ int Run(int argc, char** argv) {
   sluice::cli::AddTransformCommand(app, action);
   sluice::cli::AddExampleDataCommand(app, action);
   sluice::cli::AddAuthCommand(app, action);
+  sluice::cli::AddSubmitCommand(app, action);
+  sluice::cli::AddWorkerCommand(app, action);
 
   try {
     app.parse(argc, argv);
@@ -47,6 +51,8 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A worker that dies early closes its stdin pipe; the driver must see an error, not SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
   int code = kExitFailure;
   try {
     code = Run(argc, argv);

@@ -1,0 +1,52 @@
+// `sluice submit`: runs a job manifest end to end on the execution core.
+//
+// The driver validates the manifest against the registry (pins exist, names match, specs are
+// signed), resolves the source objects in sorted key order, compiles the job into stages of
+// plan fragments (a dedup is a hash exchange on its key), runs them on worker processes, and
+// commits the sink: part files first, the manifest object last. A sink path without a manifest
+// does not exist. A failed run removes what it wrote and leaves nothing that looks like output.
+#pragma once
+
+#include <arrow/result.h>
+
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "exec/task_report.h"
+
+namespace sluice::pipeline {
+
+struct SubmitOptions {
+  std::string manifest_path;
+  std::string run_id;
+  std::string user_id;
+  int workers = 2;
+  std::string worker_binary;
+};
+
+struct SubmitResult {
+  std::string run_id;
+  /// True when this run id had already committed with the same manifest: nothing was run.
+  bool already_committed = false;
+  std::string store_url;
+  std::string sink_path;
+  int64_t objects = 0;
+  int64_t records_in = 0;
+  int64_t bad_records = 0;
+  int64_t rows_out = 0;
+  int64_t duplicates_dropped = 0;
+  std::vector<exec::OutputFile> files;
+  double seconds = 0;
+};
+
+arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& options);
+
+/// The sink manifest's key under a sink path.
+std::string SinkManifestKey(const std::string& sink_path);
+
+/// Run ids become object keys: letters, digits, '.', '_' and '-', starting with a letter or
+/// digit, at most 128 characters.
+bool IsValidRunId(const std::string& run_id);
+
+}  // namespace sluice::pipeline
