@@ -29,14 +29,14 @@ struct Chunk {
   std::shared_ptr<arrow::Schema> schema;
 };
 
-// Test-only fault injection: SLUICE_FAILPOINT=kill:<task>:<attempt> makes the matching worker
-// SIGKILL itself after its inputs are processed and before it writes any output, which is the
-// worst moment for the driver's retry logic.
+// Test-only fault injection: SLUICE_FAILPOINT=kill:<task>:<attempt|*> makes the matching
+// worker SIGKILL itself after its inputs are processed and before it writes any output, which is
+// the worst moment for the driver's retry logic.
 void MaybeFail(const plan::Fragment& f) {
   const char* fp = std::getenv("SLUICE_FAILPOINT");
   if (fp == nullptr) return;
-  const std::string want = "kill:" + f.task_name() + ":" + std::to_string(f.attempt);
-  if (want == fp) raise(SIGKILL);
+  const std::string task = "kill:" + f.task_name() + ":";
+  if (fp == task + std::to_string(f.attempt) || fp == task + "*") raise(SIGKILL);
 }
 
 arrow::Result<std::shared_ptr<arrow::Schema>> SeqSchema(const std::shared_ptr<arrow::Schema>& s) {

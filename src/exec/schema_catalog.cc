@@ -16,6 +16,9 @@ namespace {
 template <typename Record>
 arrow::Result<ParsedObject> ParseJsonl(const arrow::Buffer& bytes, const std::string& object,
                                        bool skip_bad) {
+  // Arrow's UTF-8 validator reads tables that must be built once before its first use.
+  static const bool utf8_ready = (arrow::util::InitializeUTF8(), true);
+  (void)utf8_ready;
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()),
                               static_cast<size_t>(bytes.size()));
   std::vector<Record> rows;

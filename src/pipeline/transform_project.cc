@@ -242,7 +242,8 @@ arrow::Result<std::string> BuildTransform(const std::string& dir, const std::str
   quiet.stdout_to_stderr = true;
   ARROW_ASSIGN_OR_RAISE(
       int rc, RunProcess({"cmake", "-S", dir, "-B", build_dir, "-G", "Ninja",
-                          "-DSLUICE_ROOT=" + sluice_root, "-DCMAKE_BUILD_TYPE=" + build_type},
+                          "-DSLUICE_ROOT=" + sluice_root, "-DCMAKE_BUILD_TYPE=" + build_type,
+                          "--log-level=WARNING"},
                          quiet));
   if (rc != 0) {
     return arrow::Status::Invalid("transform '", meta.qualified_name,
