@@ -27,6 +27,9 @@ class Workload:
     baseline: str = "sluice"
     repeat: int = 3
     env: dict[str, str] = field(default_factory=dict)
+    # When set, the report adds MB/s of input and rows/s of output.
+    input_bytes: int = 0
+    output_rows: int = 0
 
 
 @dataclass
@@ -82,19 +85,21 @@ def ratio(m: Measurement, base: Measurement | None) -> float:
 
 def markdown(workloads: list[Workload], results: list[Measurement]) -> str:
     lines = [
-        "| workload | engine | median s | runs | peak MiB | time / sluice |",
-        "|---|---|---:|---:|---:|---:|",
+        "| workload | engine | median s | runs | peak MiB | MB/s in | rows/s out | time / sluice |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for w in workloads:
         rows = [r for r in results if r.workload == w.name]
         base = next((r for r in rows if r.engine == w.baseline), None)
         for r in rows:
             if r.error:
-                lines.append(f"| {w.name} | {r.engine} | failed: {r.error[:80]} | | | |")
+                lines.append(f"| {w.name} | {r.engine} | failed: {r.error[:80]} | | | | | |")
                 continue
+            mbs = f"{w.input_bytes / 1e6 / r.median:.1f}" if w.input_bytes else ""
+            rps = f"{w.output_rows / r.median / 1e3:.0f}k" if w.output_rows else ""
             lines.append(
                 f"| {w.name} | {r.engine} | {r.median:.3f} | {len(r.seconds)} | "
-                f"{r.peak_rss_mib:.0f} | {ratio(r, base):.2f} |"
+                f"{r.peak_rss_mib:.0f} | {mbs} | {rps} | {ratio(r, base):.2f} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -34,8 +34,22 @@ def make_blob(path: Path, size: int) -> Path:
 
 
 def workloads():
+    import pipeline
+
     blob = str(make_blob(DATA / "blob-512MiB.bin", 512 << 20))
+    raw, input_bytes = pipeline.prepare()
     return [
+        # The main job: JSONL -> extract -> dedup -> Parquet, sluice with 1 and 2 workers
+        # against DuckDB doing the same in SQL with 2 threads.
+        Workload(
+            name="pipeline",
+            commands={
+                "sluice": pipeline.sluice_command(2),
+                "sluice-1-worker": pipeline.sluice_command(1),
+                "duckdb": pipeline.duckdb_command(raw, DATA / "duckdb-out.parquet"),
+            },
+            input_bytes=input_bytes,
+        ),
         # BLAKE3 over a large file: sluice's C implementation with SIMD dispatch (one thread)
         # against b3sum (Rust, limited to one thread for a fair comparison) and Python blake3.
         Workload(

@@ -1,0 +1,90 @@
+"""The main job as a benchmark workload: JSONL -> conversation-message-extract -> dedup on
+data_hash -> Parquet, in sluice (1 and 2 workers) and in DuckDB SQL on the same files.
+
+DuckDB does the same work in SQL: read_json, unnest the messages with their positions, hash the
+primary key (sha256; DuckDB has no BLAKE3), keep one row per hash, COPY to Parquet.
+"""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SLUICE = str(ROOT / "build" / "sluice")
+HOME = HERE / "data" / "pipeline-home"
+OBJECTS = 200
+JOB = HERE / "data" / "pipeline-job.toml"
+
+
+def env():
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+    e["SLUICE_HOME"] = str(HOME)
+    return e
+
+
+def run(*args):
+    subprocess.run([SLUICE, *args], env=env(), check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+
+
+def prepare():
+    """Example data (deterministic), a signing key, the published transform, and a job that
+    reads every object."""
+    run("example-data", "conversations", "--objects", str(OBJECTS), "--prefix", "raw/conversations/")
+    if not (HOME / "keys" / "signing.key").exists():
+        run("auth", "keygen", "--name", "bench")
+    run("transform", "publish", str(ROOT / "transforms" / "conversation-message-extract"))
+    text = (ROOT / "pipelines" / "jobs" / "conversation-messages.toml").read_text()
+    JOB.write_text(text.replace("derived/conversation-messages/{run_id}",
+                                "bench/conversation-messages/{run_id}"))
+    raw = HOME / "store" / "raw" / "conversations"
+    input_bytes = sum(p.stat().st_size for p in raw.glob("*.jsonl"))
+    return raw, input_bytes
+
+
+def sluice_command(workers):
+    # A fresh run id per invocation, or the second run would be a no-op.
+    return [sys.executable, str(Path(__file__)), "submit", str(workers)]
+
+
+def duckdb_command(raw, out):
+    return [sys.executable, str(Path(__file__)), "duckdb", str(raw), str(out)]
+
+
+def duckdb_job(raw, out):
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    con.execute(f"""
+        COPY (
+          SELECT DISTINCT ON (data_hash) *
+          FROM (
+            SELECT conversation_id || ':' || (pos - 1) AS primary_key,
+                   sha256(conversation_id || ':' || (pos - 1)) AS data_hash,
+                   conversation_id, user_id, pos - 1 AS position,
+                   messages[pos].role AS role, messages[pos].content AS content,
+                   messages[pos].name AS name, request_id, received_at
+            FROM (
+              SELECT *, generate_subscripts(messages, 1) AS pos
+              FROM read_json('{raw}/*.jsonl', format = 'newline_delimited',
+                             columns = {{request_id: 'VARCHAR', user_id: 'VARCHAR',
+                                         conversation_id: 'VARCHAR', model: 'VARCHAR',
+                                         received_at: 'TIMESTAMPTZ',
+                                         messages: 'STRUCT(role VARCHAR, content VARCHAR,
+                                                           name VARCHAR)[]'}})
+            )
+          )
+        ) TO '{out}' (FORMAT parquet, COMPRESSION zstd)
+    """)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "submit":
+        run("submit", "--manifest", str(JOB), "--run-id", f"bench-{time.time_ns()}",
+            "--workers", sys.argv[2])
+    elif sys.argv[1] == "duckdb":
+        duckdb_job(sys.argv[2], sys.argv[3])
