@@ -35,10 +35,11 @@ Progress::Progress(std::string label, Options options)
 
 Progress::~Progress() { Finish(); }
 
-void Progress::Advance(int64_t n) {
+void Progress::Advance(int64_t n, int64_t secondary) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (finished_) return;
   done_ += n;
+  secondary_ += secondary;
   const auto now = std::chrono::steady_clock::now();
   const auto interval = tty_ ? options_.redraw_interval : options_.line_interval;
   if (now - last_draw_ >= interval) {
@@ -63,7 +64,11 @@ void Progress::DrawLocked(bool final_line) {
   if (options_.out == nullptr) return;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const std::string rate = HumanRate(seconds > 0 ? done_ / seconds : 0.0);
+  std::string rate = HumanRate(seconds > 0 ? done_ / seconds : 0.0) + " " + options_.unit + "/s";
+  if (!options_.secondary_unit.empty()) {
+    rate += ", " + HumanRate(seconds > 0 ? secondary_ / seconds : 0.0) + " " +
+            options_.secondary_unit + "/s";
+  }
   std::string counts = std::to_string(done_);
   if (options_.total >= 0) counts += "/" + std::to_string(options_.total);
 
@@ -75,17 +80,16 @@ void Progress::DrawLocked(bool final_line) {
       const int filled = static_cast<int>(frac * kWidth);
       bar = "[" + std::string(filled, '#') + std::string(kWidth - filled, ' ') + "] ";
     }
-    std::fprintf(options_.out, "\r\033[K%s %s%s %s, %s %s/s", label_.c_str(), bar.c_str(),
-                 counts.c_str(), options_.unit.c_str(), rate.c_str(), options_.unit.c_str());
+    std::fprintf(options_.out, "\r\033[K%s %s%s %s, %s", label_.c_str(), bar.c_str(),
+                 counts.c_str(), options_.unit.c_str(), rate.c_str());
     if (final_line) std::fprintf(options_.out, " %.1fs\n", seconds);
   } else {
     std::string pct;
     if (options_.total > 0) {
       pct = " (" + std::to_string(done_ * 100 / options_.total) + "%)";
     }
-    std::fprintf(options_.out, "%s: %s %s%s, %s %s/s%s\n", label_.c_str(), counts.c_str(),
-                 options_.unit.c_str(), pct.c_str(), rate.c_str(), options_.unit.c_str(),
-                 final_line ? ", done" : "");
+    std::fprintf(options_.out, "%s: %s %s%s, %s%s\n", label_.c_str(), counts.c_str(),
+                 options_.unit.c_str(), pct.c_str(), rate.c_str(), final_line ? ", done" : "");
   }
   std::fflush(options_.out);
 }

@@ -23,6 +23,9 @@ class Progress {
     int64_t total = -1;
     /// Unit name shown after counts, e.g. "objects" or "rows".
     std::string unit = "items";
+    /// A second quantity whose rate is shown too, e.g. "rows" while counting objects; empty for
+    /// none.
+    std::string secondary_unit;
     /// Forces TTY or plain mode; by default it is detected with isatty().
     std::optional<bool> tty;
     /// Minimum time between two plain lines.
@@ -37,8 +40,9 @@ class Progress {
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
-  /// Adds `n` done units and redraws if enough time has passed.
-  void Advance(int64_t n);
+  /// Adds `n` done units (and `secondary` of the second quantity) and redraws if enough time
+  /// has passed.
+  void Advance(int64_t n, int64_t secondary = 0);
   /// Draws the final state once; later calls do nothing. The destructor calls it.
   void Finish();
 
@@ -53,6 +57,7 @@ class Progress {
   const std::chrono::steady_clock::time_point start_;
   mutable std::mutex mutex_;
   int64_t done_ = 0;
+  int64_t secondary_ = 0;
   bool finished_ = false;
   std::chrono::steady_clock::time_point last_draw_;
 };

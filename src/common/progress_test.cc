@@ -65,6 +65,23 @@ TEST(Progress, PlainLinesAreThrottled) {
   EXPECT_NE(text.find("hash: 1000 items"), std::string::npos) << text;
 }
 
+TEST(Progress, ShowsTheSecondRate) {
+  Captured out;
+  {
+    Progress::Options opts;
+    opts.out = out.file();
+    opts.unit = "objects";
+    opts.secondary_unit = "rows";
+    opts.tty = false;
+    Progress p("run", opts);
+    p.Advance(2, 5000);
+  }
+  const std::string text = out.Text();
+  EXPECT_NE(text.find("run: 2 objects, "), std::string::npos) << text;
+  EXPECT_NE(text.find(" objects/s, "), std::string::npos) << text;
+  EXPECT_NE(text.find(" rows/s, done"), std::string::npos) << text;
+}
+
 TEST(Progress, BarOnATerminal) {
   Captured out;
   {

@@ -365,9 +365,10 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
   Progress::Options progress_options;
   progress_options.total = n_objects;
   progress_options.unit = "objects";
+  progress_options.secondary_unit = "rows";
   Progress progress("run " + options.run_id, progress_options);
   dist::PoolOptions pool{workers, 3, options.worker_binary, nullptr};
-  pool.on_report = [&](const exec::TaskReport& r) { progress.Advance(r.objects); };
+  pool.on_report = [&](const exec::TaskReport& r) { progress.Advance(r.objects, r.rows_out); };
 
   json timings = json::object();
   std::vector<exec::TaskReport> reports;

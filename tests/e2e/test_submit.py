@@ -305,3 +305,27 @@ def test_output_schema_mismatch_names_the_stage(ready, tmp_path):
     assert_failed_cleanly(ready, proc, "wrong-out", "stage 'wrong-output'",
                           "schema mismatch for sluice.examples.conversation."
                           "ConversationMessageExtracted")
+
+
+def test_an_altered_spec_is_refused_at_submit(sluice_bin, tmp_path):
+    import sqlite3
+
+    s = Sluice(sluice_bin, base_env(tmp_path / "home"))
+    prepare(s, objects=1)
+    db = tmp_path / "home" / "registry.db"
+    with sqlite3.connect(db) as c:
+        (spec,) = c.execute("select spec_cbor from pipeline_specs").fetchone()
+        altered = bytearray(spec)
+        altered[-5] ^= 1
+        c.execute("update pipeline_specs set spec_cbor = ?", (bytes(altered),))
+    j = job(tmp_path, **{"limit = 50": "limit = 1"})
+    proc = s.run("submit", "--manifest", j, "--run-id", "altered")
+    assert proc.returncode == 1
+    assert re.search(r"job\.toml:\d+:\d+: refusing stage 'conversation-message-extract': "
+                     r"pipeline spec .* was altered", proc.stderr.decode()), proc.stderr.decode()
+    with sqlite3.connect(db) as c:
+        c.execute("update pipeline_specs set spec_cbor = ?, publisher_id = 'ed25519:nobody'",
+                  (bytes(spec),))
+    proc = s.run("submit", "--manifest", j, "--run-id", "altered")
+    assert proc.returncode == 1
+    assert "signed by unknown publisher 'ed25519:nobody'" in proc.stderr.decode()
