@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "common/loopback_port.h"
 #include "common/subprocess.h"
 
 namespace sluice::catalog::testing {
@@ -17,21 +18,6 @@ namespace sluice::catalog::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-arrow::Result<int> FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) close(fd);
-    return arrow::Status::IOError("cannot find a free loopback port");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 arrow::Result<std::string> FindBinDir() {
   std::vector<std::string> dirs;
@@ -53,7 +39,7 @@ arrow::Result<std::string> FindBinDir() {
 arrow::Result<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
   std::unique_ptr<PostgresServer> server(new PostgresServer());
   ARROW_ASSIGN_OR_RAISE(server->bin_dir_, FindBinDir());
-  ARROW_ASSIGN_OR_RAISE(server->port_, FreePort());
+  ARROW_ASSIGN_OR_RAISE(server->port_, FreeLoopbackPort());
   char pattern[] = "/tmp/sluice-pg-XXXXXX";
   if (mkdtemp(pattern) == nullptr) return arrow::Status::IOError("mkdtemp failed");
   server->dir_ = pattern;

@@ -1,5 +1,7 @@
 #include "storage/moto_server_testing.h"
 
+#include "common/loopback_port.h"
+
 #include <arpa/inet.h>
 #include <arrow/filesystem/s3fs.h>
 #include <netinet/in.h>
@@ -25,24 +27,6 @@ extern char** environ;
 namespace sluice::storage::testing {
 
 namespace {
-
-arrow::Result<int> FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return arrow::Status::IOError("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    return arrow::Status::IOError("cannot bind a loopback port");
-  }
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
 
 bool Accepts(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
