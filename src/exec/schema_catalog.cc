@@ -1,5 +1,8 @@
 #include "exec/schema_catalog.h"
 
+#include <arrow/api.h>
+#include <arrow/io/memory.h>
+#include <arrow/json/api.h>
 #include <arrow/util/utf8.h>
 
 #include <string_view>
@@ -13,12 +16,18 @@ namespace sluice::exec {
 
 namespace {
 
-template <typename Record>
-arrow::Result<ParsedObject> ParseJsonl(const arrow::Buffer& bytes, const std::string& object,
-                                       bool skip_bad) {
+void EnsureUtf8Tables() {
   // Arrow's UTF-8 validator reads tables that must be built once before its first use.
-  static const bool utf8_ready = (arrow::util::InitializeUTF8(), true);
-  (void)utf8_ready;
+  static const bool ready = (arrow::util::InitializeUTF8(), true);
+  (void)ready;
+}
+
+// The strict, line-at-a-time parser: slow, but its errors name the line and the field. It runs
+// when the fast path below fails or meets a bad line, and for on_error = "skip".
+template <typename Record>
+arrow::Result<ParsedObject> ParseJsonlStrict(const arrow::Buffer& bytes, const std::string& object,
+                                             bool skip_bad) {
+  EnsureUtf8Tables();
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()),
                               static_cast<size_t>(bytes.size()));
   std::vector<Record> rows;
@@ -49,6 +58,59 @@ arrow::Result<ParsedObject> ParseJsonl(const arrow::Buffer& bytes, const std::st
   }
   out.records = static_cast<int64_t>(rows.size());
   ARROW_ASSIGN_OR_RAISE(out.batch, schemas::ToRecordBatch(rows));
+  return out;
+}
+
+// True when a non-nullable field (at any depth) holds a null: Arrow's JSON reader leaves a
+// missing field null even where the schema forbids it.
+bool HasForbiddenNulls(const arrow::Array& array, const arrow::Field& field) {
+  if (!field.nullable() && array.null_count() > 0) return true;
+  if (array.type_id() == arrow::Type::STRUCT) {
+    const auto& st = static_cast<const arrow::StructArray&>(array);
+    for (int i = 0; i < st.num_fields(); ++i) {
+      if (HasForbiddenNulls(*st.field(i), *st.type()->field(i))) return true;
+    }
+  } else if (array.type_id() == arrow::Type::LIST) {
+    const auto& list = static_cast<const arrow::ListArray&>(array);
+    if (HasForbiddenNulls(*list.values(), *list.type()->field(0))) return true;
+  }
+  return false;
+}
+
+// The fast path: Arrow's JSON reader against the explicit schema, unknown fields refused. Any
+// sign of a problem sends the object to the strict parser, which finds and names the line.
+template <typename Record>
+arrow::Result<ParsedObject> ParseJsonl(const arrow::Buffer& bytes, const std::string& object,
+                                       bool skip_bad) {
+  EnsureUtf8Tables();
+  static const std::shared_ptr<arrow::Schema> schema = schemas::ArrowSchema<Record>();
+  if (skip_bad || !arrow::util::ValidateUTF8(bytes.data(), bytes.size())) {
+    return ParseJsonlStrict<Record>(bytes, object, skip_bad);
+  }
+  arrow::json::ReadOptions read = arrow::json::ReadOptions::Defaults();
+  read.use_threads = false;  // parallelism comes from tasks
+  read.block_size = static_cast<int32_t>(std::min<int64_t>(bytes.size() + 1, 1 << 30));
+  arrow::json::ParseOptions parse = arrow::json::ParseOptions::Defaults();
+  parse.explicit_schema = schema;
+  parse.unexpected_field_behavior = arrow::json::UnexpectedFieldBehavior::Error;
+  auto buffer = std::make_shared<arrow::Buffer>(bytes.data(), bytes.size());
+  auto reader = arrow::json::TableReader::Make(arrow::default_memory_pool(),
+                                               std::make_shared<arrow::io::BufferReader>(buffer),
+                                               read, parse);
+  if (!reader.ok()) return ParseJsonlStrict<Record>(bytes, object, skip_bad);
+  auto table = (*reader)->Read();
+  if (!table.ok()) return ParseJsonlStrict<Record>(bytes, object, skip_bad);
+  auto batch = (*table)->CombineChunksToBatch();
+  if (!batch.ok()) return ParseJsonlStrict<Record>(bytes, object, skip_bad);
+  for (int i = 0; i < schema->num_fields(); ++i) {
+    if (HasForbiddenNulls(*(*batch)->column(i), *schema->field(i))) {
+      return ParseJsonlStrict<Record>(bytes, object, skip_bad);
+    }
+  }
+  ParsedObject out;
+  out.records = (*batch)->num_rows();
+  // Same columns and types; the schema record's own field flags and metadata.
+  out.batch = arrow::RecordBatch::Make(schema, (*batch)->num_rows(), (*batch)->columns());
   return out;
 }
 

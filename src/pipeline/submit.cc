@@ -55,6 +55,7 @@ struct JobPlan {
   std::vector<ResolvedTransform> transforms;
   const StageSpec* dedup = nullptr;
   std::vector<std::string> objects;
+  int64_t input_bytes = 0;
   std::shared_ptr<arrow::Schema> scan_schema;
   std::string scan_schema_id;
   std::shared_ptr<arrow::Schema> output_schema;
@@ -176,7 +177,12 @@ arrow::Status ResolveSource(const JobManifest& job, storage::ObjectStore* store,
   const SourceSpec& source = job.source;
   if (source.kind == "jsonl") {
     ARROW_ASSIGN_OR_RAISE(auto listed, store->List(source.prefix));
-    for (const auto& o : listed) plan->objects.push_back(o.key);
+    const int64_t limit = source.limit.value_or(INT64_MAX);
+    for (const auto& o : listed) {
+      if (static_cast<int64_t>(plan->objects.size()) >= limit) break;
+      plan->objects.push_back(o.key);
+      plan->input_bytes += o.size;
+    }
   } else {
     ARROW_ASSIGN_OR_RAISE(
         plan->objects,
@@ -305,7 +311,12 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     return result.sink_path + "/" + name + ext;
   };
   const int64_t n_objects = static_cast<int64_t>(plan.objects.size());
-  const int64_t n_maps = std::max<int64_t>(1, std::min<int64_t>(n_objects, workers * 4));
+  // Each map task is a process that loads Arrow and the transforms (tens of milliseconds), so
+  // tasks get about 32 MiB of input each, between one and four rounds of the worker pool.
+  const int64_t rounds = std::clamp<int64_t>(
+      (plan.input_bytes + int64_t{workers} * (32 << 20) - 1) / (int64_t{workers} * (32 << 20)), 1,
+      4);
+  const int64_t n_maps = std::max<int64_t>(1, std::min<int64_t>(n_objects, workers * rounds));
   const int reduce_partitions = workers;
   std::vector<plan::Fragment> maps, reduces;
   for (int64_t m = 0; m < n_maps; ++m) {
