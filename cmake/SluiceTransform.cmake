@@ -44,7 +44,7 @@ function(sluice_add_transform name)
   add_library(${name} SHARED ${ARG_SOURCES})
   target_include_directories(${name} PRIVATE ${SLUICE_ROOT}/include ${SLUICE_ROOT}/schemas)
   target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
-  target_link_libraries(${name} PRIVATE arrow::arrow blake3 nlohmann_json::nlohmann_json)
+  target_link_libraries(${name} PRIVATE arrow::arrow arrow::compute blake3 nlohmann_json::nlohmann_json)
   set_target_properties(${name} PROPERTIES
     PREFIX "lib"
     C_VISIBILITY_PRESET hidden
@@ -63,7 +63,8 @@ function(sluice_add_transform name)
     add_executable(${test_target} ${test_source})
     target_include_directories(${test_target} PRIVATE ${SLUICE_ROOT}/include ${SLUICE_ROOT}/schemas)
     target_compile_options(${test_target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
-    target_link_libraries(${test_target} PRIVATE arrow::arrow blake3 nlohmann_json::nlohmann_json
+    target_link_libraries(${test_target} PRIVATE arrow::arrow arrow::compute blake3
+      nlohmann_json::nlohmann_json
       GTest::gtest GTest::gtest_main ${CMAKE_DL_LIBS})
     target_compile_definitions(${test_target} PRIVATE SLUICE_TRANSFORM_SO="$<TARGET_FILE:${name}>")
     add_dependencies(${test_target} ${name})
