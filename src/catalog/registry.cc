@@ -65,6 +65,15 @@ CREATE TABLE runs (
 ALTER TABLE pipeline_specs ADD COLUMN artifact_blake3 TEXT;
 CREATE INDEX pipeline_specs_by_artifact ON pipeline_specs(artifact_blake3);
 )"},
+    // SQL's external tables.
+    {3, R"(
+CREATE TABLE sql_tables (
+  name TEXT PRIMARY KEY,
+  format TEXT NOT NULL,
+  location TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+)"},
 };
 
 std::string ForDialect(std::string sql, std::string_view dialect) {
@@ -326,9 +335,42 @@ arrow::Result<std::vector<RunRecord>> Registry::ListRuns(int64_t limit) {
   return out;
 }
 
+arrow::Status Registry::PutSqlTable(const SqlTableRecord& t) {
+  return db_->Exec(
+      "INSERT INTO sql_tables (name, format, location, created_at) VALUES (?, ?, ?, ?) "
+      "ON CONFLICT (name) DO UPDATE SET format = excluded.format, location = excluded.location, "
+      "created_at = excluded.created_at",
+      {t.name, t.format, t.location, NowUtc()});
+}
+
+arrow::Result<std::optional<SqlTableRecord>> Registry::GetSqlTable(const std::string& name) {
+  ARROW_ASSIGN_OR_RAISE(
+      auto rows,
+      db_->Query("SELECT name, format, location, created_at FROM sql_tables WHERE name = ?",
+                 {name}));
+  if (rows.empty()) return std::nullopt;
+  SqlTableRecord t;
+  ARROW_ASSIGN_OR_RAISE(t.name, TextAt(rows[0], 0));
+  ARROW_ASSIGN_OR_RAISE(t.format, TextAt(rows[0], 1));
+  ARROW_ASSIGN_OR_RAISE(t.location, TextAt(rows[0], 2));
+  ARROW_ASSIGN_OR_RAISE(t.created_at, TextAt(rows[0], 3));
+  return t;
+}
+
+arrow::Result<std::vector<SqlTableRecord>> Registry::ListSqlTables() {
+  ARROW_ASSIGN_OR_RAISE(auto rows, db_->Query("SELECT name FROM sql_tables ORDER BY name"));
+  std::vector<SqlTableRecord> out;
+  for (const Row& row : rows) {
+    ARROW_ASSIGN_OR_RAISE(std::string name, TextAt(row, 0));
+    ARROW_ASSIGN_OR_RAISE(auto t, GetSqlTable(name));
+    if (t.has_value()) out.push_back(*t);
+  }
+  return out;
+}
+
 arrow::Result<int64_t> Registry::CountRows(const std::string& table) {
   SLUICE_INTERNAL_CHECK(table == "publishers" || table == "transform_artifacts" ||
-                        table == "pipeline_specs" || table == "runs");
+                        table == "pipeline_specs" || table == "runs" || table == "sql_tables");
   ARROW_ASSIGN_OR_RAISE(auto rows, db_->Query("SELECT COUNT(*) FROM " + table));
   return IntAt(rows.at(0), 0);
 }

@@ -62,6 +62,14 @@ struct RunRecord {
   std::string finished_at;
 };
 
+/// A table that SQL reaches by name (CREATE EXTERNAL TABLE).
+struct SqlTableRecord {
+  std::string name;
+  std::string format;
+  std::string location;
+  std::string created_at;
+};
+
 class Registry {
  public:
   /// Opens the database at `url` and applies any migrations it lacks, in one transaction each.
@@ -96,6 +104,11 @@ class Registry {
   arrow::Result<std::optional<RunRecord>> GetRun(const std::string& run_id);
   /// The newest runs first.
   arrow::Result<std::vector<RunRecord>> ListRuns(int64_t limit);
+
+  /// Creates or replaces an external table definition.
+  arrow::Status PutSqlTable(const SqlTableRecord& table);
+  arrow::Result<std::optional<SqlTableRecord>> GetSqlTable(const std::string& name);
+  arrow::Result<std::vector<SqlTableRecord>> ListSqlTables();
 
   /// Row count of a registry table, for tests and `sluice doctor`-style checks.
   arrow::Result<int64_t> CountRows(const std::string& table);

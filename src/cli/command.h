@@ -30,6 +30,9 @@ void AddAuthCommand(CLI::App& app, Action& action);
 /// `sluice submit` and `sluice runs list|show`.
 void AddSubmitCommand(CLI::App& app, Action& action);
 
+/// `sluice query`: SQL over external tables.
+void AddQueryCommand(CLI::App& app, Action& action);
+
 /// `sluice worker` (internal): runs one plan fragment from stdin.
 void AddWorkerCommand(CLI::App& app, Action& action);
 

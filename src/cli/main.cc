@@ -27,6 +27,7 @@ int Run(int argc, char** argv) {
   sluice::cli::AddExampleDataCommand(app, action);
   sluice::cli::AddAuthCommand(app, action);
   sluice::cli::AddSubmitCommand(app, action);
+  sluice::cli::AddQueryCommand(app, action);
   sluice::cli::AddWorkerCommand(app, action);
 
   try {

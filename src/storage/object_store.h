@@ -68,6 +68,11 @@ class ObjectStore {
   /// Deletes an object; deleting a missing object succeeds.
   arrow::Status Delete(std::string_view key);
 
+  /// The filesystem and the path of a key in it, for readers that need a filesystem (Arrow
+  /// datasets). Prefer the object methods above everywhere else.
+  const std::shared_ptr<arrow::fs::FileSystem>& filesystem() const { return fs_; }
+  std::string FileSystemPath(std::string_view key) const { return PathOf(key); }
+
   /// Checks that `key` is a valid object key: relative, no empty, '.' or '..' segments, and not
   /// a reserved temp name. Keys often come from manifests and plans, i.e. from users.
   static arrow::Status ValidateKey(std::string_view key);

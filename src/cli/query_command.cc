@@ -1,0 +1,170 @@
+#include <arrow/api.h>
+#include <arrow/csv/writer.h>
+#include <arrow/io/file.h>
+#include <arrow/io/stdio.h>
+#include <arrow/ipc/api.h>
+#include <parquet/arrow/writer.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/command.h"
+#include "common/config.h"
+#include "sql/query.h"
+
+namespace sluice::cli {
+
+namespace {
+
+struct QueryOptions {
+  std::string sql;
+  std::string file;
+  std::string format;  // table | csv | json | parquet | arrow; empty: table on a TTY, else csv
+  std::string output;
+};
+
+std::string Cell(const arrow::Array& column, int64_t row) {
+  if (column.IsNull(row)) return "NULL";
+  auto scalar = column.GetScalar(row);
+  if (!scalar.ok()) return "?";
+  if ((*scalar)->type->id() == arrow::Type::STRING) {
+    return std::string(static_cast<const arrow::StringScalar&>(**scalar).view());
+  }
+  return (*scalar)->ToString();
+}
+
+void PrintTable(const arrow::Table& table) {
+  std::vector<std::vector<std::string>> cells(static_cast<size_t>(table.num_columns()));
+  std::vector<size_t> width(cells.size());
+  for (int c = 0; c < table.num_columns(); ++c) {
+    auto column = table.column(c)->chunk(0);
+    width[c] = table.field(c)->name().size();
+    for (int64_t r = 0; r < table.num_rows(); ++r) {
+      cells[c].push_back(Cell(*column, r));
+      width[c] = std::max(width[c], cells[c].back().size());
+    }
+  }
+  auto line = [&](auto get) {
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const std::string s = get(c);
+      std::cout << (c ? " | " : " ") << s
+                << std::string(width[c] - std::min(width[c], s.size()), ' ');
+    }
+    std::cout << "\n";
+  };
+  line([&](size_t c) { return table.field(static_cast<int>(c))->name(); });
+  for (size_t c = 0; c < cells.size(); ++c)
+    std::cout << (c ? "-+-" : "-") << std::string(width[c], '-');
+  std::cout << "\n";
+  for (int64_t r = 0; r < table.num_rows(); ++r)
+    line([&](size_t c) { return cells[c][static_cast<size_t>(r)]; });
+  std::cout << "(" << table.num_rows() << (table.num_rows() == 1 ? " row)\n" : " rows)\n");
+}
+
+void PrintJson(const arrow::Table& table) {
+  for (int64_t r = 0; r < table.num_rows(); ++r) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::object();
+    for (int c = 0; c < table.num_columns(); ++c) {
+      auto column = table.column(c)->chunk(0);
+      const std::string& name = table.field(c)->name();
+      if (column->IsNull(r)) {
+        row[name] = nullptr;
+        continue;
+      }
+      switch (column->type_id()) {
+        case arrow::Type::INT32:
+        case arrow::Type::INT64:
+        case arrow::Type::DOUBLE:
+        case arrow::Type::FLOAT:
+        case arrow::Type::BOOL:
+          row[name] =
+              nlohmann::ordered_json::parse(Cell(*column, r) == "true"    ? "true"
+                                            : Cell(*column, r) == "false" ? "false"
+                                                                          : Cell(*column, r),
+                                            nullptr, false);
+          break;
+        default:
+          row[name] = Cell(*column, r);
+      }
+    }
+    std::cout << row.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+  }
+}
+
+arrow::Status WriteBinary(const arrow::Table& table, const QueryOptions& o) {
+  std::shared_ptr<arrow::io::OutputStream> out;
+  if (o.output.empty() || o.output == "-") {
+    if (isatty(STDOUT_FILENO)) {
+      return arrow::Status::Invalid("--format ", o.format,
+                                    " writes binary data: give --output FILE or redirect stdout");
+    }
+    out = std::make_shared<arrow::io::StdoutStream>();
+  } else {
+    ARROW_ASSIGN_OR_RAISE(out, arrow::io::FileOutputStream::Open(o.output));
+  }
+  if (o.format == "parquet") {
+    ARROW_RETURN_NOT_OK(parquet::arrow::WriteTable(table, arrow::default_memory_pool(), out));
+  } else {
+    ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(out, table.schema()));
+    ARROW_RETURN_NOT_OK(writer->WriteTable(table));
+    ARROW_RETURN_NOT_OK(writer->Close());
+  }
+  return out->Close();
+}
+
+arrow::Status RunQueryCommand(QueryOptions o) {
+  if (o.sql.empty() || o.sql == "-") {
+    std::istream* in = &std::cin;
+    std::ifstream file;
+    if (!o.file.empty()) {
+      file.open(o.file);
+      if (!file) return arrow::Status::IOError("cannot read '", o.file, "'");
+      in = &file;
+    }
+    std::stringstream buffer;
+    buffer << in->rdbuf();
+    o.sql = buffer.str();
+  }
+  ARROW_ASSIGN_OR_RAISE(Config config, Config::FromEnvironment());
+  ARROW_ASSIGN_OR_RAISE(auto result, sql::RunQuery(config, o.sql));
+  if (!result.message.empty()) {
+    std::cout << result.message;
+    if (result.message.back() != '\n') std::cout << "\n";
+    return arrow::Status::OK();
+  }
+  const std::string format =
+      o.format.empty() ? (isatty(STDOUT_FILENO) ? "table" : "csv") : o.format;
+  if (format == "table") {
+    PrintTable(*result.table);
+  } else if (format == "csv") {
+    auto out = std::make_shared<arrow::io::StdoutStream>();
+    ARROW_RETURN_NOT_OK(
+        arrow::csv::WriteCSV(*result.table, arrow::csv::WriteOptions::Defaults(), out.get()));
+  } else if (format == "json") {
+    PrintJson(*result.table);
+  } else {
+    o.format = format;
+    return WriteBinary(*result.table, o);
+  }
+  std::cout.flush();
+  return arrow::Status::OK();
+}
+
+}  // namespace
+
+void AddQueryCommand(CLI::App& app, Action& action) {
+  auto options = std::make_shared<QueryOptions>();
+  auto* query = app.add_subcommand("query", "Run one SQL statement");
+  query->add_option("sql", options->sql, "The statement; '-' or none reads standard input");
+  query->add_option("-f,--file", options->file, "Read the statement from a file");
+  query->add_option("--format", options->format, "table, csv, json, parquet or arrow")
+      ->check(CLI::IsMember({"table", "csv", "json", "parquet", "arrow"}));
+  query->add_option("-o,--output", options->output, "Output file for parquet and arrow");
+  query->callback([&action, options] { action = [options] { return RunQueryCommand(*options); }; });
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,20 @@
+// Runs a plan on Arrow Acero in this process. The distributed executor will cut the same plans
+// between the partial and final aggregates and run the pieces as fragments on workers.
+#pragma once
+
+#include <arrow/acero/exec_plan.h>
+#include <arrow/result.h>
+#include <arrow/table.h>
+
+#include "sql/plan_node.h"
+
+namespace sluice::sql {
+
+/// The Acero declaration of a plan (Limit is applied to the result, outside Acero).
+arrow::Result<arrow::acero::Declaration> ToDeclaration(const PlanNode& node);
+
+/// Runs a plan and returns its result with the given column names.
+arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
+                                                     const std::vector<std::string>& names);
+
+}  // namespace sluice::sql

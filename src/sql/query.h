@@ -1,0 +1,23 @@
+// `sluice query`: one SQL statement, from text to a result table (or a message for DDL, or plan
+// text for EXPLAIN), using the external tables registered in the registry.
+#pragma once
+
+#include <arrow/result.h>
+#include <arrow/table.h>
+
+#include <string>
+
+#include "common/config.h"
+
+namespace sluice::sql {
+
+struct QueryResult {
+  /// Set for SELECT.
+  std::shared_ptr<arrow::Table> table;
+  /// Set for DDL and EXPLAIN.
+  std::string message;
+};
+
+arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql);
+
+}  // namespace sluice::sql

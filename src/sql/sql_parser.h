@@ -1,0 +1,35 @@
+// SQL text to parse trees. PostgreSQL's own grammar parses through libpg_query into its JSON
+// parse tree; `CREATE EXTERNAL TABLE name STORED AS fmt LOCATION 'where'`, which PostgreSQL has
+// no grammar for, is recognised here first. Syntax errors carry the line and column.
+#pragma once
+
+#include <arrow/result.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <variant>
+
+namespace sluice::sql {
+
+struct CreateExternalTable {
+  std::string name;
+  std::string format;  // "parquet" | "ipc" | "jsonl"
+  std::string location;
+};
+
+/// A SELECT (possibly under EXPLAIN [ANALYZE]) as libpg_query's JSON node for the statement.
+struct SelectStatement {
+  nlohmann::json select;  // the "SelectStmt" object
+  bool explain = false;
+  bool analyze = false;
+};
+
+using Statement = std::variant<CreateExternalTable, SelectStatement>;
+
+/// Parses exactly one statement.
+arrow::Result<Statement> ParseStatement(const std::string& sql);
+
+/// "line L, column C" of a 0-based byte offset into `sql` (columns count characters, 1-based).
+std::string Position(const std::string& sql, int offset);
+
+}  // namespace sluice::sql

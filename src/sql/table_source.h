@@ -1,0 +1,34 @@
+// The Parquet-directory table provider: an external table is the sorted list of Parquet files
+// under a store prefix, one partition per file. Its schema is read once, from the first file,
+// and then carried in the plan; string_view columns (tpchgen-cli writes them) are read as plain
+// strings, which every Acero kernel supports.
+#pragma once
+
+#include <arrow/result.h>
+#include <arrow/type_fwd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/object_store.h"
+
+namespace sluice::sql {
+
+struct TableSource {
+  std::string name;
+  std::string location;
+  std::shared_ptr<storage::ObjectStore> store;
+  /// Store keys, sorted: partition i is files[i].
+  std::vector<std::string> files;
+  /// The schema as stored in the files.
+  std::shared_ptr<arrow::Schema> file_schema;
+  /// The schema SQL sees (view types replaced by their plain forms).
+  std::shared_ptr<arrow::Schema> schema;
+};
+
+arrow::Result<std::shared_ptr<TableSource>> OpenParquetTable(
+    std::shared_ptr<storage::ObjectStore> store, const std::string& name,
+    const std::string& location);
+
+}  // namespace sluice::sql
