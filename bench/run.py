@@ -35,10 +35,13 @@ def make_blob(path: Path, size: int) -> Path:
 
 def workloads():
     import pipeline
+    import tpch
 
     blob = str(make_blob(DATA / "blob-512MiB.bin", 512 << 20))
     raw, input_bytes = pipeline.prepare()
+    tpch.prepare()
     return [
+        *[Workload(name=f"tpch-sf1-q{n}", commands=tpch.commands(n)) for n in tpch.SUPPORTED],
         # The main job: JSONL -> extract -> dedup -> Parquet, sluice with 1 and 2 workers
         # against DuckDB doing the same in SQL with 2 threads.
         Workload(
