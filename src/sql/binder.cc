@@ -135,6 +135,20 @@ class Binder {
   // Binds an expression to the current schema to check its types; returns it simplified.
   arrow::Result<cp::Expression> Typecheck(const cp::Expression& e, const json& node,
                                           const arrow::Schema& schema);
+  // Scans with their pushed-down filters, joined in a not-pathological order, with the rest of
+  // the WHERE clause on top.
+  arrow::Result<std::unique_ptr<PlanNode>> PlanJoins(const cp::Expression& where);
+  // The tables an expression reads.
+  std::set<size_t> TablesOf(const cp::Expression& e) const {
+    std::set<size_t> out;
+    for (const auto& ref : cp::FieldsInExpression(e)) {
+      if (const std::string* n = ref.name()) {
+        auto it = column_table_.find(*n);
+        if (it != column_table_.end()) out.insert(it->second);
+      }
+    }
+    return out;
+  }
   // Replaces every constant subexpression by its value.
   arrow::Result<cp::Expression> FoldConstantParts(const cp::Expression& e);
 
@@ -144,7 +158,7 @@ class Binder {
     if (literal.literal() == nullptr || literal.literal()->type()->id() != arrow::Type::INT64) {
       return literal;
     }
-    auto bound = other.Bind(*table_->schema);
+    auto bound = other.Bind(*scope_);
     if (!bound.ok() || bound->type()->id() != arrow::Type::DECIMAL128) return literal;
     const int64_t v = static_cast<const arrow::Int64Scalar&>(*literal.literal()->scalar()).value;
     const int32_t digits = static_cast<int32_t>(std::to_string(v < 0 ? -v : v).size());
@@ -157,8 +171,8 @@ class Binder {
   // DuckDB, cap the precision: the wider operand is cast (checked, so a value that does not fit
   // is an error, never a wrong answer) to the precision that leaves room for the product.
   void FitDecimalProduct(cp::Expression* l, cp::Expression* r) {
-    auto lb = l->Bind(*table_->schema);
-    auto rb = r->Bind(*table_->schema);
+    auto lb = l->Bind(*scope_);
+    auto rb = r->Bind(*scope_);
     if (!lb.ok() || !rb.ok() || lb->type()->id() != arrow::Type::DECIMAL128 ||
         rb->type()->id() != arrow::Type::DECIMAL128) {
       return;
@@ -183,8 +197,14 @@ class Binder {
 
   const std::string& sql_;
   const TableResolver& resolve_;
-  std::shared_ptr<TableSource> table_;
-  std::string table_alias_;
+  // The tables in FROM, and every column they offer (names are unique across them).
+  struct ScopeTable {
+    std::string alias;
+    std::shared_ptr<TableSource> source;
+  };
+  std::vector<ScopeTable> tables_;
+  std::shared_ptr<arrow::Schema> scope_;
+  std::map<std::string, size_t> column_table_;
   std::set<std::string> used_columns_;
   // Aggregation state.
   std::vector<std::string> group_keys_;
@@ -236,14 +256,17 @@ arrow::Result<cp::Expression> Binder::Column(const json& ref, Scope scope) {
     parts.push_back(f["String"].value("sval", ""));
   }
   const std::string name = parts.back();
-  if (parts.size() == 2 && parts[0] != table_->name && parts[0] != table_alias_) {
-    return Error(ref, "missing FROM-clause entry for table \"" + parts[0] + "\"");
-  }
   if (parts.size() > 2) return Unsupported(ref, "qualified names with more than two parts");
-  if (table_->schema->GetFieldIndex(name) < 0) {
+  if (parts.size() == 2) {
+    bool known = false;
+    for (const auto& t : tables_) known = known || t.alias == parts[0];
+    if (!known) return Error(ref, "missing FROM-clause entry for table \"" + parts[0] + "\"");
+  }
+  auto it = column_table_.find(name);
+  if (it == column_table_.end() || (parts.size() == 2 && tables_[it->second].alias != parts[0])) {
     std::string best;
     size_t best_d = 3;
-    for (const auto& f : table_->schema->fields()) {
+    for (const auto& f : scope_->fields()) {
       const size_t d = EditDistance(name, f->name());
       if (d < best_d) {
         best_d = d;
@@ -392,10 +415,21 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     }
     ARROW_ASSIGN_OR_RAISE(auto l, Expr(e.at("lexpr"), scope));
     ARROW_ASSIGN_OR_RAISE(auto r, Expr(e.at("rexpr"), scope));
+    // Fold first, so that "1 + 10" is a literal by the time it meets a decimal.
+    ARROW_ASSIGN_OR_RAISE(l, FoldConstantParts(l));
+    ARROW_ASSIGN_OR_RAISE(r, FoldConstantParts(r));
     if (scope == Scope::kRow || in_aggregate_) {
       l = NarrowIntegerLiteral(l, r);
       r = NarrowIntegerLiteral(r, l);
       if (op == "*") FitDecimalProduct(&l, &r);
+    } else if (op == "*" || op == "/") {
+      // After aggregation, products and ratios of decimal sums outgrow decimal128 (TPC-H Q14:
+      // 100.00 * sum(...) / sum(...)); compute them in double, as DuckDB's results compare.
+      auto to_double = [](const cp::Expression& x) {
+        return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
+      };
+      l = to_double(l);
+      r = to_double(r);
     }
     static const std::map<std::string, std::string> kOps = {{"+", "add_checked"},
                                                             {"-", "subtract_checked"},
@@ -472,7 +506,7 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
     auto bound = Expr(args[0], Scope::kRow);
     in_aggregate_ = false;
     ARROW_RETURN_NOT_OK(bound.status());
-    ARROW_ASSIGN_OR_RAISE(arg, Typecheck(*bound, args[0], *table_->schema));
+    ARROW_ASSIGN_OR_RAISE(arg, Typecheck(*bound, args[0], *scope_));
     text_key += arg.ToString();
   } else if (name != "count") {
     return Error(call, name + "(*) is not valid; only count(*)");
@@ -617,6 +651,180 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
   return Unsupported(body != nullptr ? *body : node, "expression " + kind);
 }
 
+namespace {
+
+// The conjuncts of an AND tree.
+void Conjuncts(const cp::Expression& e, std::vector<cp::Expression>* out) {
+  const cp::Expression::Call* call = e.call();
+  if (call != nullptr && (call->function_name == "and_kleene" || call->function_name == "and")) {
+    for (const auto& a : call->arguments) Conjuncts(a, out);
+    return;
+  }
+  out->push_back(e);
+}
+
+// The disjuncts of an OR tree (Arrow nests a, b, c as or(or(a, b), c)).
+void Disjuncts(const cp::Expression& e, std::vector<cp::Expression>* out) {
+  const cp::Expression::Call* call = e.call();
+  if (call != nullptr && (call->function_name == "or_kleene" || call->function_name == "or")) {
+    for (const auto& a : call->arguments) Disjuncts(a, out);
+    return;
+  }
+  out->push_back(e);
+}
+
+// (a AND x) OR (b AND x) is x AND ((a) OR (b)): TPC-H Q19 repeats its join key in every branch.
+std::vector<cp::Expression> FactorOr(const cp::Expression& e) {
+  std::vector<cp::Expression> disjuncts;
+  Disjuncts(e, &disjuncts);
+  if (disjuncts.size() < 2) return {e};
+  std::vector<std::vector<cp::Expression>> branches;
+  for (const auto& a : disjuncts) {
+    std::vector<cp::Expression> c;
+    Conjuncts(a, &c);
+    branches.push_back(std::move(c));
+  }
+  std::vector<cp::Expression> common;
+  for (const auto& candidate : branches[0]) {
+    bool everywhere = true;
+    for (size_t b = 1; b < branches.size() && everywhere; ++b) {
+      everywhere = std::any_of(branches[b].begin(), branches[b].end(),
+                               [&](const cp::Expression& x) { return x.Equals(candidate); });
+    }
+    if (everywhere) common.push_back(candidate);
+  }
+  if (common.empty()) return {e};
+  std::vector<cp::Expression> rest;
+  for (auto& branch : branches) {
+    std::vector<cp::Expression> kept;
+    for (auto& x : branch) {
+      if (!std::any_of(common.begin(), common.end(),
+                       [&](const cp::Expression& c) { return c.Equals(x); })) {
+        kept.push_back(x);
+      }
+    }
+    rest.push_back(kept.empty() ? cp::literal(true) : cp::and_(kept));
+  }
+  common.push_back(cp::or_(rest));
+  return common;
+}
+
+}  // namespace
+
+arrow::Result<std::unique_ptr<PlanNode>> Binder::PlanJoins(const cp::Expression& where) {
+  std::vector<cp::Expression> conjuncts;
+  for (const auto& c : [&] {
+         std::vector<cp::Expression> raw;
+         Conjuncts(where, &raw);
+         return raw;
+       }()) {
+    for (auto& f : FactorOr(c)) Conjuncts(f, &conjuncts);
+  }
+  // Per-table filters, equi-join edges, and what remains.
+  std::vector<std::vector<cp::Expression>> local(tables_.size());
+  struct Edge {
+    size_t a, b;
+    std::string a_col, b_col;
+    bool used = false;
+  };
+  std::vector<Edge> edges;
+  std::vector<cp::Expression> residual;
+  for (const auto& c : conjuncts) {
+    if (c.Equals(cp::literal(true))) continue;
+    const auto tables = TablesOf(c);
+    if (tables.size() == 1) {
+      local[*tables.begin()].push_back(c);
+      continue;
+    }
+    const cp::Expression::Call* call = c.call();
+    if (tables.size() == 2 && call != nullptr && call->function_name == "equal" &&
+        call->arguments[0].field_ref() != nullptr && call->arguments[1].field_ref() != nullptr) {
+      const std::string l = *call->arguments[0].field_ref()->name();
+      const std::string r = *call->arguments[1].field_ref()->name();
+      edges.push_back({column_table_.at(l), column_table_.at(r), l, r, false});
+      used_columns_.insert(l);
+      used_columns_.insert(r);
+      continue;
+    }
+    residual.push_back(c);
+  }
+  // One scan per table, with its filter pushed down.
+  std::vector<std::unique_ptr<PlanNode>> inputs;
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < tables_.size(); ++i) {
+    auto scan = std::make_unique<PlanNode>();
+    scan->kind = PlanNode::Kind::kScan;
+    scan->table = tables_[i].source;
+    for (const auto& f : tables_[i].source->schema->fields()) {
+      if (used_columns_.count(f->name())) scan->columns.push_back(f->name());
+    }
+    if (scan->columns.empty()) scan->columns.push_back(tables_[i].source->schema->field(0)->name());
+    std::unique_ptr<PlanNode> node = std::move(scan);
+    if (!local[i].empty()) {
+      const cp::Expression filter = local[i].size() == 1 ? local[i][0] : cp::and_(local[i]);
+      node->scan_filter = filter;
+      auto f = std::make_unique<PlanNode>();
+      f->kind = PlanNode::Kind::kFilter;
+      f->predicate = filter;
+      f->input = std::move(node);
+      node = std::move(f);
+    }
+    sizes.push_back(tables_[i].source->total_bytes);
+    inputs.push_back(std::move(node));
+  }
+  // Greedy join order: the largest table probes; each step builds the smallest table that is
+  // joined to what is there already, so no join is a cross product while an edge exists.
+  std::vector<bool> joined(tables_.size(), false);
+  size_t start = static_cast<size_t>(std::max_element(sizes.begin(), sizes.end()) - sizes.begin());
+  std::unique_ptr<PlanNode> plan = std::move(inputs[start]);
+  joined[start] = true;
+  for (size_t step = 1; step < tables_.size(); ++step) {
+    size_t best = tables_.size();
+    for (const auto& e : edges) {
+      for (auto [in, out] : {std::pair{e.a, e.b}, std::pair{e.b, e.a}}) {
+        if (joined[in] && !joined[out] && (best == tables_.size() || sizes[out] < sizes[best])) {
+          best = out;
+        }
+      }
+    }
+    if (best == tables_.size()) {
+      return arrow::Status::NotImplemented(
+          "not supported: a cross join (table \"",
+          tables_[std::find(joined.begin(), joined.end(), false) - joined.begin()].alias,
+          "\" has no equality with the others)");
+    }
+    auto join = std::make_unique<PlanNode>();
+    join->kind = PlanNode::Kind::kJoin;
+    for (auto& e : edges) {
+      if (joined[e.a] && e.b == best) {
+        join->left_keys.push_back(e.a_col);
+        join->right_keys.push_back(e.b_col);
+        e.used = true;
+      } else if (joined[e.b] && e.a == best) {
+        join->left_keys.push_back(e.b_col);
+        join->right_keys.push_back(e.a_col);
+        e.used = true;
+      }
+    }
+    join->input = std::move(plan);
+    join->right = std::move(inputs[best]);
+    joined[best] = true;
+    plan = std::move(join);
+  }
+  // An equality between two tables that were joined by other keys is a filter after the join.
+  for (const auto& e : edges) {
+    if (!e.used) residual.push_back(cp::equal(cp::field_ref(e.a_col), cp::field_ref(e.b_col)));
+  }
+  if (!residual.empty()) {
+    auto f = std::make_unique<PlanNode>();
+    f->kind = PlanNode::Kind::kFilter;
+    f->predicate = residual.size() == 1 ? residual[0] : cp::and_(residual);
+    f->input = std::move(plan);
+    plan = std::move(f);
+  }
+  return plan;
+}
+
 arrow::Result<BoundQuery> Binder::Bind(const json& select) {
   for (const char* clause : {"withClause", "distinctClause", "windowClause", "valuesLists"}) {
     if (select.contains(clause)) {
@@ -631,16 +839,29 @@ arrow::Result<BoundQuery> Binder::Bind(const json& select) {
     return Unsupported(select, "UNION/INTERSECT/EXCEPT");
   const auto& from = select.value("fromClause", json::array());
   if (from.empty()) return Unsupported(select, "SELECT without FROM");
-  if (from.size() > 1) return Unsupported(from[1], "joins (more than one table in FROM)");
-  auto [fkind, fbody] = Node(from[0]);
-  if (fkind == "JoinExpr") return Unsupported(*fbody, "JOIN");
-  if (fkind == "RangeSubselect") return Unsupported(*fbody, "subqueries in FROM");
-  if (fkind != "RangeVar") return Unsupported(from[0], "FROM " + fkind);
-  const std::string table_name = fbody->value("relname", "");
-  auto table = resolve_(table_name);
-  if (!table.ok()) return Error(*fbody, table.status().message());
-  table_ = *table;
-  if (fbody->contains("alias")) table_alias_ = (*fbody)["alias"]["Alias"].value("aliasname", "");
+  arrow::FieldVector scope_fields;
+  for (const auto& item : from) {
+    auto [fkind, fbody] = Node(item);
+    if (fkind == "JoinExpr")
+      return Unsupported(*fbody, "JOIN ... ON (list the tables in FROM and join in WHERE)");
+    if (fkind == "RangeSubselect") return Unsupported(*fbody, "subqueries in FROM");
+    if (fkind != "RangeVar") return Unsupported(item, "FROM " + fkind);
+    const std::string table_name = fbody->value("relname", "");
+    auto table = resolve_(table_name);
+    if (!table.ok()) return Error(*fbody, table.status().message());
+    ScopeTable t{table_name, *table};
+    if (fbody->contains("alias")) t.alias = (*fbody)["alias"]["Alias"].value("aliasname", "");
+    for (const auto& f : (*table)->schema->fields()) {
+      if (column_table_.count(f->name())) {
+        return Unsupported(*fbody,
+                           "a column name (\"" + f->name() + "\") that two tables in FROM share");
+      }
+      column_table_[f->name()] = tables_.size();
+      scope_fields.push_back(f);
+    }
+    tables_.push_back(std::move(t));
+  }
+  scope_ = arrow::schema(scope_fields);
 
   // Does the query aggregate?
   const std::string targets_text = select.value("targetList", json::array()).dump() +
@@ -656,8 +877,8 @@ arrow::Result<BoundQuery> Binder::Bind(const json& select) {
   cp::Expression where = cp::literal(true);
   if (select.contains("whereClause")) {
     ARROW_ASSIGN_OR_RAISE(auto w, Expr(select["whereClause"], Scope::kRow));
-    ARROW_ASSIGN_OR_RAISE(where, Typecheck(w, select["whereClause"], *table_->schema));
-    ARROW_ASSIGN_OR_RAISE(auto typed, where.Bind(*table_->schema));
+    ARROW_ASSIGN_OR_RAISE(where, Typecheck(w, select["whereClause"], *scope_));
+    ARROW_ASSIGN_OR_RAISE(auto typed, where.Bind(*scope_));
     if (!typed.type()->Equals(*arrow::boolean())) {
       return Error(select["whereClause"],
                    "argument of WHERE must be type boolean, not type " + typed.type()->ToString());
@@ -694,7 +915,7 @@ arrow::Result<BoundQuery> Binder::Bind(const json& select) {
     auto [vkind, vbody] = Node(rt.at("val"));
     if (vkind == "ColumnRef" && (*vbody)["fields"].back().contains("A_Star")) {
       if (aggregated) return Unsupported(*vbody, "* with GROUP BY");
-      for (const auto& f : table_->schema->fields()) {
+      for (const auto& f : scope_->fields()) {
         used_columns_.insert(f->name());
         outputs.push_back(cp::field_ref(f->name()));
         names.push_back(f->name());
@@ -704,7 +925,7 @@ arrow::Result<BoundQuery> Binder::Bind(const json& select) {
     }
     ARROW_ASSIGN_OR_RAISE(auto e, Expr(rt.at("val"), out_scope));
     if (out_scope == Scope::kRow) {
-      ARROW_ASSIGN_OR_RAISE(e, Typecheck(e, rt.at("val"), *table_->schema));
+      ARROW_ASSIGN_OR_RAISE(e, Typecheck(e, rt.at("val"), *scope_));
     }
     std::string name = rt.value("name", "");
     if (name.empty()) {
@@ -725,24 +946,7 @@ arrow::Result<BoundQuery> Binder::Bind(const json& select) {
   }
 
   // Build the plan bottom-up.
-  auto scan = std::make_unique<PlanNode>();
-  scan->kind = PlanNode::Kind::kScan;
-  scan->table = table_;
-  for (const auto& f : table_->schema->fields()) {
-    if (used_columns_.count(f->name())) scan->columns.push_back(f->name());
-  }
-  if (scan->columns.empty()) scan->columns.push_back(table_->schema->field(0)->name());
-  scan->scan_filter = where;
-  std::unique_ptr<PlanNode> plan = std::move(scan);
-  if (!where.Equals(cp::literal(true))) {
-    auto filter = std::make_unique<PlanNode>();
-    filter->kind = PlanNode::Kind::kFilter;
-    filter->predicate = where;
-    filter->input = std::move(plan);
-    plan = std::move(filter);
-  }
-  std::vector<arrow::FieldRef> unused;
-  (void)unused;
+  ARROW_ASSIGN_OR_RAISE(std::unique_ptr<PlanNode> plan, PlanJoins(where));
 
   if (aggregated) {
     auto pre = std::make_unique<PlanNode>();

@@ -75,6 +75,15 @@ arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node) {
   ARROW_RETURN_NOT_OK(EnsureInitialized());
   if (node.kind == PlanNode::Kind::kScan) return Scan(node);
   if (node.kind == PlanNode::Kind::kLimit) return ToDeclaration(*node.input);
+  if (node.kind == PlanNode::Kind::kJoin) {
+    ARROW_ASSIGN_OR_RAISE(ac::Declaration probe, ToDeclaration(*node.input));
+    ARROW_ASSIGN_OR_RAISE(ac::Declaration build, ToDeclaration(*node.right));
+    std::vector<arrow::FieldRef> left, right;
+    for (const auto& k : node.left_keys) left.emplace_back(k);
+    for (const auto& k : node.right_keys) right.emplace_back(k);
+    ac::HashJoinNodeOptions options(ac::JoinType::INNER, left, right);
+    return ac::Declaration("hashjoin", {std::move(probe), std::move(build)}, std::move(options));
+  }
   ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*node.input));
   switch (node.kind) {
     case PlanNode::Kind::kFilter:

@@ -46,9 +46,16 @@ std::string PlanNode::Explain(int indent) const {
     case Kind::kLimit:
       out << "Limit offset=" << offset << " count=" << count;
       break;
+    case Kind::kJoin:
+      out << "HashJoin inner on ";
+      for (size_t i = 0; i < left_keys.size(); ++i) {
+        out << (i ? " and " : "") << left_keys[i] << " = " << right_keys[i];
+      }
+      break;
   }
   out << "\n";
   if (input != nullptr) out << input->Explain(indent + 1);
+  if (right != nullptr) out << right->Explain(indent + 1);
   return out.str();
 }
 

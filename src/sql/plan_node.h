@@ -25,9 +25,13 @@ struct AggregateCall {
 };
 
 struct PlanNode {
-  enum class Kind { kScan, kFilter, kProject, kAggregate, kSort, kLimit };
+  enum class Kind { kScan, kFilter, kProject, kAggregate, kSort, kLimit, kJoin };
   Kind kind;
   std::unique_ptr<PlanNode> input;
+  /// kJoin: the build side; `input` is the probe side.
+  std::unique_ptr<PlanNode> right;
+  std::vector<std::string> left_keys;
+  std::vector<std::string> right_keys;
 
   // kScan: the columns to read and a filter pushed down to row groups (also applied by a
   // kFilter above it, since pushdown only skips whole row groups).

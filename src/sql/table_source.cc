@@ -34,7 +34,10 @@ arrow::Result<std::shared_ptr<TableSource>> OpenParquetTable(
     // The location is a file or a directory of files; a sibling that merely shares the prefix
     // ("lineitem2/...") is not part of the table.
     const bool inside = o.key == prefix || o.key.compare(0, prefix.size() + 1, prefix + "/") == 0;
-    if (inside && o.key.ends_with(".parquet")) table->files.push_back(o.key);
+    if (inside && o.key.ends_with(".parquet")) {
+      table->files.push_back(o.key);
+      table->total_bytes += o.size;
+    }
   }
   if (table->files.empty()) {
     return arrow::Status::Invalid("table '", name, "': no Parquet files at '", location,

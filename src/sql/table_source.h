@@ -21,6 +21,8 @@ struct TableSource {
   std::shared_ptr<storage::ObjectStore> store;
   /// Store keys, sorted: partition i is files[i].
   std::vector<std::string> files;
+  /// Bytes of all files: a size estimate for join ordering.
+  int64_t total_bytes = 0;
   /// The schema as stored in the files.
   std::shared_ptr<arrow::Schema> file_schema;
   /// The schema SQL sees (view types replaced by their plain forms).
