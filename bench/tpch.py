@@ -13,7 +13,8 @@ DATA = HERE / "data" / "tpch-sf1"
 HOME = HERE / "data" / "tpch-home"
 QUERIES = ROOT / "tests" / "tpch"
 # The queries sluice supports today; the rest say "not supported" (see tests/e2e/test_sql.py).
-SUPPORTED = [1, 6]
+SUPPORTED = [1, 3, 5, 6, 10, 12, 14, 19]
+TABLES = ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"]
 
 
 def env():
@@ -24,11 +25,13 @@ def env():
 
 
 def prepare():
-    if not (DATA / "lineitem.parquet").exists():
+    if not all((DATA / f"{t}.parquet").exists() for t in TABLES):
         subprocess.run([str(Path(sys.executable).parent / "tpchgen-cli"), "parquet", "-s", "1",
-                        "--tables", "lineitem", "--output-dir", str(DATA)], check=True)
-    subprocess.run([SLUICE, "query", "CREATE EXTERNAL TABLE lineitem STORED AS PARQUET "
-                    "LOCATION 'lineitem.parquet'"], env=env(), check=True, stdout=subprocess.DEVNULL)
+                        "--output-dir", str(DATA)], check=True)
+    for t in TABLES:
+        subprocess.run([SLUICE, "query", f"CREATE EXTERNAL TABLE {t} STORED AS PARQUET "
+                        f"LOCATION '{t}.parquet'"], env=env(), check=True,
+                       stdout=subprocess.DEVNULL)
 
 
 def sql(n):
@@ -47,7 +50,6 @@ def commands(n):
 
 def run(engine, n):
     text = sql(n)
-    path = str(DATA / "lineitem.parquet")
     if engine == "sluice":
         subprocess.run([SLUICE, "query", "--format", "csv", text], env=env(), check=True,
                        stdout=subprocess.DEVNULL)
@@ -56,21 +58,25 @@ def run(engine, n):
 
         con = duckdb.connect()
         con.execute("SET threads = 2")
-        con.execute(f"create view lineitem as select * from read_parquet('{path}')")
+        for t in TABLES:
+            con.execute(f"create view {t} as select * from read_parquet('{DATA}/{t}.parquet')")
         con.execute(text).fetchall()
     elif engine == "datafusion":
         import datafusion
 
         ctx = datafusion.SessionContext(datafusion.SessionConfig().with_target_partitions(2))
-        ctx.register_parquet("lineitem", path)
+        for t in TABLES:
+            ctx.register_parquet(t, str(DATA / f"{t}.parquet"))
         ctx.sql(text).collect()
     elif engine == "polars":
         os.environ["POLARS_MAX_THREADS"] = "2"
         import polars as pl
 
-        ctx = pl.SQLContext(lineitem=pl.scan_parquet(path))
-        ctx.execute(text.replace("interval '90' day", "interval '90 days'")
-                    .replace("interval '1' year", "interval '1 year'"), eager=True)
+        ctx = pl.SQLContext({t: pl.scan_parquet(DATA / f"{t}.parquet") for t in TABLES})
+        for unit in ["day", "month", "year"]:
+            for n in ["1", "3", "90"]:
+                text = text.replace(f"interval '{n}' {unit}", f"interval '{n} {unit}s'")
+        ctx.execute(text, eager=True)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,9 @@
 
 #include <arrow/api.h>
 #include <parquet/arrow/reader.h>
+#include <parquet/file_reader.h>
+#include <parquet/metadata.h>
+#include <parquet/statistics.h>
 
 namespace sluice::sql {
 
@@ -43,19 +46,56 @@ arrow::Result<std::shared_ptr<TableSource>> OpenParquetTable(
     return arrow::Status::Invalid("table '", name, "': no Parquet files at '", location,
                                   "' in store ", store->display_url());
   }
-  ARROW_ASSIGN_OR_RAISE(auto file, store->OpenForRead(table->files.front()));
-  auto reader = parquet::arrow::OpenFile(file, arrow::default_memory_pool());
-  if (!reader.ok()) {
-    return arrow::Status::Invalid("table '", name, "': '", table->files.front(),
-                                  "' is not a Parquet file: ", reader.status().message());
+  // Footers only: the schema from the first file, row counts and integer ranges from all.
+  for (size_t f = 0; f < table->files.size(); ++f) {
+    ARROW_ASSIGN_OR_RAISE(auto file, store->OpenForRead(table->files[f]));
+    auto reader = parquet::arrow::OpenFile(file, arrow::default_memory_pool());
+    if (!reader.ok()) {
+      return arrow::Status::Invalid("table '", name, "': '", table->files[f],
+                                    "' is not a Parquet file: ", reader.status().message());
+    }
+    if (f == 0) ARROW_RETURN_NOT_OK((*reader)->GetSchema(&table->file_schema));
+    auto metadata = (*reader)->parquet_reader()->metadata();
+    table->num_rows += metadata->num_rows();
+    for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
+      auto row_group = metadata->RowGroup(rg);
+      for (int c = 0; c < row_group->num_columns(); ++c) {
+        auto chunk = row_group->ColumnChunk(c);
+        auto stats = chunk->statistics();
+        if (stats == nullptr || !stats->HasMinMax()) continue;
+        int64_t lo, hi;
+        if (stats->physical_type() == parquet::Type::INT64) {
+          auto typed = std::static_pointer_cast<parquet::Int64Statistics>(stats);
+          lo = typed->min();
+          hi = typed->max();
+        } else if (stats->physical_type() == parquet::Type::INT32) {
+          auto typed = std::static_pointer_cast<parquet::Int32Statistics>(stats);
+          lo = typed->min();
+          hi = typed->max();
+        } else {
+          continue;
+        }
+        const std::string column = metadata->schema()->Column(c)->name();
+        auto [it, inserted] = table->int_ranges.emplace(column, std::make_pair(lo, hi));
+        if (!inserted) {
+          it->second.first = std::min(it->second.first, lo);
+          it->second.second = std::max(it->second.second, hi);
+        }
+      }
+    }
   }
-  ARROW_RETURN_NOT_OK((*reader)->GetSchema(&table->file_schema));
   arrow::FieldVector fields;
   for (const auto& f : table->file_schema->fields()) {
     fields.push_back(arrow::field(f->name(), Plain(f->type()), f->nullable()));
   }
   table->schema = arrow::schema(fields);
   return table;
+}
+
+int64_t TableSource::DistinctBound(const std::string& column) const {
+  auto it = int_ranges.find(column);
+  if (it == int_ranges.end()) return std::max<int64_t>(num_rows, 1);
+  return std::max<int64_t>(1, std::min(num_rows, it->second.second - it->second.first + 1));
 }
 
 }  // namespace sluice::sql

@@ -7,6 +7,7 @@
 #include <arrow/result.h>
 #include <arrow/type_fwd.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,14 @@ struct TableSource {
   std::vector<std::string> files;
   /// Bytes of all files: a size estimate for join ordering.
   int64_t total_bytes = 0;
+  /// Rows in all files, from the Parquet footers.
+  int64_t num_rows = 0;
+  /// min and max of each integer column, from row-group statistics: (max - min + 1) bounds a
+  /// key's distinct count, which is what join ordering needs to avoid exploding joins.
+  std::map<std::string, std::pair<int64_t, int64_t>> int_ranges;
+
+  /// An upper bound of the distinct values of `column`: its integer range, capped by the rows.
+  int64_t DistinctBound(const std::string& column) const;
   /// The schema as stored in the files.
   std::shared_ptr<arrow::Schema> file_schema;
   /// The schema SQL sees (view types replaced by their plain forms).
