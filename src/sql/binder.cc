@@ -31,7 +31,7 @@ bool IsAggregateName(const std::string& name) {
 std::string LastName(const json& names) {
   std::string out;
   for (const auto& n : names) {
-    if (n.contains("String")) out = n["String"].value("sval", "");
+    if (n.contains("String")) out = n.at("String").value("sval", "");
   }
   return out;
 }
@@ -253,7 +253,7 @@ arrow::Result<cp::Expression> Binder::Column(const json& ref, Scope scope) {
   std::vector<std::string> parts;
   for (const auto& f : ref.at("fields")) {
     if (f.contains("A_Star")) return Unsupported(ref, "* outside the select list");
-    parts.push_back(f["String"].value("sval", ""));
+    parts.push_back(f.at("String").value("sval", ""));
   }
   const std::string name = parts.back();
   if (parts.size() > 2) return Unsupported(ref, "qualified names with more than two parts");
@@ -293,11 +293,11 @@ arrow::Result<cp::Expression> Binder::Column(const json& ref, Scope scope) {
 arrow::Result<cp::Expression> Binder::Constant(const json& c) {
   if (c.value("isnull", false)) return cp::literal(arrow::MakeNullScalar(arrow::null()));
   if (c.contains("ival")) {
-    return cp::literal(static_cast<int64_t>(c["ival"].value("ival", 0)));
+    return cp::literal(static_cast<int64_t>(c.at("ival").value("ival", 0)));
   }
   if (c.contains("fval")) {
     // SQL numeric literals are exact: 0.06 - 0.01 must be 0.05, as in PostgreSQL and DuckDB.
-    const std::string text = c["fval"].value("fval", "");
+    const std::string text = c.at("fval").value("fval", "");
     const size_t dot = text.find('.');
     const int32_t scale =
         dot == std::string::npos ? 0 : static_cast<int32_t>(text.size() - dot - 1);
@@ -310,8 +310,8 @@ arrow::Result<cp::Expression> Binder::Constant(const json& c) {
     }
     return cp::literal(std::stod(text));
   }
-  if (c.contains("sval")) return cp::literal(c["sval"].value("sval", ""));
-  if (c.contains("boolval")) return cp::literal(c["boolval"].value("boolval", false));
+  if (c.contains("sval")) return cp::literal(c.at("sval").value("sval", ""));
+  if (c.contains("boolval")) return cp::literal(c.at("boolval").value("boolval", false));
   return Unsupported(c, "this kind of constant");
 }
 
@@ -321,7 +321,7 @@ arrow::Result<Interval> Binder::IntervalLiteral(const json& cast) {
   if (kind != "A_Const" || !body->contains("sval")) {
     return Unsupported(cast, "a non-constant interval");
   }
-  const std::string text = (*body)["sval"].value("sval", "");
+  const std::string text = (*body).at("sval").value("sval", "");
   int64_t n = 0;
   std::string unit;
   {
@@ -336,8 +336,8 @@ arrow::Result<Interval> Binder::IntervalLiteral(const json& cast) {
   }
   if (unit.empty()) {
     // interval '90' day: the unit is a typmod bit mask (PostgreSQL: MONTH=2, YEAR=4, DAY=8).
-    const auto& mods = cast["typeName"].value("typmods", json::array());
-    const int mask = mods.empty() ? 0 : mods[0]["A_Const"]["ival"].value("ival", 0);
+    const auto& mods = cast.at("typeName").value("typmods", json::array());
+    const int mask = mods.empty() ? 0 : mods.at(0).at("A_Const").at("ival").value("ival", 0);
     unit = mask == 4 ? "year" : mask == 2 ? "month" : mask == 8 ? "day" : "";
   }
   if (!unit.empty() && unit.back() == 's') unit.pop_back();
@@ -380,9 +380,9 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
   } else if (type == "text" || type == "varchar" || type == "bpchar") {
     to = arrow::utf8();
   } else if (type == "numeric" || type == "decimal") {
-    const auto& mods = cast["typeName"].value("typmods", json::array());
-    const int p = mods.size() > 0 ? mods[0]["A_Const"]["ival"].value("ival", 38) : 38;
-    const int s = mods.size() > 1 ? mods[1]["A_Const"]["ival"].value("ival", 0) : 0;
+    const auto& mods = cast.at("typeName").value("typmods", json::array());
+    const int p = mods.size() > 0 ? mods.at(0).at("A_Const").at("ival").value("ival", 38) : 38;
+    const int s = mods.size() > 1 ? mods[1].at("A_Const").at("ival").value("ival", 0) : 0;
     to = arrow::decimal128(p, s);
   } else {
     return Unsupported(cast, "CAST to " + type);
@@ -403,7 +403,7 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     // date +/- interval between constants folds here.
     auto [rkind, rbody] = Node(e.at("rexpr"));
     if ((op == "+" || op == "-") && rkind == "TypeCast" &&
-        LastName((*rbody)["typeName"]["names"]) == "interval") {
+        LastName((*rbody).at("typeName").at("names")) == "interval") {
       ARROW_ASSIGN_OR_RAISE(auto l, Expr(e.at("lexpr"), scope));
       ARROW_ASSIGN_OR_RAISE(Interval iv, IntervalLiteral(*rbody));
       if (l.literal() == nullptr || l.literal()->type()->id() != arrow::Type::DATE32) {
@@ -468,7 +468,7 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     ARROW_ASSIGN_OR_RAISE(auto x, Expr(e.at("lexpr"), scope));
     if (!e.at("rexpr").contains("List")) return Unsupported(e, "IN with a subquery");
     std::vector<std::shared_ptr<arrow::Scalar>> values;
-    for (const auto& item : e["rexpr"]["List"]["items"]) {
+    for (const auto& item : e.at("rexpr").at("List").at("items")) {
       ARROW_ASSIGN_OR_RAISE(auto v, Expr(item, scope));
       if (v.literal() == nullptr) return Unsupported(item, "IN with non-constant values");
       values.push_back(v.literal()->scalar());
@@ -866,7 +866,7 @@ arrow::Result<BoundQuery> Binder::Bind(const json& select) {
     auto table = resolve_(table_name);
     if (!table.ok()) return Error(*fbody, table.status().message());
     ScopeTable t{table_name, *table};
-    if (fbody->contains("alias")) t.alias = (*fbody)["alias"]["Alias"].value("aliasname", "");
+    if (fbody->contains("alias")) t.alias = (*fbody).at("alias").at("Alias").value("aliasname", "");
     for (const auto& f : (*table)->schema->fields()) {
       if (column_table_.count(f->name())) {
         return Unsupported(*fbody,
@@ -892,11 +892,11 @@ arrow::Result<BoundQuery> Binder::Bind(const json& select) {
   // WHERE
   cp::Expression where = cp::literal(true);
   if (select.contains("whereClause")) {
-    ARROW_ASSIGN_OR_RAISE(auto w, Expr(select["whereClause"], Scope::kRow));
-    ARROW_ASSIGN_OR_RAISE(where, Typecheck(w, select["whereClause"], *scope_));
+    ARROW_ASSIGN_OR_RAISE(auto w, Expr(select.at("whereClause"), Scope::kRow));
+    ARROW_ASSIGN_OR_RAISE(where, Typecheck(w, select.at("whereClause"), *scope_));
     ARROW_ASSIGN_OR_RAISE(auto typed, where.Bind(*scope_));
     if (!typed.type()->Equals(*arrow::boolean())) {
-      return Error(select["whereClause"],
+      return Error(select.at("whereClause"),
                    "argument of WHERE must be type boolean, not type " + typed.type()->ToString());
     }
   }
@@ -909,11 +909,12 @@ arrow::Result<BoundQuery> Binder::Bind(const json& select) {
       ARROW_ASSIGN_OR_RAISE(auto c, Column(*gbody, Scope::kRow));
       group_keys_.push_back(*c.field_ref()->name());
     } else if (gkind == "A_Const" && gbody->contains("ival")) {
-      const int pos = (*gbody)["ival"].value("ival", 0);
+      const int pos = (*gbody).at("ival").value("ival", 0);
       if (pos < 1 || pos > static_cast<int>(targets.size())) {
         return Error(*gbody, "GROUP BY position " + std::to_string(pos) + " is not in select list");
       }
-      auto [tkind, tbody] = Node(targets[static_cast<size_t>(pos - 1)]["ResTarget"]["val"]);
+      auto [tkind, tbody] =
+          Node(targets.at(static_cast<size_t>(pos - 1)).at("ResTarget").at("val"));
       if (tkind != "ColumnRef") return Unsupported(*gbody, "GROUP BY position of an expression");
       ARROW_ASSIGN_OR_RAISE(auto c, Column(*tbody, Scope::kRow));
       group_keys_.push_back(*c.field_ref()->name());
@@ -929,7 +930,7 @@ arrow::Result<BoundQuery> Binder::Bind(const json& select) {
   for (const auto& t : targets) {
     const auto& rt = t.at("ResTarget");
     auto [vkind, vbody] = Node(rt.at("val"));
-    if (vkind == "ColumnRef" && (*vbody)["fields"].back().contains("A_Star")) {
+    if (vkind == "ColumnRef" && (*vbody).at("fields").back().contains("A_Star")) {
       if (aggregated) return Unsupported(*vbody, "* with GROUP BY");
       for (const auto& f : scope_->fields()) {
         used_columns_.insert(f->name());
@@ -946,9 +947,9 @@ arrow::Result<BoundQuery> Binder::Bind(const json& select) {
     std::string name = rt.value("name", "");
     if (name.empty()) {
       if (vkind == "ColumnRef")
-        name = LastName((*vbody)["fields"]);
+        name = LastName((*vbody).at("fields"));
       else if (vkind == "FuncCall")
-        name = LastName((*vbody)["funcname"]);
+        name = LastName((*vbody).at("funcname"));
       else
         name = "?column?";
     }
@@ -958,7 +959,7 @@ arrow::Result<BoundQuery> Binder::Bind(const json& select) {
   }
   cp::Expression having = cp::literal(true);
   if (select.contains("havingClause")) {
-    ARROW_ASSIGN_OR_RAISE(having, Expr(select["havingClause"], Scope::kAggregated));
+    ARROW_ASSIGN_OR_RAISE(having, Expr(select.at("havingClause"), Scope::kAggregated));
   }
 
   // Build the plan bottom-up.
@@ -1011,14 +1012,14 @@ arrow::Result<BoundQuery> Binder::Bind(const json& select) {
   if (select.contains("sortClause")) {
     auto sort = std::make_unique<PlanNode>();
     sort->kind = PlanNode::Kind::kSort;
-    for (const auto& s : select["sortClause"]) {
+    for (const auto& s : select.at("sortClause")) {
       const auto& by = s.at("SortBy");
       auto [skind, sbody] = Node(by.at("node"));
       std::string target;
       if (skind == "ColumnRef") {
-        target = LastName((*sbody)["fields"]);
+        target = LastName((*sbody).at("fields"));
       } else if (skind == "A_Const" && sbody->contains("ival")) {
-        const int pos = (*sbody)["ival"].value("ival", 0);
+        const int pos = (*sbody).at("ival").value("ival", 0);
         if (pos < 1 || pos > static_cast<int>(names.size())) {
           return Error(*sbody,
                        "ORDER BY position " + std::to_string(pos) + " is not in select list");
@@ -1051,7 +1052,7 @@ arrow::Result<BoundQuery> Binder::Bind(const json& select) {
       auto [k, b] = Node(select[key]);
       if (k != "A_Const" || !b->contains("ival"))
         return Unsupported(select[key], "non-constant LIMIT/OFFSET");
-      *out = (*b)["ival"].value("ival", 0);
+      *out = (*b).at("ival").value("ival", 0);
       return arrow::Status::OK();
     };
     ARROW_RETURN_NOT_OK(number("limitCount", &limit->count));

@@ -58,25 +58,25 @@ arrow::Result<Statement> ParseStatement(const std::string& sql) {
     return arrow::Status::Invalid(result.error->message, " (", Position(sql, offset), ")");
   }
   nlohmann::json tree = nlohmann::json::parse(result.parse_tree, nullptr, false);
-  if (tree.is_discarded() || !tree.contains("stmts") || tree["stmts"].empty()) {
+  if (tree.is_discarded() || !tree.contains("stmts") || tree.at("stmts").empty()) {
     return arrow::Status::Invalid("no statement to run");
   }
-  const auto& stmts = tree["stmts"];
+  const auto& stmts = tree.at("stmts");
   if (stmts.size() != 1) {
     return arrow::Status::Invalid("expected exactly one statement, got ", stmts.size());
   }
-  const nlohmann::json& stmt = stmts[0]["stmt"];
+  const nlohmann::json& stmt = stmts.at(0).at("stmt");
   SelectStatement out;
   const nlohmann::json* node = &stmt;
   if (stmt.contains("ExplainStmt")) {
     out.explain = true;
-    const auto& explain = stmt["ExplainStmt"];
+    const auto& explain = stmt.at("ExplainStmt");
     for (const auto& opt : explain.value("options", nlohmann::json::array())) {
-      if (opt.contains("DefElem") && opt["DefElem"].value("defname", "") == "analyze") {
+      if (opt.contains("DefElem") && opt.at("DefElem").value("defname", "") == "analyze") {
         out.analyze = true;
       }
     }
-    node = &explain["query"];
+    node = &explain.at("query");
   }
   if (!node->contains("SelectStmt")) {
     const std::string kind = node->is_object() && !node->empty() ? node->begin().key() : "unknown";
@@ -84,7 +84,7 @@ arrow::Result<Statement> ParseStatement(const std::string& sql) {
                                          " (sluice query runs SELECT, EXPLAIN and CREATE "
                                          "EXTERNAL TABLE)");
   }
-  out.select = (*node)["SelectStmt"];
+  out.select = (*node).at("SelectStmt");
   return out;
 }
 
