@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/progress.h"
+#include "common/splitmix64.h"
 #include "sluice/schemas/codec.hpp"
 #include "sluice/schemas/conversation/conversation_message_gateway.hpp"
 
@@ -14,25 +15,7 @@ namespace {
 using schemas::conversation::ConversationMessageGateway;
 using schemas::conversation::GatewayMessage;
 
-// SplitMix64: tiny, fast and fully specified, so the data is the same on every platform
-// (std::uniform_int_distribution is not).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [0, n).
-  uint64_t Below(uint64_t n) { return Next() % n; }
-  /// True with probability percent/100.
-  bool Chance(int percent) { return Below(100) < static_cast<uint64_t>(percent); }
-
- private:
-  uint64_t state_;
-};
+using Rng = SplitMix64;
 
 const char* const kWords[] = {
     "the",    "data",    "pipeline", "arrow",  "batch",  "query",     "why",      "does",

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/splitmix64.h"
 #include "sql/binder.h"
 #include "sql/sql_parser.h"
 
@@ -41,20 +42,7 @@ std::shared_ptr<TableSource> Universe() {
   return t;
 }
 
-class Rng {
- public:
-  explicit Rng(uint64_t s) : s_(s) {}
-  uint64_t Next() {
-    uint64_t z = (s_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  size_t Below(size_t n) { return n == 0 ? 0 : Next() % n; }
-
- private:
-  uint64_t s_;
-};
+using Rng = SplitMix64;
 
 std::string Mutate(std::string s, Rng& rng) {
   static const char* kInserts[] = {
