@@ -74,6 +74,10 @@ CREATE TABLE sql_tables (
   created_at TEXT NOT NULL
 );
 )"},
+    // A committed run's output is a SQL table by its run id.
+    {4, R"(
+ALTER TABLE runs ADD COLUMN sink_path TEXT;
+)"},
 };
 
 std::string ForDialect(std::string sql, std::string_view dialect) {
@@ -292,28 +296,31 @@ arrow::Result<RunRecord> RunFromRow(const Row& r) {
   run.error = TextOrEmpty(r, 9);
   run.started_at = TextOrEmpty(r, 10);
   run.finished_at = TextOrEmpty(r, 11);
+  run.sink_path = TextOrEmpty(r, 12);
   return run;
 }
 
 constexpr const char* kRunColumns =
     "SELECT run_id, user_id, manifest_blake3, pins, status, rows_in, rows_out, "
-    "duplicates_dropped, stage_timings, error, started_at, finished_at FROM runs ";
+    "duplicates_dropped, stage_timings, error, started_at, finished_at, sink_path FROM runs ";
 
 }  // namespace
 
 arrow::Status Registry::UpsertRun(const RunRecord& r) {
   return db_->Exec(
       "INSERT INTO runs (run_id, user_id, manifest_blake3, pins, status, rows_in, rows_out, "
-      "duplicates_dropped, stage_timings, error, started_at, finished_at) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+      "duplicates_dropped, stage_timings, error, started_at, finished_at, sink_path) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
       "user_id = excluded.user_id, manifest_blake3 = excluded.manifest_blake3, "
       "pins = excluded.pins, status = excluded.status, rows_in = excluded.rows_in, "
       "rows_out = excluded.rows_out, duplicates_dropped = excluded.duplicates_dropped, "
       "stage_timings = excluded.stage_timings, error = excluded.error, "
-      "started_at = excluded.started_at, finished_at = excluded.finished_at",
+      "started_at = excluded.started_at, finished_at = excluded.finished_at, "
+      "sink_path = excluded.sink_path",
       {r.run_id, r.user_id, r.manifest_blake3, r.pins, r.status, r.rows_in, r.rows_out,
        r.duplicates_dropped, OptionalText(r.stage_timings), OptionalText(r.error),
-       r.started_at.empty() ? NowUtc() : r.started_at, OptionalText(r.finished_at)});
+       r.started_at.empty() ? NowUtc() : r.started_at, OptionalText(r.finished_at),
+       OptionalText(r.sink_path)});
 }
 
 arrow::Result<std::optional<RunRecord>> Registry::GetRun(const std::string& run_id) {

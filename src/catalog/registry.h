@@ -60,6 +60,8 @@ struct RunRecord {
   std::string error;
   std::string started_at;
   std::string finished_at;
+  /// Where the run's output is committed (its sink path).
+  std::string sink_path;
 };
 
 /// A table that SQL reaches by name (CREATE EXTERNAL TABLE).

@@ -202,7 +202,8 @@ TEST_P(RegistryTest, SpecsAreFoundByTheArtifactTheyPin) {
 }
 
 TEST_P(RegistryTest, RunsAreRecordedAndUpdated) {
-  RunRecord run{"run-1", "alice", std::string(64, 'f'), "[]", "running", 0, 0, 0, "", "", "", ""};
+  RunRecord run{"run-1", "alice", std::string(64, 'f'), "[]", "running", 0, 0, 0, "", "",
+                "",      "",      "derived/x/run-1"};
   ASSERT_TRUE(registry_->UpsertRun(run).ok());
   run.status = "committed";
   run.rows_in = 10;
@@ -217,6 +218,7 @@ TEST_P(RegistryTest, RunsAreRecordedAndUpdated) {
   EXPECT_EQ((*got)->rows_out, 7);
   EXPECT_EQ((*got)->duplicates_dropped, 3);
   EXPECT_EQ((*got)->stage_timings, R"({"s0":1.5})");
+  EXPECT_EQ((*got)->sink_path, "derived/x/run-1");
   EXPECT_EQ(*registry_->CountRows("runs"), 1);
   auto list = registry_->ListRuns(10);
   ASSERT_TRUE(list.ok());

@@ -94,9 +94,8 @@ arrow::Result<ParsedObject> ParseJsonl(const arrow::Buffer& bytes, const std::st
   parse.explicit_schema = schema;
   parse.unexpected_field_behavior = arrow::json::UnexpectedFieldBehavior::Error;
   auto buffer = std::make_shared<arrow::Buffer>(bytes.data(), bytes.size());
-  auto reader = arrow::json::TableReader::Make(arrow::default_memory_pool(),
-                                               std::make_shared<arrow::io::BufferReader>(buffer),
-                                               read, parse);
+  auto reader = arrow::json::TableReader::Make(
+      arrow::default_memory_pool(), std::make_shared<arrow::io::BufferReader>(buffer), read, parse);
   if (!reader.ok()) return ParseJsonlStrict<Record>(bytes, object, skip_bad);
   auto table = (*reader)->Read();
   if (!table.ok()) return ParseJsonlStrict<Record>(bytes, object, skip_bad);

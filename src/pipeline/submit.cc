@@ -20,14 +20,13 @@
 #include "pipeline/manifest.h"
 #include "plan/fragment.h"
 #include "storage/object_store.h"
+#include "storage/sink_manifest.h"
 
 namespace sluice::pipeline {
 
 namespace {
 
 using json = nlohmann::json;
-
-constexpr char kSinkManifestFormat[] = "sluice.sink-manifest/1";
 
 std::string RandomHex() {
   std::random_device rd;
@@ -117,40 +116,6 @@ arrow::Status ResolveTransforms(const JobManifest& job, catalog::Registry* regis
   return arrow::Status::OK();
 }
 
-// Files listed by committed sink manifests under `prefix`; with none, every object whose name
-// ends with `extension`. Uncommitted part files are never read.
-arrow::Result<std::vector<std::string>> CommittedFiles(storage::ObjectStore* store,
-                                                       const std::string& prefix,
-                                                       const std::string& extension) {
-  ARROW_ASSIGN_OR_RAISE(auto listed, store->List(prefix));
-  std::vector<std::string> files;
-  bool any_manifest = false;
-  for (const auto& o : listed) {
-    if (!o.key.ends_with("/_manifest.json")) continue;
-    any_manifest = true;
-    ARROW_ASSIGN_OR_RAISE(auto bytes, store->Get(o.key));
-    json doc = json::parse(bytes->ToString(), nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || doc.value("format", "") != kSinkManifestFormat ||
-        !doc.contains("files") || !doc["files"].is_array()) {
-      return arrow::Status::Invalid("sink manifest '", o.key, "' is not a ", kSinkManifestFormat,
-                                    " document");
-    }
-    for (const auto& f : doc["files"]) {
-      if (!f.is_object() || !f.contains("key") || !f["key"].is_string()) {
-        return arrow::Status::Invalid("sink manifest '", o.key, "' has a malformed file entry");
-      }
-      files.push_back(f["key"].get<std::string>());
-    }
-  }
-  if (!any_manifest) {
-    for (const auto& o : listed) {
-      if (o.key.ends_with(extension)) files.push_back(o.key);
-    }
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 arrow::Result<std::shared_ptr<arrow::Schema>> FileSchema(storage::ObjectStore* store,
                                                          const std::string& key,
                                                          const std::string& format) {
@@ -185,8 +150,8 @@ arrow::Status ResolveSource(const JobManifest& job, storage::ObjectStore* store,
     }
   } else {
     ARROW_ASSIGN_OR_RAISE(
-        plan->objects,
-        CommittedFiles(store, source.prefix, source.kind == "parquet" ? ".parquet" : ".arrow"));
+        plan->objects, storage::CommittedFiles(store, source.prefix,
+                                               source.kind == "parquet" ? ".parquet" : ".arrow"));
   }
   if (plan->objects.empty()) {
     return arrow::Status::Invalid(job.file, ": dataflow.source.prefix '", source.prefix,
@@ -370,7 +335,8 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
                          "",
                          "",
                          catalog::NowUtc(),
-                         ""};
+                         "",
+                         result.sink_path};
   ARROW_RETURN_NOT_OK(registry->UpsertRun(run));
 
   Progress::Options progress_options;
@@ -418,7 +384,7 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     for (const auto& f : result.files) {
       files.push_back({{"key", f.key}, {"rows", f.rows}, {"bytes", f.bytes}, {"blake3", f.blake3}});
     }
-    json manifest = {{"format", kSinkManifestFormat},
+    json manifest = {{"format", storage::kSinkManifestFormat},
                      {"run_id", options.run_id},
                      {"job_manifest_blake3", manifest_digest},
                      {"pins", PinsJson(plan)},

@@ -38,11 +38,14 @@ arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql
   TableResolver resolve =
       [&](const std::string& name) -> arrow::Result<std::shared_ptr<TableSource>> {
     ARROW_ASSIGN_OR_RAISE(auto record, registry->GetSqlTable(name));
-    if (!record.has_value()) {
-      return arrow::Status::Invalid("relation \"", name,
-                                    "\" does not exist; declare it with CREATE EXTERNAL TABLE");
+    if (record.has_value()) return OpenParquetTable(store, record->name, record->location);
+    // A committed run's output is a table by its run id, e.g. FROM "conversation-extract-check".
+    ARROW_ASSIGN_OR_RAISE(auto run, registry->GetRun(name));
+    if (run.has_value() && run->status == "committed" && !run->sink_path.empty()) {
+      return OpenParquetTable(store, name, run->sink_path);
     }
-    return OpenParquetTable(store, record->name, record->location);
+    return arrow::Status::Invalid("relation \"", name,
+                                  "\" does not exist; declare it with CREATE EXTERNAL TABLE");
   };
   ARROW_ASSIGN_OR_RAISE(BoundQuery bound, BindSelect(select.select, sql, resolve));
   if (select.explain) {

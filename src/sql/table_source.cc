@@ -2,9 +2,13 @@
 
 #include <arrow/api.h>
 #include <parquet/arrow/reader.h>
+
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
 #include <parquet/statistics.h>
+#include <algorithm>
+
+#include "storage/sink_manifest.h"
 
 namespace sluice::sql {
 
@@ -32,19 +36,24 @@ arrow::Result<std::shared_ptr<TableSource>> OpenParquetTable(
   table->store = store;
   std::string prefix = location;
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-  ARROW_ASSIGN_OR_RAISE(auto listed, store->List(prefix));
-  for (const auto& o : listed) {
-    // The location is a file or a directory of files; a sibling that merely shares the prefix
-    // ("lineitem2/...") is not part of the table.
-    const bool inside = o.key == prefix || o.key.compare(0, prefix.size() + 1, prefix + "/") == 0;
-    if (inside && o.key.ends_with(".parquet")) {
-      table->files.push_back(o.key);
-      table->total_bytes += o.size;
-    }
+  // A single file, or a directory whose committed outputs (or, with no sink manifest there,
+  // whose Parquet files) form the table.
+  ARROW_ASSIGN_OR_RAISE(bool single, store->Exists(prefix));
+  if (single) {
+    table->files = {prefix};
+  } else {
+    ARROW_ASSIGN_OR_RAISE(table->files,
+                          storage::CommittedFiles(store.get(), prefix + "/", ".parquet"));
   }
   if (table->files.empty()) {
     return arrow::Status::Invalid("table '", name, "': no Parquet files at '", location,
                                   "' in store ", store->display_url());
+  }
+  ARROW_ASSIGN_OR_RAISE(auto listed, store->List(single ? prefix : prefix + "/"));
+  for (const auto& o : listed) {
+    if (std::binary_search(table->files.begin(), table->files.end(), o.key)) {
+      table->total_bytes += o.size;
+    }
   }
   // Footers only: the schema from the first file, row counts and integer ranges from all.
   for (size_t f = 0; f < table->files.size(); ++f) {

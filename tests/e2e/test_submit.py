@@ -329,3 +329,26 @@ def test_an_altered_spec_is_refused_at_submit(sluice_bin, tmp_path):
     proc = s.run("submit", "--manifest", j, "--run-id", "altered")
     assert proc.returncode == 1
     assert "signed by unknown publisher 'ed25519:nobody'" in proc.stderr.decode()
+
+
+def test_a_committed_run_is_a_sql_table(ready, tmp_path):
+    j = job(tmp_path, **{"limit = 50": "limit = 3"})
+    ready.run("submit", "--manifest", j, "--run-id", "as-table", check=True)
+    sink = "derived/conversation-messages-validate/as-table"
+    rows = manifest(ready, sink)["rows"]
+    # A stray, uncommitted part beside the committed ones must not be read.
+    table, _ = read_output(ready, sink, tmp_path)
+    stray = tmp_path / "stray.parquet"
+    import pyarrow.parquet as pq
+    pq.write_table(table, stray)
+    ready.run("store", "put", f"{sink}/part-99999.parquet", stray, check=True)
+    out = ready.run("query", "--format", "csv",
+                    'select count(*) as n, count(data_hash) as h from "as-table"',
+                    check=True).stdout.decode().splitlines()
+    assert out[1] == f"{rows},{rows}"
+    # The same works through an external table on the sink path.
+    ready.run("query", f"CREATE EXTERNAL TABLE validated STORED AS PARQUET LOCATION '{sink}'",
+              check=True)
+    out = ready.run("query", "--format", "csv", "select count(*) from validated",
+                    check=True).stdout.decode().splitlines()
+    assert out[1] == str(rows)
