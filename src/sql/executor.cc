@@ -6,7 +6,10 @@
 #include <arrow/dataset/file_parquet.h>
 #include <arrow/dataset/plan.h>
 
+#include <functional>
+#include <map>
 #include <mutex>
+#include <optional>
 
 namespace sluice::sql {
 
@@ -26,17 +29,34 @@ arrow::Status EnsureInitialized() {
   return status;
 }
 
-// True when every field the expression reads has the same type in the files as in SQL's
-// schema, so the filter can be pushed into the Parquet scan as it is.
-bool Pushable(const cp::Expression& e, const TableSource& table) {
-  for (const auto& ref : cp::FieldsInExpression(e)) {
-    const std::string* name = ref.name();
-    if (name == nullptr) return false;
-    auto file = table.file_schema->GetFieldByName(*name);
-    auto sql = table.schema->GetFieldByName(*name);
-    if (!file || !sql || !file->type()->Equals(*sql->type())) return false;
-  }
-  return true;
+// The scan filter over the files' own column names, if every field it reads has the same type
+// in the files as in SQL's schema (so it can be pushed into the Parquet scan as it is).
+std::optional<cp::Expression> FileFilter(const PlanNode& node) {
+  const TableSource& table = *node.table;
+  std::map<std::string, std::string> file_name;
+  for (size_t i = 0; i < node.columns.size(); ++i) file_name[node.names[i]] = node.columns[i];
+  std::function<std::optional<cp::Expression>(const cp::Expression&)> rewrite =
+      [&](const cp::Expression& e) -> std::optional<cp::Expression> {
+    if (const auto* ref = e.field_ref()) {
+      const std::string* id = ref->name();
+      if (id == nullptr || !file_name.count(*id)) return std::nullopt;
+      const std::string& name = file_name[*id];
+      auto file = table.file_schema->GetFieldByName(name);
+      auto sql = table.schema->GetFieldByName(name);
+      if (!file || !sql || !file->type()->Equals(*sql->type())) return std::nullopt;
+      return cp::field_ref(name);
+    }
+    const auto* call = e.call();
+    if (call == nullptr) return e;
+    std::vector<cp::Expression> args;
+    for (const auto& a : call->arguments) {
+      auto r = rewrite(a);
+      if (!r) return std::nullopt;
+      args.push_back(std::move(*r));
+    }
+    return cp::call(call->function_name, std::move(args), call->options);
+  };
+  return rewrite(node.scan_filter);
 }
 
 arrow::Result<ac::Declaration> Scan(const PlanNode& node) {
@@ -54,9 +74,10 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node) {
   std::vector<cp::Expression> columns;
   for (const auto& c : node.columns) columns.push_back(cp::field_ref(c));
   options->projection = cp::call("make_struct", columns, cp::MakeStructOptions(node.columns));
-  if (Pushable(node.scan_filter, table)) options->filter = node.scan_filter;
+  if (auto filter = FileFilter(node)) options->filter = *filter;
   ac::Declaration scan{"scan", ds::ScanNodeOptions{dataset, options}};
-  // Scan output carries extra fields; keep the needed columns, with view types made plain.
+  // Scan output carries extra fields; keep the needed columns under their plan names, with
+  // view types made plain.
   std::vector<cp::Expression> exprs;
   for (const auto& c : node.columns) {
     auto sql_type = table.schema->GetFieldByName(c)->type();
@@ -66,7 +87,21 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node) {
                         : cp::call("cast", {cp::field_ref(c)}, cp::CastOptions::Safe(sql_type)));
   }
   return ac::Declaration::Sequence(
-      {std::move(scan), {"project", ac::ProjectNodeOptions(exprs, node.columns)}});
+      {std::move(scan), {"project", ac::ProjectNodeOptions(exprs, node.names)}});
+}
+
+ac::JoinType AceroJoinType(JoinType type) {
+  switch (type) {
+    case JoinType::kInner:
+      return ac::JoinType::INNER;
+    case JoinType::kLeft:
+      return ac::JoinType::LEFT_OUTER;
+    case JoinType::kSemi:
+      return ac::JoinType::LEFT_SEMI;
+    case JoinType::kAnti:
+      return ac::JoinType::LEFT_ANTI;
+  }
+  return ac::JoinType::INNER;
 }
 
 }  // namespace
@@ -81,7 +116,7 @@ arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node) {
     std::vector<arrow::FieldRef> left, right;
     for (const auto& k : node.left_keys) left.emplace_back(k);
     for (const auto& k : node.right_keys) right.emplace_back(k);
-    ac::HashJoinNodeOptions options(ac::JoinType::INNER, left, right);
+    ac::HashJoinNodeOptions options(AceroJoinType(node.join_type), left, right, node.join_filter);
     return ac::Declaration("hashjoin", {std::move(probe), std::move(build)}, std::move(options));
   }
   ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*node.input));
@@ -89,16 +124,27 @@ arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node) {
     case PlanNode::Kind::kFilter:
       return ac::Declaration::Sequence(
           {std::move(input), {"filter", ac::FilterNodeOptions(node.predicate)}});
-    case PlanNode::Kind::kProject:
+    case PlanNode::Kind::kProject: {
+      std::vector<cp::Expression> expressions;
+      std::vector<std::string> names;
+      if (node.keep_input) {
+        for (const auto& n : node.input->OutputNames()) {
+          expressions.push_back(cp::field_ref(n));
+          names.push_back(n);
+        }
+      }
+      expressions.insert(expressions.end(), node.expressions.begin(), node.expressions.end());
+      names.insert(names.end(), node.names.begin(), node.names.end());
       return ac::Declaration::Sequence(
-          {std::move(input), {"project", ac::ProjectNodeOptions(node.expressions, node.names)}});
+          {std::move(input), {"project", ac::ProjectNodeOptions(expressions, names)}});
+    }
     case PlanNode::Kind::kAggregate: {
       std::vector<cp::Aggregate> aggregates;
       const bool grouped = !node.keys.empty();
       for (const auto& a : node.aggregates) {
         const std::string function = (grouped ? "hash_" : "") + a.function;
         std::shared_ptr<cp::FunctionOptions> options;
-        if (a.function == "count")
+        if (a.function == "count" || a.function == "count_distinct")
           options = std::make_shared<cp::CountOptions>(cp::CountOptions::ONLY_VALID);
         if (a.function == "sum" || a.function == "min" || a.function == "max") {
           // SQL: an aggregate over no non-null rows is NULL, not 0.
@@ -133,6 +179,10 @@ arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
     const int64_t count = plan.count < 0 ? table->num_rows() - offset : plan.count;
     table = table->Slice(offset, count);
   }
+  // Columns past the result's (hidden sort keys) are dropped.
+  std::vector<int> keep(names.size());
+  for (size_t i = 0; i < names.size(); ++i) keep[i] = static_cast<int>(i);
+  ARROW_ASSIGN_OR_RAISE(table, table->SelectColumns(keep));
   ARROW_ASSIGN_OR_RAISE(table, table->RenameColumns(names));
   return table->CombineChunks();
 }

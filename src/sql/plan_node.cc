@@ -1,8 +1,138 @@
 #include "sql/plan_node.h"
 
+#include <arrow/compute/api.h>
+#include <arrow/compute/exec.h>
+#include <arrow/type.h>
+
 #include <sstream>
 
 namespace sluice::sql {
+
+namespace {
+
+const char* JoinName(JoinType type) {
+  switch (type) {
+    case JoinType::kInner:
+      return "inner";
+    case JoinType::kLeft:
+      return "left";
+    case JoinType::kSemi:
+      return "semi";
+    case JoinType::kAnti:
+      return "anti";
+  }
+  return "?";
+}
+
+namespace cp = arrow::compute;
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::DataType>> AggregateOutputType(
+    const AggregateCall& call, const std::shared_ptr<arrow::DataType>& input) {
+  if (call.function == "count" || call.function == "count_all" ||
+      call.function == "count_distinct") {
+    return arrow::int64();
+  }
+  // The scalar aggregate resolves the same output type as its hash_ form.
+  ARROW_ASSIGN_OR_RAISE(auto function, cp::GetFunctionRegistry()->GetFunction(call.function));
+  std::vector<arrow::TypeHolder> types = {input};
+  ARROW_ASSIGN_OR_RAISE(const cp::Kernel* kernel, function->DispatchBest(&types));
+  cp::ExecContext exec;
+  cp::KernelContext ctx(&exec);
+  ARROW_ASSIGN_OR_RAISE(auto out, kernel->signature->out_type().Resolve(&ctx, types));
+  return out.GetSharedPtr();
+}
+
+arrow::Result<std::shared_ptr<arrow::Schema>> OutputSchema(const PlanNode& node) {
+  switch (node.kind) {
+    case PlanNode::Kind::kScan: {
+      arrow::FieldVector fields;
+      for (size_t i = 0; i < node.columns.size(); ++i) {
+        auto f = node.table->schema->GetFieldByName(node.columns[i]);
+        if (f == nullptr) return arrow::Status::Invalid("internal: scan column ", node.columns[i]);
+        fields.push_back(f->WithName(node.names[i]));
+      }
+      return arrow::schema(fields);
+    }
+    case PlanNode::Kind::kProject: {
+      ARROW_ASSIGN_OR_RAISE(auto in, OutputSchema(*node.input));
+      arrow::FieldVector fields;
+      if (node.keep_input) fields = in->fields();
+      for (size_t i = 0; i < node.expressions.size(); ++i) {
+        const auto& e = node.expressions[i];
+        if (const auto* ref = e.field_ref(); ref != nullptr && ref->name() != nullptr) {
+          if (auto f = in->GetFieldByName(*ref->name())) {
+            fields.push_back(f->WithName(node.names[i]));
+            continue;
+          }
+        }
+        ARROW_ASSIGN_OR_RAISE(auto bound, e.Bind(*in));
+        fields.push_back(arrow::field(node.names[i], bound.type()->GetSharedPtr()));
+      }
+      return arrow::schema(fields);
+    }
+    case PlanNode::Kind::kAggregate: {
+      ARROW_ASSIGN_OR_RAISE(auto in, OutputSchema(*node.input));
+      arrow::FieldVector fields;
+      for (const auto& k : node.keys) {
+        auto f = in->GetFieldByName(k);
+        if (f == nullptr) return arrow::Status::Invalid("internal: aggregate key ", k);
+        fields.push_back(f);
+      }
+      for (const auto& a : node.aggregates) {
+        std::shared_ptr<arrow::DataType> input_type = arrow::boolean();
+        if (!a.input.empty()) {
+          auto f = in->GetFieldByName(a.input);
+          if (f == nullptr) return arrow::Status::Invalid("internal: aggregate input ", a.input);
+          input_type = f->type();
+        }
+        ARROW_ASSIGN_OR_RAISE(auto type, AggregateOutputType(a, input_type));
+        fields.push_back(arrow::field(a.output, type));
+      }
+      return arrow::schema(fields);
+    }
+    case PlanNode::Kind::kJoin: {
+      ARROW_ASSIGN_OR_RAISE(auto left, OutputSchema(*node.input));
+      if (node.join_type == JoinType::kSemi || node.join_type == JoinType::kAnti) return left;
+      ARROW_ASSIGN_OR_RAISE(auto right, OutputSchema(*node.right));
+      arrow::FieldVector fields = left->fields();
+      for (const auto& f : right->fields()) {
+        fields.push_back(node.join_type == JoinType::kLeft ? f->WithNullable(true) : f);
+      }
+      return arrow::schema(fields);
+    }
+    default:
+      return OutputSchema(*node.input);
+  }
+}
+
+std::vector<std::string> PlanNode::OutputNames() const {
+  switch (kind) {
+    case Kind::kScan:
+      return names;
+    case Kind::kProject: {
+      std::vector<std::string> out;
+      if (keep_input) out = input->OutputNames();
+      out.insert(out.end(), names.begin(), names.end());
+      return out;
+    }
+    case Kind::kAggregate: {
+      std::vector<std::string> out = keys;
+      for (const auto& a : aggregates) out.push_back(a.output);
+      return out;
+    }
+    case Kind::kJoin: {
+      std::vector<std::string> out = input->OutputNames();
+      if (join_type == JoinType::kInner || join_type == JoinType::kLeft) {
+        for (auto& n : right->OutputNames()) out.push_back(std::move(n));
+      }
+      return out;
+    }
+    default:
+      return input->OutputNames();
+  }
+}
 
 std::string PlanNode::Explain(int indent) const {
   std::ostringstream out;
@@ -10,7 +140,7 @@ std::string PlanNode::Explain(int indent) const {
   switch (kind) {
     case Kind::kScan: {
       out << "Scan " << table->name << " (" << table->files.size() << " files) columns=[";
-      for (size_t i = 0; i < columns.size(); ++i) out << (i ? ", " : "") << columns[i];
+      for (size_t i = 0; i < columns.size(); ++i) out << (i ? ", " : "") << names[i];
       out << "]";
       if (!scan_filter.Equals(arrow::compute::literal(true))) {
         out << " pushdown=" << scan_filter.ToString();
@@ -21,7 +151,7 @@ std::string PlanNode::Explain(int indent) const {
       out << "Filter " << predicate.ToString();
       break;
     case Kind::kProject:
-      out << "Project ";
+      out << "Project " << (keep_input ? "(input columns), " : "");
       for (size_t i = 0; i < expressions.size(); ++i) {
         out << (i ? ", " : "") << names[i] << " := " << expressions[i].ToString();
       }
@@ -47,9 +177,12 @@ std::string PlanNode::Explain(int indent) const {
       out << "Limit offset=" << offset << " count=" << count;
       break;
     case Kind::kJoin:
-      out << "HashJoin inner on ";
+      out << "HashJoin " << JoinName(join_type) << " on ";
       for (size_t i = 0; i < left_keys.size(); ++i) {
         out << (i ? " and " : "") << left_keys[i] << " = " << right_keys[i];
+      }
+      if (!join_filter.Equals(arrow::compute::literal(true))) {
+        out << " filter " << join_filter.ToString();
       }
       break;
   }
