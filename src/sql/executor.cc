@@ -3,9 +3,12 @@
 #include <arrow/acero/api.h>
 #include <arrow/compute/api.h>
 #include <arrow/dataset/api.h>
+#include <arrow/dataset/file_ipc.h>
+#include <arrow/dataset/file_json.h>
 #include <arrow/dataset/file_parquet.h>
 #include <arrow/dataset/plan.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -63,7 +66,14 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node) {
   const TableSource& table = *node.table;
   std::vector<std::string> paths;
   for (const auto& key : table.files) paths.push_back(table.store->FileSystemPath(key));
-  auto format = std::make_shared<ds::ParquetFileFormat>();
+  std::shared_ptr<ds::FileFormat> format;
+  if (table.format == "parquet") {
+    format = std::make_shared<ds::ParquetFileFormat>();
+  } else if (table.format == "ipc") {
+    format = std::make_shared<ds::IpcFileFormat>();
+  } else {
+    format = std::make_shared<ds::JsonFileFormat>();
+  }
   ARROW_ASSIGN_OR_RAISE(auto factory, ds::FileSystemDatasetFactory::Make(table.store->filesystem(),
                                                                          paths, format, {}));
   ds::FinishOptions finish;
@@ -106,20 +116,34 @@ ac::JoinType AceroJoinType(JoinType type) {
 
 }  // namespace
 
-arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node) {
+namespace {
+arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, OperatorProbes* probes);
+}  // namespace
+
+arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node, OperatorProbes* probes) {
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, OperatorDeclaration(node, probes));
+  if (probes == nullptr || node.kind == PlanNode::Kind::kLimit) return decl;
+  auto stats = std::make_shared<OperatorStats>();
+  (*probes)[&node] = stats;
+  return WithProbe(std::move(decl), std::move(stats));
+}
+
+namespace {
+
+arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, OperatorProbes* probes) {
   ARROW_RETURN_NOT_OK(EnsureInitialized());
   if (node.kind == PlanNode::Kind::kScan) return Scan(node);
-  if (node.kind == PlanNode::Kind::kLimit) return ToDeclaration(*node.input);
+  if (node.kind == PlanNode::Kind::kLimit) return ToDeclaration(*node.input, probes);
   if (node.kind == PlanNode::Kind::kJoin) {
-    ARROW_ASSIGN_OR_RAISE(ac::Declaration probe, ToDeclaration(*node.input));
-    ARROW_ASSIGN_OR_RAISE(ac::Declaration build, ToDeclaration(*node.right));
+    ARROW_ASSIGN_OR_RAISE(ac::Declaration probe, ToDeclaration(*node.input, probes));
+    ARROW_ASSIGN_OR_RAISE(ac::Declaration build, ToDeclaration(*node.right, probes));
     std::vector<arrow::FieldRef> left, right;
     for (const auto& k : node.left_keys) left.emplace_back(k);
     for (const auto& k : node.right_keys) right.emplace_back(k);
     ac::HashJoinNodeOptions options(AceroJoinType(node.join_type), left, right, node.join_filter);
     return ac::Declaration("hashjoin", {std::move(probe), std::move(build)}, std::move(options));
   }
-  ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*node.input));
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*node.input, probes));
   switch (node.kind) {
     case PlanNode::Kind::kFilter:
       return ac::Declaration::Sequence(
@@ -170,14 +194,33 @@ arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node) {
   }
 }
 
+}  // namespace
+
 arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
-                                                     const std::vector<std::string>& names) {
-  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(plan));
+                                                     const std::vector<std::string>& names,
+                                                     OperatorProbes* probes) {
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(plan, probes));
+  const auto start = std::chrono::steady_clock::now();
+  if (probes != nullptr) {
+    for (auto& [node, stats] : *probes) stats->start = start;
+  }
   ARROW_ASSIGN_OR_RAISE(auto table, ac::DeclarationToTable(std::move(decl)));
   if (plan.kind == PlanNode::Kind::kLimit) {
     const int64_t offset = std::min(plan.offset, table->num_rows());
     const int64_t count = plan.count < 0 ? table->num_rows() - offset : plan.count;
     table = table->Slice(offset, count);
+    if (probes != nullptr) {
+      auto stats = std::make_shared<OperatorStats>();
+      stats->start = start;
+      stats->rows = table->num_rows();
+      stats->batches = 1;
+      const int64_t done = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count();
+      stats->first_ns = done;
+      stats->last_ns = done;
+      (*probes)[&plan] = stats;
+    }
   }
   // Columns past the result's (hidden sort keys) are dropped.
   std::vector<int> keep(names.size());

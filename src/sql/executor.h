@@ -6,15 +6,25 @@
 #include <arrow/result.h>
 #include <arrow/table.h>
 
+#include <map>
+#include <memory>
+
+#include "sql/operator_probe.h"
 #include "sql/plan_node.h"
 
 namespace sluice::sql {
 
-/// The Acero declaration of a plan (Limit is applied to the result, outside Acero).
-arrow::Result<arrow::acero::Declaration> ToDeclaration(const PlanNode& node);
+/// Measurements per plan operator, for EXPLAIN ANALYZE.
+using OperatorProbes = std::map<const PlanNode*, std::shared_ptr<OperatorStats>>;
+
+/// The Acero declaration of a plan (Limit is applied to the result, outside Acero). With
+/// `probes`, every operator is followed by a probe recorded there.
+arrow::Result<arrow::acero::Declaration> ToDeclaration(const PlanNode& node,
+                                                       OperatorProbes* probes = nullptr);
 
 /// Runs a plan and returns its result with the given column names.
 arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
-                                                     const std::vector<std::string>& names);
+                                                     const std::vector<std::string>& names,
+                                                     OperatorProbes* probes = nullptr);
 
 }  // namespace sluice::sql

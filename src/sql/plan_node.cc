@@ -134,7 +134,8 @@ std::vector<std::string> PlanNode::OutputNames() const {
   }
 }
 
-std::string PlanNode::Explain(int indent) const {
+std::string PlanNode::Explain(int indent,
+                              const std::function<std::string(const PlanNode&)>& annotate) const {
   std::ostringstream out;
   out << std::string(static_cast<size_t>(indent) * 2, ' ');
   switch (kind) {
@@ -186,9 +187,10 @@ std::string PlanNode::Explain(int indent) const {
       }
       break;
   }
+  if (annotate) out << "  " << annotate(*this);
   out << "\n";
-  if (input != nullptr) out << input->Explain(indent + 1);
-  if (right != nullptr) out << right->Explain(indent + 1);
+  if (input != nullptr) out << input->Explain(indent + 1, annotate);
+  if (right != nullptr) out << right->Explain(indent + 1, annotate);
   return out.str();
 }
 

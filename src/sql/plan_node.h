@@ -10,6 +10,7 @@
 #include <arrow/result.h>
 #include <arrow/type_fwd.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,8 +74,9 @@ struct PlanNode {
   /// The columns this node outputs, in order.
   std::vector<std::string> OutputNames() const;
 
-  /// One line per node, children indented.
-  std::string Explain(int indent = 0) const;
+  /// One line per node, children indented; `annotate` adds text to a node's line.
+  std::string Explain(int indent = 0,
+                      const std::function<std::string(const PlanNode&)>& annotate = {}) const;
 };
 
 /// The type an aggregate step produces from its input type.

@@ -3,6 +3,7 @@
 #include <arrow/acero/exec_plan.h>
 
 #include <chrono>
+#include <cstdio>
 
 #include "catalog/registry.h"
 #include "exec/compute_init.h"
@@ -21,12 +22,9 @@ arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql
                         storage::ObjectStore::Open(config.store_url));
   QueryResult result;
   if (auto* create = std::get_if<CreateExternalTable>(&statement)) {
-    if (create->format != "parquet") {
-      return arrow::Status::NotImplemented("not supported: external tables STORED AS ",
-                                           create->format, " (PARQUET works)");
-    }
-    // Reading the schema now refuses a location with no readable Parquet files up front.
-    ARROW_ASSIGN_OR_RAISE(auto table, OpenParquetTable(store, create->name, create->location));
+    // Reading the schema now refuses a location with no readable files up front.
+    ARROW_ASSIGN_OR_RAISE(auto table,
+                          OpenTable(store, create->name, create->location, create->format));
     ARROW_RETURN_NOT_OK(
         registry->PutSqlTable({create->name, create->format, create->location, ""}));
     result.message = "CREATE EXTERNAL TABLE " + create->name + " (" +
@@ -38,11 +36,13 @@ arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql
   TableResolver resolve =
       [&](const std::string& name) -> arrow::Result<std::shared_ptr<TableSource>> {
     ARROW_ASSIGN_OR_RAISE(auto record, registry->GetSqlTable(name));
-    if (record.has_value()) return OpenParquetTable(store, record->name, record->location);
+    if (record.has_value()) {
+      return OpenTable(store, record->name, record->location, record->format);
+    }
     // A committed run's output is a table by its run id, e.g. FROM "conversation-extract-check".
     ARROW_ASSIGN_OR_RAISE(auto run, registry->GetRun(name));
     if (run.has_value() && run->status == "committed" && !run->sink_path.empty()) {
-      return OpenParquetTable(store, name, run->sink_path);
+      return OpenTable(store, name, run->sink_path, "auto");
     }
     return arrow::Status::Invalid("relation \"", name,
                                   "\" does not exist; declare it with CREATE EXTERNAL TABLE");
@@ -50,17 +50,28 @@ arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql
   ARROW_ASSIGN_OR_RAISE(BoundQuery bound, BindSelect(select.select, sql, resolve));
   if (select.explain) {
     ARROW_ASSIGN_OR_RAISE(auto decl, ToDeclaration(*bound.plan));
-    result.message = "logical plan:\n" + bound.plan->Explain(1) + "physical plan (Acero):\n" +
-                     arrow::acero::DeclarationToString(decl).ValueOr("?") + "\n";
-    if (select.analyze) {
-      const auto start = std::chrono::steady_clock::now();
-      ARROW_ASSIGN_OR_RAISE(auto table, Execute(*bound.plan, bound.names));
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count();
-      result.message += "analyze: " + std::to_string(table->num_rows()) + " rows in " +
-                        std::to_string(ms) + " ms\n";
+    if (!select.analyze) {
+      result.message = "logical plan:\n" + bound.plan->Explain(1) + "physical plan (Acero):\n" +
+                       arrow::acero::DeclarationToString(decl).ValueOr("?") + "\n";
+      return result;
     }
+    // Runs the query with a probe above every operator; the result itself is dropped.
+    OperatorProbes probes;
+    const auto start = std::chrono::steady_clock::now();
+    ARROW_ASSIGN_OR_RAISE(auto table, Execute(*bound.plan, bound.names, &probes));
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    result.message =
+        "logical plan, with each operator's output (rows, batches, and when its "
+        "first and last batch left it):\n" +
+        bound.plan->Explain(1, [&](const PlanNode& node) -> std::string {
+          auto it = probes.find(&node);
+          return it == probes.end() ? "" : "[" + it->second->ToString() + "]";
+        });
+    char total[96];
+    std::snprintf(total, sizeof(total), "analyze: %lld rows in %.1f ms\n",
+                  static_cast<long long>(table->num_rows()), ms);
+    result.message += total;
     return result;
   }
   ARROW_ASSIGN_OR_RAISE(result.table, Execute(*bound.plan, bound.names));

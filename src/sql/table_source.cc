@@ -1,6 +1,9 @@
 #include "sql/table_source.h"
 
 #include <arrow/api.h>
+#include <arrow/dataset/discovery.h>
+#include <arrow/dataset/file_json.h>
+#include <arrow/ipc/reader.h>
 #include <parquet/arrow/reader.h>
 
 #include <parquet/file_reader.h>
@@ -14,6 +17,8 @@ namespace sluice::sql {
 
 namespace {
 
+namespace ds = arrow::dataset;
+
 std::shared_ptr<arrow::DataType> Plain(const std::shared_ptr<arrow::DataType>& type) {
   switch (type->id()) {
     case arrow::Type::STRING_VIEW:
@@ -25,42 +30,13 @@ std::shared_ptr<arrow::DataType> Plain(const std::shared_ptr<arrow::DataType>& t
   }
 }
 
-}  // namespace
-
-arrow::Result<std::shared_ptr<TableSource>> OpenParquetTable(
-    std::shared_ptr<storage::ObjectStore> store, const std::string& name,
-    const std::string& location) {
-  auto table = std::make_shared<TableSource>();
-  table->name = name;
-  table->location = location;
-  table->store = store;
-  std::string prefix = location;
-  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-  // A single file, or a directory whose committed outputs (or, with no sink manifest there,
-  // whose Parquet files) form the table.
-  ARROW_ASSIGN_OR_RAISE(bool single, store->Exists(prefix));
-  if (single) {
-    table->files = {prefix};
-  } else {
-    ARROW_ASSIGN_OR_RAISE(table->files,
-                          storage::CommittedFiles(store.get(), prefix + "/", ".parquet"));
-  }
-  if (table->files.empty()) {
-    return arrow::Status::Invalid("table '", name, "': no Parquet files at '", location,
-                                  "' in store ", store->display_url());
-  }
-  ARROW_ASSIGN_OR_RAISE(auto listed, store->List(single ? prefix : prefix + "/"));
-  for (const auto& o : listed) {
-    if (std::binary_search(table->files.begin(), table->files.end(), o.key)) {
-      table->total_bytes += o.size;
-    }
-  }
-  // Footers only: the schema from the first file, row counts and integer ranges from all.
+// Row counts and integer ranges from the Parquet footers; the schema from the first.
+arrow::Status ReadParquetFooters(TableSource* table) {
   for (size_t f = 0; f < table->files.size(); ++f) {
-    ARROW_ASSIGN_OR_RAISE(auto file, store->OpenForRead(table->files[f]));
+    ARROW_ASSIGN_OR_RAISE(auto file, table->store->OpenForRead(table->files[f]));
     auto reader = parquet::arrow::OpenFile(file, arrow::default_memory_pool());
     if (!reader.ok()) {
-      return arrow::Status::Invalid("table '", name, "': '", table->files[f],
+      return arrow::Status::Invalid("table '", table->name, "': '", table->files[f],
                                     "' is not a Parquet file: ", reader.status().message());
     }
     if (f == 0) ARROW_RETURN_NOT_OK((*reader)->GetSchema(&table->file_schema));
@@ -92,6 +68,112 @@ arrow::Result<std::shared_ptr<TableSource>> OpenParquetTable(
         }
       }
     }
+  }
+  return arrow::Status::OK();
+}
+
+// IPC files: every footer is read (which validates it), rows counted from batch metadata.
+arrow::Status ReadIpcFooters(TableSource* table) {
+  for (size_t f = 0; f < table->files.size(); ++f) {
+    ARROW_ASSIGN_OR_RAISE(auto file, table->store->OpenForRead(table->files[f]));
+    auto reader = arrow::ipc::RecordBatchFileReader::Open(file);
+    if (!reader.ok()) {
+      return arrow::Status::Invalid("table '", table->name, "': '", table->files[f],
+                                    "' is not an Arrow IPC file: ", reader.status().message());
+    }
+    if (f == 0) {
+      table->file_schema = (*reader)->schema();
+    } else if (!(*reader)->schema()->Equals(*table->file_schema, /*check_metadata=*/false)) {
+      return arrow::Status::Invalid("table '", table->name, "': '", table->files[f],
+                                    "' has schema ", (*reader)->schema()->ToString(), ", but '",
+                                    table->files[0], "' has ", table->file_schema->ToString());
+    }
+    auto rows = (*reader)->CountRows();
+    if (!rows.ok()) {
+      return arrow::Status::Invalid("table '", table->name, "': '", table->files[f],
+                                    "': ", rows.status().message());
+    }
+    table->num_rows += *rows;
+  }
+  return arrow::Status::OK();
+}
+
+// JSONL: the schema is inferred from the first file, as Arrow's JSON reader types it.
+arrow::Status InferJsonSchema(TableSource* table) {
+  auto factory = ds::FileSystemDatasetFactory::Make(table->store->filesystem(),
+                                                    {table->store->FileSystemPath(table->files[0])},
+                                                    std::make_shared<ds::JsonFileFormat>(), {});
+  if (factory.ok()) {
+    auto schema = (*factory)->Inspect();
+    if (schema.ok()) {
+      table->file_schema = *schema;
+      // No footer: estimate rows for join ordering from the size.
+      table->num_rows = std::max<int64_t>(1, table->total_bytes / 100);
+      return arrow::Status::OK();
+    }
+    factory = schema.status();
+  }
+  return arrow::Status::Invalid("table '", table->name, "': '", table->files[0],
+                                "' is not readable as JSONL: ", factory.status().message());
+}
+
+const char* Extension(const std::string& format) {
+  return format == "parquet" ? ".parquet" : format == "ipc" ? ".arrow" : ".jsonl";
+}
+
+const char* FormatName(const std::string& format) {
+  return format == "parquet" ? "Parquet" : format == "ipc" ? "Arrow IPC (.arrow)" : "JSONL";
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<TableSource>> OpenTable(std::shared_ptr<storage::ObjectStore> store,
+                                                      const std::string& name,
+                                                      const std::string& location,
+                                                      const std::string& format) {
+  auto table = std::make_shared<TableSource>();
+  table->name = name;
+  table->location = location;
+  table->store = store;
+  table->format = format;
+  std::string prefix = location;
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  // A single file, or a directory whose committed outputs (or, with no sink manifest there,
+  // whose files of the format) form the table.
+  ARROW_ASSIGN_OR_RAISE(bool single, store->Exists(prefix));
+  if (single) {
+    table->files = {prefix};
+    if (format == "auto") {
+      table->format =
+          prefix.size() >= 8 && prefix.substr(prefix.size() - 8) == ".parquet" ? "parquet" : "ipc";
+    }
+  } else if (format == "auto") {
+    for (const char* f : {"parquet", "ipc"}) {
+      ARROW_ASSIGN_OR_RAISE(table->files,
+                            storage::CommittedFiles(store.get(), prefix + "/", Extension(f)));
+      table->format = f;
+      if (!table->files.empty()) break;
+    }
+  } else {
+    ARROW_ASSIGN_OR_RAISE(table->files,
+                          storage::CommittedFiles(store.get(), prefix + "/", Extension(format)));
+  }
+  if (table->files.empty()) {
+    return arrow::Status::Invalid("table '", name, "': no ", FormatName(table->format),
+                                  " files at '", location, "' in store ", store->display_url());
+  }
+  ARROW_ASSIGN_OR_RAISE(auto listed, store->List(single ? prefix : prefix + "/"));
+  for (const auto& o : listed) {
+    if (std::binary_search(table->files.begin(), table->files.end(), o.key)) {
+      table->total_bytes += o.size;
+    }
+  }
+  if (table->format == "parquet") {
+    ARROW_RETURN_NOT_OK(ReadParquetFooters(table.get()));
+  } else if (table->format == "ipc") {
+    ARROW_RETURN_NOT_OK(ReadIpcFooters(table.get()));
+  } else {
+    ARROW_RETURN_NOT_OK(InferJsonSchema(table.get()));
   }
   arrow::FieldVector fields;
   for (const auto& f : table->file_schema->fields()) {

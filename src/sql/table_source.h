@@ -1,7 +1,8 @@
-// The Parquet-directory table provider: an external table is the sorted list of Parquet files
-// under a store prefix, one partition per file. Its schema is read once, from the first file,
-// and then carried in the plan; string_view columns (tpchgen-cli writes them) are read as plain
-// strings, which every Acero kernel supports.
+// The directory table provider: an external table is the sorted list of Parquet, Arrow IPC
+// (file format, as sinks write it) or JSONL files under a store prefix, one partition per file.
+// Its schema is read once, from the first file (inferred from it, for JSONL), and then carried
+// in the plan; string_view columns (tpchgen-cli writes them) are read as plain strings, which
+// every Acero kernel supports. Parquet footers also give row counts and integer ranges.
 #pragma once
 
 #include <arrow/result.h>
@@ -19,6 +20,8 @@ namespace sluice::sql {
 struct TableSource {
   std::string name;
   std::string location;
+  /// "parquet", "ipc" or "jsonl".
+  std::string format;
   std::shared_ptr<storage::ObjectStore> store;
   /// Store keys, sorted: partition i is files[i].
   std::vector<std::string> files;
@@ -38,8 +41,11 @@ struct TableSource {
   std::shared_ptr<arrow::Schema> schema;
 };
 
-arrow::Result<std::shared_ptr<TableSource>> OpenParquetTable(
-    std::shared_ptr<storage::ObjectStore> store, const std::string& name,
-    const std::string& location);
+/// Opens the table at `location` (a file or a prefix) in `format`; "auto" takes Parquet files
+/// where there are any, else IPC files (a run's committed output is either).
+arrow::Result<std::shared_ptr<TableSource>> OpenTable(std::shared_ptr<storage::ObjectStore> store,
+                                                      const std::string& name,
+                                                      const std::string& location,
+                                                      const std::string& format);
 
 }  // namespace sluice::sql

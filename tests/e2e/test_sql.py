@@ -145,6 +145,10 @@ def test_output_formats_and_explain(tpch, tmp_path):
     analyze = sluice.run("query", "explain analyze select count(*) from nation",
                          check=True).stdout.decode()
     assert "analyze: 1 rows" in analyze
+    # rows per operator: the scan of nation's 25 rows, the aggregate's one row
+    assert re.search(r"Scan nation .*\[rows=25 batches=\d+ first=[\d.]+ ms done=[\d.]+ ms\]",
+                     analyze), analyze
+    assert re.search(r"FinalAggregate .*\[rows=1 ", analyze), analyze
 
 
 def test_sql_null_and_division_semantics(tpch):
@@ -233,3 +237,40 @@ def test_sql_feature_matches_duckdb(tpch, sql, tmp_path):
     for i, (a, b) in enumerate(zip(rows, want)):
         assert len(a) == len(b)
         assert all(same(x, y) for x, y in zip(a, b)), f"row {i}: {a} != {b}"
+
+
+def test_ipc_and_jsonl_external_tables(tpch):
+    sluice, con, root = tpch
+    data = root / "data"
+    import pyarrow.parquet as pq
+    nation = pq.read_table(data / "nation.parquet")
+    (data / "ipc_nation").mkdir(exist_ok=True)
+    for i, part in enumerate([nation.slice(0, 10), nation.slice(10)]):
+        with pa.ipc.new_file(data / "ipc_nation" / f"part-{i}.arrow", part.schema) as w:
+            w.write_table(part)
+    (data / "jsonl_region").mkdir(exist_ok=True)
+    (data / "jsonl_region" / "a.jsonl").write_text(
+        "".join(f'{{"rk": {k}, "rname": "{n}"}}\n' for k, n in
+                con.execute("select r_regionkey, r_name from region").fetchall()))
+    assert "(2 files, 4 columns)" in sluice.run(
+        "query", "CREATE EXTERNAL TABLE ipc_nation STORED AS IPC LOCATION 'ipc_nation'",
+        check=True).stdout.decode()
+    assert "(1 files, 2 columns)" in sluice.run(
+        "query", "CREATE EXTERNAL TABLE jsonl_region STORED AS JSONL LOCATION 'jsonl_region/'",
+        check=True).stdout.decode()
+    ours = sluice.run("query", "--format", "csv",
+                      "select rname, count(*) as n from ipc_nation join jsonl_region "
+                      "on n_regionkey = rk group by rname order by rname",
+                      check=True).stdout.decode().splitlines()
+    want = con.execute("select r_name, count(*) from nation join region on n_regionkey = "
+                       "r_regionkey group by r_name order by r_name").fetchall()
+    assert ours[1:] == [f'"{n}",{c}' for n, c in want]
+    # Bad files are refused when the table is declared, naming the file.
+    (data / "bad_ipc").mkdir(exist_ok=True)
+    (data / "bad_ipc" / "x.arrow").write_bytes(b"not arrow at all")
+    proc = sluice.run("query", "CREATE EXTERNAL TABLE bad STORED AS IPC LOCATION 'bad_ipc'")
+    assert proc.returncode == 1
+    assert "'bad_ipc/x.arrow' is not an Arrow IPC file" in proc.stderr.decode()
+    proc = sluice.run("query", "CREATE EXTERNAL TABLE bad STORED AS JSONL LOCATION 'ipc_nation'")
+    assert proc.returncode == 1
+    assert "no JSONL files at 'ipc_nation'" in proc.stderr.decode()
