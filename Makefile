@@ -30,7 +30,7 @@ demo: build
 	@scripts/demo
 
 bench: build
-	$(PY) bench/run.py
+	BENCH_ONLY="$(BENCH_ONLY)" $(PY) bench/run.py
 
 # Unit tests under AddressSanitizer and UndefinedBehaviorSanitizer, in their own build folder.
 test-asan: bootstrap

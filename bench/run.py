@@ -101,12 +101,16 @@ def abi_overhead() -> str:
 
 
 def main():
+    # BENCH_ONLY=tpch (a substring of workload names) runs just those workloads.
+    only = os.environ.get("BENCH_ONLY", "")
+    selected = [w for w in workloads() if only in w.name]
     notes = (
         f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}. "
         "Median of 3 runs after one warm-up; peak MiB is the process's max RSS."
     )
-    md = report(workloads(), OUT, "sluice benchmarks", notes)
-    md.write_text(md.read_text() + "\n" + abi_overhead())
+    md = report(selected, OUT, "sluice benchmarks", notes)
+    if not only:
+        md.write_text(md.read_text() + "\n" + abi_overhead())
     print(md.read_text())
     print(f"report: {md}")
 

@@ -213,6 +213,9 @@ ORACLE = [
     "order by o_orderkey nulls first, c_custkey limit 10",
     "select c_custkey, o_orderkey from customer left join orders on c_custkey = o_custkey "
     "order by o_orderkey desc nulls last, c_custkey limit 10",
+    # one aggregate spelled three times is computed once
+    "select o_orderstatus, avg(o_totalprice) as a from orders group by o_orderstatus "
+    "having avg(o_totalprice) > 100 order by avg(o_totalprice) desc",
     # ORDER BY an expression not selected, LIMIT/OFFSET
     "select o_orderkey from orders order by o_totalprice * 2 desc limit 5 offset 2",
     # date arithmetic on columns
