@@ -43,6 +43,7 @@ std::map<std::string, std::shared_ptr<TableSource>> Tables() {
     }
     fields.push_back(arrow::field(std::string(p) + "size", arrow::int32()));
     fields.push_back(arrow::field(std::string(p) + "shippriority", arrow::int32()));
+    for (auto& f : fields) f = f->WithNullable(false);  // as tpchgen-cli declares them
     t->schema = t->file_schema = arrow::schema(fields);
     t->num_rows = 1000;
     tables[name] = t;
