@@ -177,6 +177,13 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
     std::vector<arrow::FieldRef> left, right;
     for (const auto& k : node.left_keys) left.emplace_back(k);
     for (const auto& k : node.right_keys) right.emplace_back(k);
+    if (node.build_input) {
+      // Acero hashes its right input: swap, and keep the (now right) outer rows that match.
+      const ac::JoinType type =
+          node.join_type == JoinType::kSemi ? ac::JoinType::RIGHT_SEMI : ac::JoinType::RIGHT_ANTI;
+      ac::HashJoinNodeOptions options(type, right, left, node.join_filter);
+      return ac::Declaration("hashjoin", {std::move(build), std::move(probe)}, std::move(options));
+    }
     ac::HashJoinNodeOptions options(AceroJoinType(node.join_type), left, right, node.join_filter);
     return ac::Declaration("hashjoin", {std::move(probe), std::move(build)}, std::move(options));
   }

@@ -178,7 +178,8 @@ std::string PlanNode::Explain(int indent,
       out << "Limit offset=" << offset << " count=" << count;
       break;
     case Kind::kJoin:
-      out << "HashJoin " << JoinName(join_type) << " on ";
+      out << "HashJoin " << JoinName(join_type) << (build_input ? " (hashing the outer side)" : "")
+          << " on ";
       for (size_t i = 0; i < left_keys.size(); ++i) {
         out << (i ? " and " : "") << left_keys[i] << " = " << right_keys[i];
       }

@@ -20,7 +20,7 @@ namespace {
 std::map<std::string, std::shared_ptr<TableSource>> Tables() {
   std::map<std::string, std::shared_ptr<TableSource>> tables;
   const std::pair<const char*, const char*> kTables[] = {
-      {"lineitem", "l_"}, {"orders", "o_"},   {"customer", "c_"}, {"part", "p_"},
+      {"lineitem", "l_"},  {"orders", "o_"},   {"customer", "c_"}, {"part", "p_"},
       {"partsupp", "ps_"}, {"supplier", "s_"}, {"nation", "n_"},   {"region", "r_"}};
   for (const auto& [name, p] : kTables) {
     auto t = std::make_shared<TableSource>();
