@@ -178,9 +178,10 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
     for (const auto& k : node.left_keys) left.emplace_back(k);
     for (const auto& k : node.right_keys) right.emplace_back(k);
     if (node.build_input) {
-      // Acero hashes its right input: swap, and keep the (now right) outer rows that match.
-      const ac::JoinType type =
-          node.join_type == JoinType::kSemi ? ac::JoinType::RIGHT_SEMI : ac::JoinType::RIGHT_ANTI;
+      // Acero hashes its right input: swap, and keep (or preserve) the now right outer rows.
+      ac::JoinType type = ac::JoinType::RIGHT_OUTER;
+      if (node.join_type == JoinType::kSemi) type = ac::JoinType::RIGHT_SEMI;
+      if (node.join_type == JoinType::kAnti) type = ac::JoinType::RIGHT_ANTI;
       ac::HashJoinNodeOptions options(type, right, left, node.join_filter);
       return ac::Declaration("hashjoin", {std::move(build), std::move(probe)}, std::move(options));
     }

@@ -40,7 +40,7 @@ struct PlanNode {
   JoinType join_type = JoinType::kInner;
   std::vector<std::string> left_keys;
   std::vector<std::string> right_keys;
-  /// kJoin, semi and anti: hash `input` and stream `right` past it (when `input` is smaller).
+  /// kJoin other than inner: hash `input` and stream `right` past it (when `input` is smaller).
   bool build_input = false;
   /// kJoin: a condition on matched pairs beyond the key equalities (ON ... AND a <> b).
   arrow::compute::Expression join_filter = arrow::compute::literal(true);
