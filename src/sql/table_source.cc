@@ -42,6 +42,30 @@ arrow::Status ReadParquetFooters(TableSource* table) {
     if (f == 0) ARROW_RETURN_NOT_OK((*reader)->GetSchema(&table->file_schema));
     auto metadata = (*reader)->parquet_reader()->metadata();
     table->num_rows += metadata->num_rows();
+    if (f == 0) {
+      for (const auto& field : table->file_schema->fields()) {
+        const auto id = field->type()->id();
+        if (id == arrow::Type::STRING || id == arrow::Type::STRING_VIEW) {
+          table->dictionary_columns.insert(field->name());
+        }
+      }
+    }
+    for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
+      auto row_group = metadata->RowGroup(rg);
+      for (int c = 0; c < row_group->num_columns(); ++c) {
+        const std::string column = metadata->schema()->Column(c)->name();
+        if (!table->dictionary_columns.count(column)) continue;
+        const auto& stats = row_group->ColumnChunk(c)->encoding_stats();
+        bool dictionary = !stats.empty();
+        for (const auto& page : stats) {
+          const bool data = page.page_type == parquet::PageType::DATA_PAGE ||
+                            page.page_type == parquet::PageType::DATA_PAGE_V2;
+          dictionary = dictionary && (!data || page.encoding == parquet::Encoding::RLE_DICTIONARY ||
+                                      page.encoding == parquet::Encoding::PLAIN_DICTIONARY);
+        }
+        if (!dictionary) table->dictionary_columns.erase(column);
+      }
+    }
     for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
       auto row_group = metadata->RowGroup(rg);
       for (int c = 0; c < row_group->num_columns(); ++c) {

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct TableSource {
   /// min and max of each integer column, from row-group statistics: (max - min + 1) bounds a
   /// key's distinct count, which is what join ordering needs to avoid exploding joins.
   std::map<std::string, std::pair<int64_t, int64_t>> int_ranges;
+
+  /// String columns whose every Parquet data page is dictionary-encoded: read as dictionary
+  /// indices and expanded once, instead of decoded value by value (TPC-H's flags and modes).
+  std::set<std::string> dictionary_columns;
 
   /// An upper bound of the distinct values of `column`: its integer range, capped by the rows.
   int64_t DistinctBound(const std::string& column) const;
