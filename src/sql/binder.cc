@@ -1434,7 +1434,7 @@ arrow::Result<std::unique_ptr<PlanNode>> Binder::ApplyScalarJoins(std::unique_pt
     auto join = std::make_unique<PlanNode>();
     join->kind = PlanNode::Kind::kJoin;
     if (j.outer_keys.empty()) {
-      // One aggregate row: every outer row joins it on a constant key.
+      // At most one aggregate row: every outer row joins it on a constant key.
       auto constant_key = [&](std::unique_ptr<PlanNode> input, std::vector<std::string>* keys) {
         auto p = std::make_unique<PlanNode>();
         p->kind = PlanNode::Kind::kProject;
@@ -1447,7 +1447,8 @@ arrow::Result<std::unique_ptr<PlanNode>> Binder::ApplyScalarJoins(std::unique_pt
         p->input = std::move(input);
         return p;
       };
-      join->join_type = JoinType::kInner;
+      // A left join: a HAVING may leave the aggregate with no row, and then the value is NULL.
+      join->join_type = JoinType::kLeft;
       join->input = constant_key(std::move(plan), &join->left_keys);
       join->right = constant_key(std::move(j.relation.plan), &join->right_keys);
     } else {
@@ -1653,8 +1654,8 @@ arrow::Result<Relation> Binder::PlanJoins(std::vector<Relation> relations,
 
 arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
   const bool top = parent_ == nullptr && cte_parent_ == nullptr;
-  if (select.contains("windowClause")) return Unsupported(select["windowClause"], "WINDOW");
-  if (select.contains("valuesLists")) return Unsupported(select["valuesLists"], "VALUES");
+  if (select.contains("windowClause")) return Unsupported(select.at("windowClause"), "WINDOW");
+  if (select.contains("valuesLists")) return Unsupported(select.at("valuesLists"), "VALUES");
   if (select.value("op", "SETOP_NONE") != "SETOP_NONE")
     return Unsupported(select, "UNION/INTERSECT/EXCEPT");
   if (select.contains("intoClause")) return Unsupported(select, "SELECT INTO");
@@ -2058,12 +2059,12 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     limit->kind = PlanNode::Kind::kLimit;
     auto number = [&](const char* key, int64_t* out) -> arrow::Status {
       if (!select.contains(key)) return arrow::Status::OK();
-      auto [k, b] = Node(select[key]);
+      auto [k, b] = Node(select.at(key));
       if (k != "A_Const" || !b->contains("ival"))
-        return Unsupported(select[key], "non-constant LIMIT/OFFSET");
+        return Unsupported(select.at(key), "non-constant LIMIT/OFFSET");
       *out = b->at("ival").value("ival", 0);
       if (*out < 0)
-        return Error(select[key],
+        return Error(select.at(key),
                      std::string(key == std::string("limitCount") ? "LIMIT" : "OFFSET") +
                          " must not be negative");
       return arrow::Status::OK();

@@ -194,6 +194,8 @@ ORACLE = [
     "select p_partkey, p_retailprice from part where p_size = 2 and p_retailprice >= "
     "(select max(ps_supplycost) from partsupp where ps_partkey = p_partkey) order by p_partkey",
     "select n_name, (select count(*) from region) as regions from nation order by n_name limit 3",
+    "select n_name, (select max(r_regionkey) from region having max(r_regionkey) > 10) as m "
+    "from nation order by n_name limit 3",
     # CTEs, one used twice
     "with big as (select o_custkey, sum(o_totalprice) as t from orders group by o_custkey) "
     "select count(*) from big where t > (select avg(t) from big)",
