@@ -92,6 +92,7 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node) {
   // busy (the default of 16 held ~250 MiB more in TPC-H Q1 at SF 1 for no speedup), and a
   // local file needs no pre-buffering of whole row groups (object stores still get it).
   options->batch_readahead = 2;
+  options->batch_size = node.batch_rows;
   if (table.format == "parquet" && table.store->filesystem()->type_name() == "local") {
     auto parquet_options = std::make_shared<ds::ParquetFragmentScanOptions>();
     parquet_options->arrow_reader_properties->set_pre_buffer(false);

@@ -51,6 +51,9 @@ struct PlanNode {
   std::shared_ptr<TableSource> table;
   std::vector<std::string> columns;
   arrow::compute::Expression scan_filter = arrow::compute::literal(true);
+  /// Rows per scanned batch: large batches amortize per-batch work in scans and aggregates;
+  /// smaller ones bound what waits in memory for a hash join's build side.
+  int64_t batch_rows = 128 * 1024;
 
   // kFilter
   arrow::compute::Expression predicate;
