@@ -120,25 +120,23 @@ void SplitAnd(const json& node, std::vector<const json*>* out) {
   out->push_back(&node);
 }
 
-// The conjuncts of an AND tree.
-void Conjuncts(const cp::Expression& e, std::vector<cp::Expression>* out) {
+// The operands of nested calls to `function` (Arrow nests a AND b AND c as and(and(a, b), c)).
+void Flatten(const cp::Expression& e, const std::string& function,
+             std::vector<cp::Expression>* out) {
   const cp::Expression::Call* call = e.call();
-  if (call != nullptr && (call->function_name == "and_kleene" || call->function_name == "and")) {
-    for (const auto& a : call->arguments) Conjuncts(a, out);
+  if (call != nullptr &&
+      (call->function_name == function || call->function_name == function + "_kleene")) {
+    for (const auto& a : call->arguments) Flatten(a, function, out);
     return;
   }
   out->push_back(e);
 }
 
-// The disjuncts of an OR tree (Arrow nests a, b, c as or(or(a, b), c)).
-void Disjuncts(const cp::Expression& e, std::vector<cp::Expression>* out) {
-  const cp::Expression::Call* call = e.call();
-  if (call != nullptr && (call->function_name == "or_kleene" || call->function_name == "or")) {
-    for (const auto& a : call->arguments) Disjuncts(a, out);
-    return;
-  }
-  out->push_back(e);
+// The conjuncts of an AND tree and the disjuncts of an OR tree.
+void Conjuncts(const cp::Expression& e, std::vector<cp::Expression>* out) {
+  Flatten(e, "and", out);
 }
+void Disjuncts(const cp::Expression& e, std::vector<cp::Expression>* out) { Flatten(e, "or", out); }
 
 // (a AND x) OR (b AND x) is x AND ((a) OR (b)): TPC-H Q19 repeats its join key in every branch.
 std::vector<cp::Expression> FactorOr(const cp::Expression& e) {
@@ -212,6 +210,21 @@ struct Context {
 
 // What a subquery is bound for: its shape and how the outer query joins it.
 enum class Purpose { kQuery, kScalar, kExists };
+
+// `input` filtered by the AND of `conjuncts` (none: `input` itself). A filter right over a
+// scan is also pushed into it, to skip row groups; the Filter still drops the rows.
+std::unique_ptr<PlanNode> WithFilter(std::unique_ptr<PlanNode> input,
+                                     const std::vector<cp::Expression>& conjuncts,
+                                     bool push_into_scan = false) {
+  if (conjuncts.empty()) return input;
+  const cp::Expression predicate = conjuncts.size() == 1 ? conjuncts[0] : cp::and_(conjuncts);
+  if (push_into_scan && input->kind == PlanNode::Kind::kScan) input->scan_filter = predicate;
+  auto f = std::make_unique<PlanNode>();
+  f->kind = PlanNode::Kind::kFilter;
+  f->predicate = predicate;
+  f->input = std::move(input);
+  return f;
+}
 
 // A scalar subquery joined into the outer plan: an uncorrelated one (a single aggregate row)
 // on a constant key, a correlated one grouped by its correlation columns and left-joined on
@@ -1203,13 +1216,7 @@ arrow::Result<Relation> Binder::Combine(FromItems items) {
   }
   std::vector<cp::Expression> rest;
   ARROW_ASSIGN_OR_RAISE(Relation r, PlanJoins(std::move(items.relations), conditions, &rest));
-  if (!rest.empty()) {
-    auto f = std::make_unique<PlanNode>();
-    f->kind = PlanNode::Kind::kFilter;
-    f->predicate = rest.size() == 1 ? rest[0] : cp::and_(rest);
-    f->input = std::move(r.plan);
-    r.plan = std::move(f);
-  }
+  r.plan = WithFilter(std::move(r.plan), rest);
   return r;
 }
 
@@ -1264,13 +1271,7 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
     return Unsupported(join, "an outer join without an equality between its two sides");
   }
   if (!right_only.empty()) {
-    const cp::Expression filter = right_only.size() == 1 ? right_only[0] : cp::and_(right_only);
-    if (right.plan->kind == PlanNode::Kind::kScan) right.plan->scan_filter = filter;
-    auto f = std::make_unique<PlanNode>();
-    f->kind = PlanNode::Kind::kFilter;
-    f->predicate = filter;
-    f->input = std::move(right.plan);
-    right.plan = std::move(f);
+    right.plan = WithFilter(std::move(right.plan), right_only, /*push_into_scan=*/true);
   }
   if (!rest.empty()) node->join_filter = rest.size() == 1 ? rest[0] : cp::and_(rest);
   // Hash the preserved side when it is clearly smaller (Q13: 150K customers, not 1.5M orders).
@@ -1546,14 +1547,8 @@ arrow::Result<Relation> Binder::PlanJoins(std::vector<Relation> relations,
   // Each relation with its filter pushed down (into the Parquet scan, when it is one).
   for (size_t i = 0; i < relations.size(); ++i) {
     if (local[i].empty()) continue;
-    const cp::Expression filter = local[i].size() == 1 ? local[i][0] : cp::and_(local[i]);
     for (const auto& c : local[i]) relations[i].estimate *= Selectivity(c, relations[i]);
-    if (relations[i].plan->kind == PlanNode::Kind::kScan) relations[i].plan->scan_filter = filter;
-    auto f = std::make_unique<PlanNode>();
-    f->kind = PlanNode::Kind::kFilter;
-    f->predicate = filter;
-    f->input = std::move(relations[i].plan);
-    relations[i].plan = std::move(f);
+    relations[i].plan = WithFilter(std::move(relations[i].plan), local[i], /*push_into_scan=*/true);
   }
   // Greedy join order. The relation estimated largest after its filters probes (TPC-H Q12's
   // lineitem, filtered to 2 %, is hashed and orders stream past it). Each step builds the connected
@@ -1642,13 +1637,7 @@ arrow::Result<Relation> Binder::PlanJoins(std::vector<Relation> relations,
   for (const auto& e : edges) {
     if (!e.used) residual.push_back(cp::equal(cp::field_ref(e.a_col), cp::field_ref(e.b_col)));
   }
-  if (!residual.empty()) {
-    auto f = std::make_unique<PlanNode>();
-    f->kind = PlanNode::Kind::kFilter;
-    f->predicate = residual.size() == 1 ? residual[0] : cp::and_(residual);
-    f->input = std::move(plan.plan);
-    plan.plan = std::move(f);
-  }
+  plan.plan = WithFilter(std::move(plan.plan), residual);
   return plan;
 }
 
@@ -1864,13 +1853,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     estimate = std::max(1.0, estimate / 2);
   }
   semi_joins_.clear();
-  if (!rest.empty()) {
-    auto f = std::make_unique<PlanNode>();
-    f->kind = PlanNode::Kind::kFilter;
-    f->predicate = rest.size() == 1 ? rest[0] : cp::and_(rest);
-    f->input = std::move(plan);
-    plan = std::move(f);
-  }
+  plan = WithFilter(std::move(plan), rest);
   if (purpose == Purpose::kExists) {
     Relation out;
     out.plan = std::move(plan);
@@ -1922,13 +1905,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     final_agg->input = std::move(partial);
     plan = std::move(final_agg);
     ARROW_ASSIGN_OR_RAISE(plan, ApplyScalarJoins(std::move(plan), &having_scalars_));
-    if (!having.Equals(cp::literal(true))) {
-      auto filter = std::make_unique<PlanNode>();
-      filter->kind = PlanNode::Kind::kFilter;
-      filter->predicate = having;
-      filter->input = std::move(plan);
-      plan = std::move(filter);
-    }
+    if (!having.Equals(cp::literal(true))) plan = WithFilter(std::move(plan), {having});
   }
 
   // The select list, under fresh plan names, then hidden sort keys after it.
