@@ -30,6 +30,9 @@ class Workload:
     # When set, the report adds MB/s of input and rows/s of output.
     input_bytes: int = 0
     output_rows: int = 0
+    # A workload measuring each engine's start-up alone: the report subtracts its median per
+    # engine ("net"), since a process start (Python and imports for some peers) can dominate.
+    startup: str | None = None
 
 
 @dataclass
@@ -83,23 +86,35 @@ def ratio(m: Measurement, base: Measurement | None) -> float:
     return m.median / base.median
 
 
+def net(m: Measurement | None, w: Workload, results: list[Measurement]) -> float:
+    """Median minus the same engine's start-up median; NaN without one."""
+    start = next((r for r in results if r.workload == w.startup and m and r.engine == m.engine),
+                 None)
+    if m is None or not m.seconds or start is None or not start.seconds:
+        return float("nan")
+    return m.median - start.median
+
+
 def markdown(workloads: list[Workload], results: list[Measurement]) -> str:
     lines = [
-        "| workload | engine | median s | runs | peak MiB | MB/s in | rows/s out | time / sluice |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| workload | engine | median s | runs | peak MiB | MB/s in | rows/s out | time / sluice "
+        "| net s | net / sluice |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for w in workloads:
         rows = [r for r in results if r.workload == w.name]
         base = next((r for r in rows if r.engine == w.baseline), None)
         for r in rows:
             if r.error:
-                lines.append(f"| {w.name} | {r.engine} | failed: {r.error[:80]} | | | | | |")
+                lines.append(f"| {w.name} | {r.engine} | failed: {r.error[:80]} | | | | | | | |")
                 continue
             mbs = f"{w.input_bytes / 1e6 / r.median:.1f}" if w.input_bytes else ""
             rps = f"{w.output_rows / r.median / 1e3:.0f}k" if w.output_rows else ""
+            n, nb = net(r, w, results), net(base, w, results)
+            nets = f"{n:.3f} | {n / nb:.2f}" if w.startup and nb > 0 else " | "
             lines.append(
                 f"| {w.name} | {r.engine} | {r.median:.3f} | {len(r.seconds)} | "
-                f"{r.peak_rss_mib:.0f} | {mbs} | {rps} | {ratio(r, base):.2f} |"
+                f"{r.peak_rss_mib:.0f} | {mbs} | {rps} | {ratio(r, base):.2f} | {nets} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -41,7 +41,12 @@ def workloads():
     raw, input_bytes = pipeline.prepare()
     tpch.prepare()
     return [
-        *[Workload(name=f"tpch-sf1-q{n}", commands=tpch.commands(n)) for n in tpch.SUPPORTED],
+        # Start-up cost of each engine's process (Python + import for the peers), then the queries.
+        Workload(name="tpch-startup", commands=tpch.commands(0)),
+        *[
+            Workload(name=f"tpch-sf1-q{n}", commands=tpch.commands(n), startup="tpch-startup")
+            for n in tpch.SUPPORTED
+        ],
         # The main job: JSONL -> extract -> dedup -> Parquet, sluice with 1 and 2 workers
         # against DuckDB doing the same in SQL with 2 threads.
         Workload(
@@ -106,7 +111,9 @@ def main():
     selected = [w for w in workloads() if only in w.name]
     notes = (
         f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}. "
-        "Median of 3 runs after one warm-up; peak MiB is the process's max RSS."
+        "Median of 3 runs after one warm-up; peak MiB is the process's max RSS. Every TPC-H "
+        "command is a Python launcher (bench/tpch.py) that runs the engine; 'net' subtracts "
+        "each engine's tpch-startup median (launcher, process start, imports, catalog)."
     )
     md = report(selected, OUT, "sluice benchmarks", notes)
     if not only:

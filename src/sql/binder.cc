@@ -855,16 +855,24 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
       if (v.literal() == nullptr) return Unsupported(item, "IN with non-constant values");
       values.push_back(v.literal()->scalar());
     }
-    std::unique_ptr<arrow::ArrayBuilder> builder;
-    ARROW_RETURN_NOT_OK(
-        arrow::MakeBuilder(arrow::default_memory_pool(), values[0]->type, &builder));
+    std::shared_ptr<arrow::DataType> type = arrow::null();
     for (const auto& v : values) {
-      if (!v->type->Equals(*values[0]->type))
-        return Error(e, "IN list values must all have one type");
+      if (v->type->id() != arrow::Type::NA) type = v->type;
+    }
+    std::unique_ptr<arrow::ArrayBuilder> builder;
+    ARROW_RETURN_NOT_OK(arrow::MakeBuilder(arrow::default_memory_pool(), type, &builder));
+    for (const auto& v : values) {
+      if (v->type->id() == arrow::Type::NA) {
+        ARROW_RETURN_NOT_OK(builder->AppendNull());
+        continue;
+      }
+      if (!v->type->Equals(*type)) return Error(e, "IN list values must all have one type");
       ARROW_RETURN_NOT_OK(builder->AppendScalar(*v));
     }
     ARROW_ASSIGN_OR_RAISE(auto set, builder->Finish());
-    auto in = cp::call("is_in", {x}, cp::SetLookupOptions(set));
+    // SQL's rule: NULL IN (...) is NULL, and so is x IN (..., NULL) when x is not listed, so
+    // that NOT IN never keeps a row whose answer is unknown.
+    auto in = cp::call("is_in", {x}, cp::SetLookupOptions(set, cp::SetLookupOptions::INCONCLUSIVE));
     return op == "=" ? in : cp::not_(in);
   }
   return Unsupported(e, "expression kind " + kind);

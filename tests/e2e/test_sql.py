@@ -220,6 +220,11 @@ ORACLE = [
     "having avg(o_totalprice) > 100 order by avg(o_totalprice) desc",
     # ORDER BY an expression not selected, LIMIT/OFFSET
     "select o_orderkey from orders order by o_totalprice * 2 desc limit 5 offset 2",
+    # NULL semantics of IN lists: NULL IN (...) is NULL, x NOT IN (..., NULL) is never true
+    "select count(*) from (select case when n_nationkey < 3 then null else n_nationkey end as k "
+    "from nation) as t where k not in (5, 6)",
+    "select count(*) from nation where n_nationkey not in (5, null)",
+    "select count(*) from nation where n_nationkey in (5, null)",
     # date arithmetic on columns
     "select count(*), min(l_receiptdate - l_commitdate) from lineitem "
     "where l_shipdate + interval '10' day > date '1998-11-20'",
