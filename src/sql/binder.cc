@@ -357,6 +357,8 @@ class Binder {
   const std::vector<std::string>& output_names() const { return output_names_; }
   // For Purpose::kScalar: the outer columns the subquery's grouping keys are equal to.
   const std::vector<std::string>& correlation_outer() const { return correlation_outer_; }
+  // For Purpose::kScalar: the result is a bare count(), 0 where no group joins.
+  bool count_result() const { return count_result_; }
   // For Purpose::kExists: the conditions that read the outer query.
   const std::vector<cp::Expression>& correlated() const { return correlated_; }
   int outer_references() const { return outer_refs_; }
@@ -421,6 +423,12 @@ class Binder {
   arrow::Result<cp::Expression> Expr(const json& node, Scope scope);
   arrow::Result<cp::Expression> Column(const json& ref, Scope scope);
   arrow::Result<cp::Expression> Constant(const json& a_const);
+  // CASE branches and COALESCE arguments: a NULL or integer literal takes the others' type
+  // (case_when and coalesce want one type).
+  void UnifyBranches(std::vector<cp::Expression>* values, Scope scope);
+  // An integer A_Const's value. libpg_query 15-4.0's JSON writes zero and negative integers as
+  // an empty "ival" object (-5 reads as {}), so those are read back from the SQL text.
+  arrow::Result<int64_t> IntConstant(const json& a_const) const;
   arrow::Result<cp::Expression> Operator(const json& a_expr, Scope scope);
   arrow::Result<cp::Expression> Function(const json& call, Scope scope);
   arrow::Result<cp::Expression> Cast(const json& cast, Scope scope);
@@ -523,6 +531,7 @@ class Binder {
   // Correlation with the outer query.
   int outer_refs_ = 0;
   int correlated_refs_ = 0;  // the outer references in WHERE conditions
+  bool count_result_ = false;
   std::vector<cp::Expression> correlated_;
   std::vector<std::string> correlation_outer_;
   // Aggregation state.
@@ -644,10 +653,63 @@ arrow::Result<cp::Expression> Binder::Column(const json& ref, Scope scope) {
   return cp::field_ref(column->id());
 }
 
+void Binder::UnifyBranches(std::vector<cp::Expression>* values, Scope scope) {
+  const auto aggregated = AggregatedSchema();
+  const arrow::Schema& schema = scope == Scope::kRow || in_aggregate_ ? RowSchema() : *aggregated;
+  std::shared_ptr<arrow::DataType> common;
+  for (const auto& v : *values) {
+    auto typed = v.Bind(schema);
+    if (typed.ok() && typed->type()->id() != arrow::Type::NA && common == nullptr) {
+      common = typed->type()->GetSharedPtr();
+    }
+  }
+  if (common == nullptr) return;
+  for (auto& v : *values) {
+    const auto* lit = v.literal();
+    if (lit != nullptr && lit->type()->id() == arrow::Type::NA) {
+      v = cp::literal(arrow::MakeNullScalar(common));
+    } else if (lit != nullptr && common->id() == arrow::Type::DECIMAL128) {
+      for (const auto& other : *values) {
+        if (other.literal() == nullptr) {
+          v = NarrowIntegerLiteral(v, other, schema);
+          break;
+        }
+      }
+    }
+  }
+}
+
+arrow::Result<int64_t> Binder::IntConstant(const json& c) const {
+  const json& ival = c.at("ival");
+  if (ival.contains("ival")) return ival.at("ival").get<int64_t>();
+  // The grammar folds '-' (and parentheses) into the constant: "-5", "- 5", "-(5)", "0".
+  const int location = c.value("location", -1);
+  size_t i = location < 0 ? sql_.size() : static_cast<size_t>(location);
+  bool negative = false;
+  while (i < sql_.size() &&
+         (sql_[i] == '-' || sql_[i] == '(' || std::isspace(static_cast<unsigned char>(sql_[i])))) {
+    if (sql_[i] == '-') negative = !negative;
+    ++i;
+  }
+  int64_t value = 0;
+  size_t digits = 0;
+  while (i < sql_.size() && std::isdigit(static_cast<unsigned char>(sql_[i])) && digits < 18) {
+    value = value * 10 + (sql_[i] - '0');
+    ++i;
+    ++digits;
+  }
+  if (digits == 0) {
+    return arrow::Status::Invalid("internal: cannot read the integer constant at ",
+                                  location < 0 ? "an unknown position" : Position(sql_, location));
+  }
+  return negative ? -value : value;
+}
+
 arrow::Result<cp::Expression> Binder::Constant(const json& c) {
   if (c.value("isnull", false)) return cp::literal(arrow::MakeNullScalar(arrow::null()));
   if (c.contains("ival")) {
-    return cp::literal(static_cast<int64_t>(c.at("ival").value("ival", 0)));
+    ARROW_ASSIGN_OR_RAISE(int64_t v, IntConstant(c));
+    return cp::literal(v);
   }
   if (c.contains("fval")) {
     // SQL numeric literals are exact: 0.06 - 0.01 must be 0.05, as in PostgreSQL and DuckDB.
@@ -735,9 +797,18 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     to = arrow::utf8();
   } else if (type == "numeric" || type == "decimal") {
     const auto& mods = cast.at("typeName").value("typmods", json::array());
-    const int p = mods.size() > 0 ? mods.at(0).at("A_Const").at("ival").value("ival", 38) : 38;
-    const int s = mods.size() > 1 ? mods[1].at("A_Const").at("ival").value("ival", 0) : 0;
-    to = arrow::decimal128(p, s);
+    int64_t p = 38, s = 0;
+    if (mods.size() > 0) {
+      ARROW_ASSIGN_OR_RAISE(p, IntConstant(mods.at(0).at("A_Const")));
+    }
+    if (mods.size() > 1) {
+      ARROW_ASSIGN_OR_RAISE(s, IntConstant(mods.at(1).at("A_Const")));
+    }
+    if (p < 1 || p > 38 || s < 0 || s > p) {
+      return Error(cast, "NUMERIC(" + std::to_string(p) + ", " + std::to_string(s) +
+                             ") is not a valid precision and scale");
+    }
+    to = arrow::decimal128(static_cast<int32_t>(p), static_cast<int32_t>(s));
   } else {
     return Unsupported(cast, "CAST to " + type);
   }
@@ -1052,34 +1123,20 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
       ARROW_ASSIGN_OR_RAISE(auto d, Expr(body->at("defresult"), scope));
       values.push_back(d);
     }
-    // A NULL or integer branch takes the type of the others (case_when wants one type).
-    const auto aggregated = AggregatedSchema();
-    const arrow::Schema& schema = scope == Scope::kRow || in_aggregate_ ? RowSchema() : *aggregated;
-    std::shared_ptr<arrow::DataType> common;
-    for (const auto& v : values) {
-      auto typed = v.Bind(schema);
-      if (typed.ok() && typed->type()->id() != arrow::Type::NA && common == nullptr) {
-        common = typed->type()->GetSharedPtr();
-      }
-    }
-    for (auto& v : values) {
-      if (common == nullptr) break;
-      const auto* lit = v.literal();
-      if (lit != nullptr && lit->type()->id() == arrow::Type::NA) {
-        v = cp::literal(arrow::MakeNullScalar(common));
-      } else if (lit != nullptr && common->id() == arrow::Type::DECIMAL128) {
-        for (const auto& other : values) {
-          if (other.literal() == nullptr) {
-            v = NarrowIntegerLiteral(v, other, schema);
-            break;
-          }
-        }
-      }
-    }
+    UnifyBranches(&values, scope);
     std::vector<cp::Expression> args = {
         cp::call("make_struct", conditions, cp::MakeStructOptions(names))};
     args.insert(args.end(), values.begin(), values.end());
     return cp::call("case_when", args);
+  }
+  if (kind == "CoalesceExpr") {
+    std::vector<cp::Expression> args;
+    for (const auto& a : body->at("args")) {
+      ARROW_ASSIGN_OR_RAISE(auto x, Expr(a, scope));
+      args.push_back(std::move(x));
+    }
+    UnifyBranches(&args, scope);
+    return cp::call("coalesce", std::move(args));
   }
   if (kind == "SubLink") {
     if (body->value("subLinkType", "") == "EXPR_SUBLINK") return ScalarSubquery(*body, scope);
@@ -1434,6 +1491,9 @@ arrow::Result<cp::Expression> Binder::ScalarSubquery(const json& link, Scope sco
     row_schema_ = nullptr;
   }
   ctx_.used.insert(value->name());
+  if (child.count_result()) {
+    return cp::call("coalesce", {cp::field_ref(value->name()), cp::literal(int64_t{0})});
+  }
   return cp::field_ref(value->name());
 }
 
@@ -1718,7 +1778,14 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
                          "subquery");
     }
     if (!correlated_.empty() && targets.dump().find("\"sval\":\"count\"") != std::string::npos) {
-      return Unsupported(select, "a correlated scalar subquery with count()");
+      // An outer row with no group gets NULL from the left join; count must say 0 instead,
+      // which is known only when the whole result is one count.
+      auto [tkind, tbody] = Node(targets.at(0).at("ResTarget").at("val"));
+      if (tkind != "FuncCall" || LastName(tbody->at("funcname")) != "count") {
+        return Unsupported(select,
+                           "a correlated scalar subquery with count() inside an expression");
+      }
+      count_result_ = true;
     }
   }
 
@@ -1727,7 +1794,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     auto [gkind, gbody] = Node(g);
     const json* expr = &g;
     if (gkind == "A_Const" && gbody->contains("ival")) {
-      const int pos = gbody->at("ival").value("ival", 0);
+      ARROW_ASSIGN_OR_RAISE(const int64_t pos, IntConstant(*gbody));
       if (pos < 1 || pos > static_cast<int>(targets.size())) {
         return Error(*gbody, "GROUP BY position " + std::to_string(pos) + " is not in select list");
       }
@@ -1966,7 +2033,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       auto [skind, sbody] = Node(by.at("node"));
       std::string target;
       if (skind == "A_Const" && sbody->contains("ival")) {
-        const int pos = sbody->at("ival").value("ival", 0);
+        ARROW_ASSIGN_OR_RAISE(const int64_t pos, IntConstant(*sbody));
         if (pos < 1 || pos > static_cast<int>(names.size())) {
           return Error(*sbody,
                        "ORDER BY position " + std::to_string(pos) + " is not in select list");
@@ -2047,7 +2114,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       auto [k, b] = Node(select.at(key));
       if (k != "A_Const" || !b->contains("ival"))
         return Unsupported(select.at(key), "non-constant LIMIT/OFFSET");
-      *out = b->at("ival").value("ival", 0);
+      ARROW_ASSIGN_OR_RAISE(*out, IntConstant(*b));
       if (*out < 0)
         return Error(select.at(key),
                      std::string(key == std::string("limitCount") ? "LIMIT" : "OFFSET") +

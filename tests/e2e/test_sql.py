@@ -112,6 +112,8 @@ def test_tpch_query_matches_duckdb_or_is_not_supported(tpch, n, tmp_path):
      "for SELECT DISTINCT, ORDER BY expressions must appear in select list"),
     ("select l_shipdate + interval '1' month from lineitem",
      "not supported: adding months or years to a date column"),
+    ("select n_name from nation limit -1", "LIMIT must not be negative (line 1, column 33)"),
+    ("select n_name from nation order by -1", "ORDER BY position -1 is not in select list"),
     ("insert into lineitem values (1)", "not supported: statement InsertStmt"),
 ])
 def test_bad_queries_get_clear_errors(tpch, sql, message):
@@ -225,6 +227,16 @@ ORACLE = [
     "from nation) as t where k not in (5, 6)",
     "select count(*) from nation where n_nationkey not in (5, null)",
     "select count(*) from nation where n_nationkey in (5, null)",
+    # negative and zero integer constants (libpg_query's JSON drops their value)
+    "select count(*) from customer where c_acctbal > -500 and c_nationkey > -(1)",
+    "select -1 as a, 3 - -2 as b, 0 as c, - 7 as d from nation limit 1",
+    # COALESCE, with a NULL argument
+    "select coalesce(null, n_name) from nation order by 1 limit 2",
+    "select coalesce(case when n_nationkey < 3 then null else n_nationkey end, -1) as k "
+    "from nation order by k limit 5",
+    # a correlated count() is 0, not NULL, where nothing matches
+    "select r_name, (select count(*) from nation where n_regionkey = r_regionkey "
+    "and n_name like 'A%') as n from region order by r_name",
     # date arithmetic on columns
     "select count(*), min(l_receiptdate - l_commitdate) from lineitem "
     "where l_shipdate + interval '10' day > date '1998-11-20'",
