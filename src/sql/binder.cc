@@ -812,6 +812,16 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
   } else {
     return Unsupported(cast, "CAST to " + type);
   }
+  if (arrow::is_integer(to->id())) {
+    // PostgreSQL rounds a numeric or float to an integer (half away from zero); Arrow's safe
+    // cast refuses the fraction instead.
+    const auto aggregated = AggregatedSchema();
+    auto typed = arg.Bind(scope == Scope::kRow || in_aggregate_ ? RowSchema() : *aggregated);
+    if (typed.ok() &&
+        (arrow::is_decimal(typed->type()->id()) || arrow::is_floating(typed->type()->id()))) {
+      arg = cp::call("round", {arg}, cp::RoundOptions(0, cp::RoundMode::HALF_TOWARDS_INFINITY));
+    }
+  }
   return cp::call("cast", {arg}, cp::CastOptions::Safe(to));
 }
 
@@ -1108,12 +1118,17 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
     return body->value("nulltesttype", "") == "IS_NULL" ? cp::is_null(e) : cp::is_valid(e);
   }
   if (kind == "CaseExpr") {
-    if (body->contains("arg")) return Unsupported(*body, "CASE x WHEN ... (use CASE WHEN x = ...)");
+    // CASE x WHEN v THEN ... is CASE WHEN x = v THEN ...
+    std::optional<cp::Expression> subject;
+    if (body->contains("arg")) {
+      ARROW_ASSIGN_OR_RAISE(subject, Expr(body->at("arg"), scope));
+    }
     std::vector<cp::Expression> conditions, values;
     std::vector<std::string> names;
     for (const auto& w : body->at("args")) {
       const auto& when = w.at("CaseWhen");
       ARROW_ASSIGN_OR_RAISE(auto c, Expr(when.at("expr"), scope));
+      if (subject.has_value()) c = cp::equal(*subject, c);
       ARROW_ASSIGN_OR_RAISE(auto v, Expr(when.at("result"), scope));
       conditions.push_back(c);
       values.push_back(v);

@@ -237,6 +237,11 @@ ORACLE = [
     # a correlated count() is 0, not NULL, where nothing matches
     "select r_name, (select count(*) from nation where n_regionkey = r_regionkey "
     "and n_name like 'A%') as n from region order by r_name",
+    "select n_name, case n_regionkey when 1 then 'one' when 2 then 'two' else 'other' end "
+    "from nation order by 1",
+    # CAST to an integer rounds, as in PostgreSQL
+    "select cast(o_totalprice as integer) as p, cast(o_totalprice as double) as d "
+    "from orders order by o_orderkey limit 5",
     # date arithmetic on columns
     "select count(*), min(l_receiptdate - l_commitdate) from lineitem "
     "where l_shipdate + interval '10' day > date '1998-11-20'",
