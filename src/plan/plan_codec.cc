@@ -1,12 +1,9 @@
 #include "plan/plan_codec.h"
 
-#include <arrow/buffer.h>
-#include <arrow/io/memory.h>
-#include <arrow/ipc/reader.h>
-#include <arrow/ipc/writer.h>
-
 #include <cstring>
 #include <nlohmann/json.hpp>
+
+#include "plan/cbor_fields.h"
 
 namespace sluice::plan {
 
@@ -14,62 +11,14 @@ namespace {
 
 using json = nlohmann::json;
 
-// Schemas are serialized once per encode; a failure there is recorded and reported by
-// EncodeFragment rather than thrown.
-json SchemaBytes(const std::shared_ptr<arrow::Schema>& schema, arrow::Status* status) {
-  if (schema == nullptr) return nullptr;
-  auto buffer = arrow::ipc::SerializeSchema(*schema);
-  if (!buffer.ok()) {
-    *status = buffer.status();
+// A schema's bytes, recording a failure in *st (EncodeFragment reports it) instead of throwing.
+json SchemaOrNull(const std::shared_ptr<arrow::Schema>& schema, arrow::Status* st) {
+  auto bytes = SchemaBytes(schema);
+  if (!bytes.ok()) {
+    *st = bytes.status();
     return nullptr;
   }
-  return json::binary(
-      std::vector<uint8_t>((*buffer)->data(), (*buffer)->data() + (*buffer)->size()));
-}
-
-arrow::Result<std::shared_ptr<arrow::Schema>> SchemaFrom(const json& value) {
-  if (value.is_null()) return nullptr;
-  if (!value.is_binary()) return arrow::Status::Invalid("plan: schema is not bytes");
-  const auto& bytes = value.get_binary();
-  auto buffer = std::make_shared<arrow::Buffer>(bytes.data(), static_cast<int64_t>(bytes.size()));
-  arrow::io::BufferReader reader(buffer);
-  arrow::ipc::DictionaryMemo memo;
-  auto schema = arrow::ipc::ReadSchema(&reader, &memo);
-  if (!schema.ok()) return arrow::Status::Invalid("plan: bad schema: ", schema.status().message());
-  return schema;
-}
-
-// Typed accessors that turn malformed input into errors, never exceptions.
-arrow::Result<const json*> Field(const json& obj, const char* key) {
-  if (!obj.is_object()) return arrow::Status::Invalid("plan: expected a map around '", key, "'");
-  auto it = obj.find(key);
-  if (it == obj.end()) return arrow::Status::Invalid("plan: missing field '", key, "'");
-  return &*it;
-}
-
-arrow::Result<std::string> Text(const json& obj, const char* key) {
-  ARROW_ASSIGN_OR_RAISE(const json* v, Field(obj, key));
-  if (!v->is_string()) return arrow::Status::Invalid("plan: field '", key, "' is not text");
-  return v->get<std::string>();
-}
-
-arrow::Result<int64_t> Int(const json& obj, const char* key) {
-  ARROW_ASSIGN_OR_RAISE(const json* v, Field(obj, key));
-  if (!v->is_number_integer()) {
-    return arrow::Status::Invalid("plan: field '", key, "' is not an integer");
-  }
-  return v->get<int64_t>();
-}
-
-arrow::Result<std::vector<std::string>> TextList(const json& obj, const char* key) {
-  ARROW_ASSIGN_OR_RAISE(const json* v, Field(obj, key));
-  if (!v->is_array()) return arrow::Status::Invalid("plan: field '", key, "' is not a list");
-  std::vector<std::string> out;
-  for (const auto& item : *v) {
-    if (!item.is_string()) return arrow::Status::Invalid("plan: '", key, "' holds a non-text item");
-    out.push_back(item.get<std::string>());
-  }
-  return out;
+  return *bytes;
 }
 
 json EncodeOperator(const Operator& op, arrow::Status* st) {
@@ -82,15 +31,15 @@ json EncodeOperator(const Operator& op, arrow::Status* st) {
                   {"keys", o.keys},
                   {"first_object_index", o.first_object_index},
                   {"schema_id", o.schema_id},
-                  {"schema", SchemaBytes(o.schema, st)},
+                  {"schema", SchemaOrNull(o.schema, st)},
                   {"skip_bad_records", o.skip_bad_records}};
         } else if constexpr (std::is_same_v<T, ScanShuffle>) {
-          return {{"op", "scan_shuffle"}, {"keys", o.keys}, {"schema", SchemaBytes(o.schema, st)}};
+          return {{"op", "scan_shuffle"}, {"keys", o.keys}, {"schema", SchemaOrNull(o.schema, st)}};
         } else if constexpr (std::is_same_v<T, CallTransform>) {
           return {{"op", "call_transform"},
                   {"qualified_name", o.qualified_name},
                   {"pin", o.pin},
-                  {"output_schema", SchemaBytes(o.output_schema, st)}};
+                  {"output_schema", SchemaOrNull(o.output_schema, st)}};
         } else if constexpr (std::is_same_v<T, HashExchange>) {
           return {{"op", "hash_exchange"},
                   {"key", o.key},
@@ -177,26 +126,11 @@ arrow::Result<std::vector<uint8_t>> EncodeFragment(const Fragment& f) {
               {"attempt", f.attempt},
               {"session", {{"store_url", f.session.store_url}, {"cache_dir", f.session.cache_dir}}},
               {"operators", ops}};
-  std::vector<uint8_t> out(kPlanMagic, kPlanMagic + std::strlen(kPlanMagic));
-  std::vector<uint8_t> body = json::to_cbor(doc);
-  out.insert(out.end(), body.begin(), body.end());
-  return out;
+  return WithMagic(kPlanMagic, doc);
 }
 
 arrow::Result<Fragment> DecodeFragment(const uint8_t* data, size_t size) {
-  const size_t magic_len = std::strlen(kPlanMagic);
-  if (size < magic_len || std::memcmp(data, kPlanMagic, magic_len) != 0) {
-    // Name what we found when it looks like another version of our own format.
-    const std::string head(reinterpret_cast<const char*>(data), std::min<size_t>(size, 16));
-    if (head.rfind("SLUICE-PLAN/", 0) == 0) {
-      return arrow::Status::Invalid("plan bytes are format '", head.substr(0, head.find('\n')),
-                                    "'; this sluice reads only SLUICE-PLAN/1");
-    }
-    return arrow::Status::Invalid("not a sluice plan: missing the SLUICE-PLAN/1 header");
-  }
-  json doc = json::from_cbor(data + magic_len, data + size, /*strict=*/true,
-                             /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return arrow::Status::Invalid("plan: body is not valid CBOR");
+  ARROW_ASSIGN_OR_RAISE(json doc, BodyAfterMagic(data, size, kPlanMagic, "SLUICE-PLAN/"));
   Fragment f;
   ARROW_ASSIGN_OR_RAISE(f.run_id, Text(doc, "run_id"));
   ARROW_ASSIGN_OR_RAISE(int64_t stage, Int(doc, "stage_id"));
