@@ -55,7 +55,8 @@ arrow::Status ReadParquetFooters(TableSource* table) {
       for (int c = 0; c < row_group->num_columns(); ++c) {
         const std::string column = metadata->schema()->Column(c)->name();
         if (!table->dictionary_columns.count(column)) continue;
-        const auto& stats = row_group->ColumnChunk(c)->encoding_stats();
+        const auto chunk = row_group->ColumnChunk(c);  // owns the stats read below
+        const auto& stats = chunk->encoding_stats();
         bool dictionary = !stats.empty();
         for (const auto& page : stats) {
           const bool data = page.page_type == parquet::PageType::DATA_PAGE ||

@@ -1,0 +1,197 @@
+// Plans through bytes: every query binds, encodes, decodes in the same way a worker would, and
+// the decoded plan gives the same table as the original. Damaged bytes are refused, not run.
+#include "sql/query_plan_codec.h"
+
+#include <arrow/api.h>
+#include <arrow/io/file.h>
+#include <arrow/util/decimal.h>
+#include <gtest/gtest.h>
+#include <parquet/arrow/writer.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/splitmix64.h"
+#include "sql/executor.h"
+#include "sql/sql_parser.h"
+#include "sql/table_source.h"
+
+namespace sluice::sql {
+namespace {
+
+namespace fs = std::filesystem;
+
+class QueryPlanCodecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("sluice-plans-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "t");
+    fs::create_directories(dir_ / "u");
+    auto store = storage::ObjectStore::Open("file://" + dir_.string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = *store;
+    // t: 2 files of 500 rows; u: 50 rows, every fifth name NULL.
+    for (int part = 0; part < 2; ++part) {
+      arrow::Int64Builder k;
+      arrow::StringBuilder g;
+      arrow::Decimal128Builder v(arrow::decimal128(15, 2));
+      arrow::Date32Builder d;
+      for (int i = 0; i < 500; ++i) {
+        const int64_t row = part * 500 + i;
+        ASSERT_TRUE(k.Append(row % 60).ok());
+        ASSERT_TRUE(g.Append(std::string(1, static_cast<char>('a' + row % 4))).ok());
+        ASSERT_TRUE(v.Append(arrow::Decimal128(row * 37 % 1000 - 300)).ok());
+        ASSERT_TRUE(d.Append(static_cast<int32_t>(9000 + row % 400)).ok());
+      }
+      Write("t/part-" + std::to_string(part) + ".parquet",
+            {{"k", &k}, {"g", &g}, {"v", &v}, {"d", &d}});
+    }
+    arrow::Int64Builder uk;
+    arrow::StringBuilder name;
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(uk.Append(i).ok());
+      ASSERT_TRUE((i % 5 == 0 ? name.AppendNull() : name.Append("n" + std::to_string(i))).ok());
+    }
+    Write("u/part-0.parquet", {{"uk", &uk}, {"name", &name}});
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void Write(const std::string& key,
+             std::vector<std::pair<std::string, arrow::ArrayBuilder*>> columns) {
+    arrow::FieldVector fields;
+    arrow::ArrayVector arrays;
+    for (auto& [name, builder] : columns) {
+      std::shared_ptr<arrow::Array> array;
+      ASSERT_TRUE(builder->Finish(&array).ok());
+      fields.push_back(arrow::field(name, array->type()));
+      arrays.push_back(array);
+    }
+    auto table = arrow::Table::Make(arrow::schema(fields), arrays);
+    auto out = arrow::io::FileOutputStream::Open((dir_ / key).string());
+    ASSERT_TRUE(out.ok());
+    ASSERT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), *out, 100).ok());
+    ASSERT_TRUE((*out)->Close().ok());
+  }
+
+  arrow::Result<BoundQuery> Bind(const std::string& sql) {
+    ARROW_ASSIGN_OR_RAISE(Statement statement, ParseStatement(sql));
+    TableResolver resolve =
+        [&](const std::string& name) -> arrow::Result<std::shared_ptr<TableSource>> {
+      return OpenTable(store_, name, name, "parquet");
+    };
+    return BindSelect(std::get<SelectStatement>(statement).select, sql, resolve);
+  }
+
+  fs::path dir_;
+  std::shared_ptr<storage::ObjectStore> store_;
+};
+
+const char* kQueries[] = {
+    "select g, count(*), sum(v), avg(v), min(d), max(k) from t where d >= date '1994-09-01' "
+    "group by g order by g",
+    "select k, name from t join u on k = uk where name like 'n1%' order by k, name limit 7",
+    "select uk, count(k) from u left join t on uk = k and v > 0 group by uk order by uk",
+    "select count(*) from t where k in (select uk from u where name is not null)",
+    "select count(*) from u where not exists (select * from t where k = uk and v < 0)",
+    "select distinct g from t order by g desc",
+    "select count(distinct k) from t where g in ('a', 'b')",
+    "select k, v from t where v > (select avg(v) from t) order by v desc, k limit 5",
+    "select uk from u where (select count(*) from t where k = uk) = 0 order by uk",
+    "select case when v < 0 then 'neg' else 'pos' end as s, cast(v as integer) as i, "
+    "coalesce(name, '?') from t join u on k = uk order by k, v limit 9",
+    "with s as (select g, sum(v) as total from t group by g) select g from s "
+    "where total > (select min(total) from s) order by g",
+};
+
+TEST_F(QueryPlanCodecTest, DecodedPlansGiveTheSameTables) {
+  for (const char* sql : kQueries) {
+    SCOPED_TRACE(sql);
+    auto query = Bind(sql);
+    ASSERT_TRUE(query.ok()) << query.status().ToString();
+    auto expected = Execute(*query->plan, query->names);
+    ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+    auto bytes = EncodeQueryPlan(*query);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    auto decoded = DecodeQueryPlan(bytes->data(), bytes->size(), store_);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    EXPECT_EQ(decoded->plan->Explain(), query->plan->Explain());
+    auto actual = Execute(*decoded->plan, decoded->names);
+    ASSERT_TRUE(actual.ok()) << actual.status().ToString();
+    EXPECT_TRUE(actual.ValueOrDie()->Equals(**expected)) << (*actual)->ToString() << "\nexpected\n"
+                                                         << (*expected)->ToString();
+  }
+}
+
+TEST_F(QueryPlanCodecTest, RefusesForeignOrDamagedBytes) {
+  auto query = Bind(kQueries[1]);
+  ASSERT_TRUE(query.ok());
+  auto bytes = EncodeQueryPlan(*query);
+  ASSERT_TRUE(bytes.ok());
+
+  std::vector<uint8_t> v2 = *bytes;
+  v2[16] = '2';  // SLUICE-SQL-PLAN/2
+  auto other = DecodeQueryPlan(v2.data(), v2.size(), store_);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().message(),
+            "plan bytes are format 'SLUICE-SQL-PLAN/2'; this sluice reads only SLUICE-SQL-PLAN/1");
+  const std::string junk = "SLUICE-PLAN/1\nnot this";
+  auto foreign =
+      DecodeQueryPlan(reinterpret_cast<const uint8_t*>(junk.data()), junk.size(), store_);
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_NE(foreign.status().message().find("missing the SLUICE-SQL-PLAN/1 header"),
+            std::string::npos);
+  auto truncated = DecodeQueryPlan(bytes->data(), bytes->size() / 2, store_);
+  EXPECT_FALSE(truncated.ok());
+
+  // Thousands of damaged copies: each decodes to a plan that binds, or is refused. None may
+  // crash (this runs under ASan in `make test-asan`), and none may run unchecked.
+  SplitMix64 rng(7);
+  int refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<uint8_t> damaged = *bytes;
+    const int edits = 1 + static_cast<int>(rng.Below(4));
+    for (int e = 0; e < edits; ++e) {
+      const size_t pos = std::strlen(kQueryPlanMagic) + rng.Below(damaged.size() - 18);
+      damaged[pos] = static_cast<uint8_t>(rng.Below(256));
+    }
+    auto result = DecodeQueryPlan(damaged.data(), damaged.size(), store_);
+    if (!result.ok()) {
+      ++refused;
+      EXPECT_EQ(result.status().message().rfind("plan", 0), 0u) << result.status().ToString();
+    }
+  }
+  EXPECT_GT(refused, 1000);
+}
+
+TEST_F(QueryPlanCodecTest, RefusesPlansThatDoNotBindOrEscapeTheStore) {
+  auto query = Bind("select k from t where k > 3");
+  ASSERT_TRUE(query.ok());
+  // A filter over a column its input does not have.
+  PlanNode* node = query->plan.get();
+  while (node->kind != PlanNode::Kind::kFilter) node = node->input.get();
+  node->predicate = arrow::compute::greater(arrow::compute::field_ref("nope#1"),
+                                            arrow::compute::literal(int64_t{3}));
+  auto bytes = EncodeQueryPlan(*query);
+  ASSERT_TRUE(bytes.ok());
+  auto unbound = DecodeQueryPlan(bytes->data(), bytes->size(), store_);
+  ASSERT_FALSE(unbound.ok());
+  EXPECT_NE(unbound.status().message().find("plan: does not bind"), std::string::npos);
+
+  auto escaping = Bind("select k from t");
+  ASSERT_TRUE(escaping.ok());
+  node = escaping->plan.get();
+  while (node->kind != PlanNode::Kind::kScan) node = node->input.get();
+  auto table = std::make_shared<TableSource>(*node->table);
+  table->files = {"../../etc/passwd"};
+  node->table = table;
+  bytes = EncodeQueryPlan(*escaping);
+  ASSERT_TRUE(bytes.ok());
+  auto refused = DecodeQueryPlan(bytes->data(), bytes->size(), store_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(".."), std::string::npos)
+      << refused.status().ToString();
+}
+
+}  // namespace
+}  // namespace sluice::sql
