@@ -10,20 +10,6 @@ namespace sluice::sql {
 
 namespace {
 
-const char* JoinName(JoinType type) {
-  switch (type) {
-    case JoinType::kInner:
-      return "inner";
-    case JoinType::kLeft:
-      return "left";
-    case JoinType::kSemi:
-      return "semi";
-    case JoinType::kAnti:
-      return "anti";
-  }
-  return "?";
-}
-
 namespace cp = arrow::compute;
 
 }  // namespace
@@ -107,6 +93,20 @@ arrow::Result<std::shared_ptr<arrow::Schema>> OutputSchema(const PlanNode& node)
   }
 }
 
+const char* JoinTypeName(JoinType type) {
+  switch (type) {
+    case JoinType::kInner:
+      return "inner";
+    case JoinType::kLeft:
+      return "left";
+    case JoinType::kSemi:
+      return "semi";
+    case JoinType::kAnti:
+      return "anti";
+  }
+  return "?";
+}
+
 std::vector<std::string> PlanNode::OutputNames() const {
   switch (kind) {
     case Kind::kScan:
@@ -178,8 +178,8 @@ std::string PlanNode::Explain(int indent,
       out << "Limit offset=" << offset << " count=" << count;
       break;
     case Kind::kJoin:
-      out << "HashJoin " << JoinName(join_type) << (build_input ? " (hashing the outer side)" : "")
-          << " on ";
+      out << "HashJoin " << JoinTypeName(join_type)
+          << (build_input ? " (hashing the outer side)" : "") << " on ";
       for (size_t i = 0; i < left_keys.size(); ++i) {
         out << (i ? " and " : "") << left_keys[i] << " = " << right_keys[i];
       }

@@ -30,6 +30,9 @@ struct AggregateCall {
 
 enum class JoinType { kInner, kLeft, kSemi, kAnti };
 
+/// "inner", "left", "semi" or "anti": for EXPLAIN and plan bytes.
+const char* JoinTypeName(JoinType type);
+
 struct PlanNode {
   enum class Kind { kScan, kFilter, kProject, kAggregate, kSort, kLimit, kJoin };
   Kind kind;

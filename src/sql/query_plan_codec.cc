@@ -45,20 +45,6 @@ const char* KindName(PlanNode::Kind kind) {
   return "?";
 }
 
-const char* JoinTypeName(JoinType type) {
-  switch (type) {
-    case JoinType::kInner:
-      return "inner";
-    case JoinType::kLeft:
-      return "left";
-    case JoinType::kSemi:
-      return "semi";
-    case JoinType::kAnti:
-      return "anti";
-  }
-  return "?";
-}
-
 // Expressions are encoded here, not with arrow::compute::Serialize: Arrow's Deserialize is not
 // hardened against damaged bytes (a flipped byte in an option crashed it in our fuzz test), so
 // only the option types sluice plans use are accepted, field by field.
