@@ -205,6 +205,8 @@ struct Context {
   int next_id = 0;
   // Every plan column some expression reads: scans drop the others.
   std::set<std::string> used;
+  // The most rows any hash join is estimated to build: scans size their batches by it.
+  double largest_build = 0;
   std::string NewId(const std::string& base) { return base + "#" + std::to_string(next_id++); }
 };
 
@@ -250,10 +252,11 @@ struct SemiJoin {
 // Estimates are rough, so a near tie keeps hashing the subquery, whose result is often small
 // in ways no estimate sees (Q18's HAVING keeps 57 of 1.5M groups).
 std::unique_ptr<PlanNode> ApplySemiJoin(std::unique_ptr<PlanNode> plan, SemiJoin semi,
-                                        double outer_estimate) {
+                                        double outer_estimate, double* largest_build) {
   auto join = std::make_unique<PlanNode>();
   join->kind = PlanNode::Kind::kJoin;
   join->build_input = outer_estimate * 4 < semi.estimate;
+  *largest_build = std::max(*largest_build, join->build_input ? outer_estimate : semi.estimate);
   join->join_type = semi.anti ? JoinType::kAnti : JoinType::kSemi;
   join->left_keys = std::move(semi.outer_keys);
   join->right_keys = std::move(semi.inner_keys);
@@ -275,6 +278,79 @@ cp::Expression DaysToDate(const cp::Expression& days) {
 // The fraction of rows a condition keeps, by the classic defaults (System R's): an equality
 // keeps one distinct value's share, a range a third, LIKE a tenth. Only a guide for choosing
 // which side of a join to hash, never for results.
+// `column < constant` and the like, on a column whose range statistics know (dates as days).
+struct RangeCondition {
+  std::string column;
+  double value;
+  bool upper;  // keeps values below `value`
+};
+
+std::optional<RangeCondition> AsRange(const cp::Expression& e, const Relation& r) {
+  const cp::Expression::Call* call = e.call();
+  if (call == nullptr || call->arguments.size() != 2) return std::nullopt;
+  const std::string& f = call->function_name;
+  if (f != "less" && f != "less_equal" && f != "greater" && f != "greater_equal") {
+    return std::nullopt;
+  }
+  const auto* ref = call->arguments[0].field_ref();
+  const auto* lit = call->arguments[1].literal();
+  bool column_left = true;
+  if (ref == nullptr) {
+    ref = call->arguments[1].field_ref();
+    lit = call->arguments[0].literal();
+    column_left = false;
+  }
+  if (ref == nullptr || ref->name() == nullptr || lit == nullptr || !lit->is_scalar() ||
+      !lit->scalar()->is_valid || !r.ranges.count(*ref->name())) {
+    return std::nullopt;
+  }
+  const auto& scalar = *lit->scalar();
+  double v;
+  if (scalar.type->id() == arrow::Type::INT64) {
+    v = static_cast<double>(static_cast<const arrow::Int64Scalar&>(scalar).value);
+  } else if (scalar.type->id() == arrow::Type::INT32) {
+    v = static_cast<const arrow::Int32Scalar&>(scalar).value;
+  } else if (scalar.type->id() == arrow::Type::DATE32) {
+    v = static_cast<const arrow::Date32Scalar&>(scalar).value;
+  } else {
+    return std::nullopt;
+  }
+  return RangeCondition{*ref->name(), v, (f == "less" || f == "less_equal") == column_left};
+}
+
+double Selectivity(const cp::Expression& e, const Relation& r);
+
+// The fraction of rows all of `conjuncts` keep. Range conditions on one column intersect (a
+// month of seven years is 1/84, not the product of its two halves); the rest multiply.
+double ConjunctionSelectivity(const std::vector<cp::Expression>& conjuncts, const Relation& r) {
+  std::map<std::string, std::pair<double, double>> windows;  // column -> [low, high]
+  double s = 1;
+  bool any_range_term = false;
+  for (const auto& c : conjuncts) {
+    auto range = AsRange(c, r);
+    if (!range) {
+      s *= Selectivity(c, r);
+      continue;
+    }
+    any_range_term = true;
+    const auto& [lo, hi] = r.ranges.at(range->column);
+    auto [it, inserted] = windows.emplace(
+        range->column, std::make_pair(static_cast<double>(lo), static_cast<double>(hi)));
+    if (range->upper) {
+      it->second.second = std::min(it->second.second, range->value);
+    } else {
+      it->second.first = std::max(it->second.first, range->value);
+    }
+  }
+  if (!any_range_term) return s;
+  for (const auto& [column, window] : windows) {
+    const auto& [lo, hi] = r.ranges.at(column);
+    const double width = static_cast<double>(hi) - static_cast<double>(lo) + 1;
+    s *= std::clamp((window.second - window.first + 1) / width, 1e-4, 1.0);
+  }
+  return s;
+}
+
 double Selectivity(const cp::Expression& e, const Relation& r) {
   const cp::Expression::Call* call = e.call();
   if (call == nullptr) return 0.5;
@@ -288,9 +364,9 @@ double Selectivity(const cp::Expression& e, const Relation& r) {
     return 10;
   };
   if (f == "and_kleene" || f == "and") {
-    double s = 1;
-    for (const auto& a : call->arguments) s *= Selectivity(a, r);
-    return s;
+    std::vector<cp::Expression> conjuncts;
+    Conjuncts(e, &conjuncts);
+    return ConjunctionSelectivity(conjuncts, r);
   }
   if (f == "or_kleene" || f == "or") {
     double s = 0;
@@ -301,37 +377,7 @@ double Selectivity(const cp::Expression& e, const Relation& r) {
   if (f == "equal") return 1 / column_distinct();
   if (f == "not_equal") return 1 - 1 / column_distinct();
   if (f == "less" || f == "less_equal" || f == "greater" || f == "greater_equal") {
-    // A column against a constant, where statistics give the column's range: the share of the
-    // range on the kept side (dates are day numbers).
-    const auto* ref = call->arguments[0].field_ref();
-    const auto* lit = call->arguments[1].literal();
-    bool column_left = true;
-    if (ref == nullptr) {
-      ref = call->arguments[1].field_ref();
-      lit = call->arguments[0].literal();
-      column_left = false;
-    }
-    if (ref != nullptr && ref->name() != nullptr && lit != nullptr && lit->is_scalar() &&
-        lit->scalar()->is_valid) {
-      auto range = r.ranges.find(*ref->name());
-      std::optional<int64_t> v;
-      const auto& scalar = *lit->scalar();
-      if (scalar.type->id() == arrow::Type::INT64) {
-        v = static_cast<const arrow::Int64Scalar&>(scalar).value;
-      } else if (scalar.type->id() == arrow::Type::INT32) {
-        v = static_cast<const arrow::Int32Scalar&>(scalar).value;
-      } else if (scalar.type->id() == arrow::Type::DATE32) {
-        v = static_cast<const arrow::Date32Scalar&>(scalar).value;
-      }
-      if (range != r.ranges.end() && v.has_value()) {
-        const double lo = static_cast<double>(range->second.first);
-        const double hi = static_cast<double>(range->second.second);
-        const double below = std::clamp((static_cast<double>(*v) - lo) / (hi - lo + 1), 0.0, 1.0);
-        const bool keeps_below = (f == "less" || f == "less_equal") == column_left;
-        return std::max(keeps_below ? below : 1 - below, 1e-4);
-      }
-    }
-    return 1.0 / 3;
+    return AsRange(e, r) ? ConjunctionSelectivity({e}, r) : 1.0 / 3;
   }
   if (f == "match_like") return 0.1;
   if (f == "is_in") {
@@ -953,7 +999,11 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     ARROW_ASSIGN_OR_RAISE(auto set, builder->Finish());
     // SQL's rule: NULL IN (...) is NULL, and so is x IN (..., NULL) when x is not listed, so
     // that NOT IN never keeps a row whose answer is unknown.
-    auto in = cp::call("is_in", {x}, cp::SetLookupOptions(set, cp::SetLookupOptions::INCONCLUSIVE));
+    // (EMIT_NULL is the same rule when the list has no NULL.)
+    auto in = cp::call(
+        "is_in", {x},
+        cp::SetLookupOptions(set, set->null_count() > 0 ? cp::SetLookupOptions::INCONCLUSIVE
+                                                        : cp::SetLookupOptions::EMIT_NULL));
     return op == "=" ? in : cp::not_(in);
   }
   return Unsupported(e, "expression kind " + kind);
@@ -1359,6 +1409,8 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
     for (const auto& c : right_only) right.estimate *= Selectivity(c, right);
   }
   node->build_input = left.estimate * 4 < right.estimate;
+  ctx_.largest_build =
+      std::max(ctx_.largest_build, node->build_input ? left.estimate : right.estimate);
   node->input = std::move(left.plan);
   node->right = std::move(right.plan);
   Relation out;
@@ -1543,6 +1595,7 @@ arrow::Result<std::unique_ptr<PlanNode>> Binder::ApplyScalarJoins(std::unique_pt
       join->right_keys = j.inner_keys;
       join->input = std::move(plan);
       join->right = std::move(j.relation.plan);
+      ctx_.largest_build = std::max(ctx_.largest_build, j.relation.estimate);
     }
     plan = std::move(join);
   }
@@ -1630,7 +1683,7 @@ arrow::Result<Relation> Binder::PlanJoins(std::vector<Relation> relations,
   // Each relation with its filter pushed down (into the Parquet scan, when it is one).
   for (size_t i = 0; i < relations.size(); ++i) {
     if (local[i].empty()) continue;
-    for (const auto& c : local[i]) relations[i].estimate *= Selectivity(c, relations[i]);
+    relations[i].estimate *= ConjunctionSelectivity(local[i], relations[i]);
     relations[i].plan = WithFilter(std::move(relations[i].plan), local[i], /*push_into_scan=*/true);
   }
   // Greedy join order. The relation estimated largest after its filters probes (TPC-H Q12's
@@ -1708,6 +1761,7 @@ arrow::Result<Relation> Binder::PlanJoins(std::vector<Relation> relations,
     }
     join->input = std::move(plan.plan);
     join->right = std::move(relations[best].plan);
+    ctx_.largest_build = std::max(ctx_.largest_build, relations[best].estimate);
     joined[best] = true;
     plan.plan = std::move(join);
     for (auto& c : relations[best].columns) plan.columns.push_back(std::move(c));
@@ -1920,7 +1974,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       }
       if (!elsewhere && reads.size() == 1 && *reads.begin() != largest) {
         Relation& r = items.relations[*reads.begin()];
-        r.plan = ApplySemiJoin(std::move(r.plan), std::move(sj), r.estimate);
+        r.plan = ApplySemiJoin(std::move(r.plan), std::move(sj), r.estimate, &ctx_.largest_build);
         r.estimate = std::max(1.0, r.estimate / 2);
       } else {
         later.push_back(std::move(sj));
@@ -1939,7 +1993,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
   ARROW_ASSIGN_OR_RAISE(plan, ApplyScalarJoins(std::move(plan), &row_scalars_));
   double estimate = joined.estimate;
   for (auto& s : semi_joins_) {
-    plan = ApplySemiJoin(std::move(plan), std::move(s), estimate);
+    plan = ApplySemiJoin(std::move(plan), std::move(s), estimate, &ctx_.largest_build);
     estimate = std::max(1.0, estimate / 2);
   }
   semi_joins_.clear();
@@ -2157,20 +2211,18 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
   return out;
 }
 
-bool HasJoin(const PlanNode* node) {
-  if (node == nullptr) return false;
-  return node->kind == PlanNode::Kind::kJoin || HasJoin(node->input.get()) ||
-         HasJoin(node->right.get());
-}
+// A hash join estimated to build at least this many rows takes long enough that the batches
+// streaming toward it pile up: scans then read 32K-row batches instead of 128K. TPC-H SF1 peak
+// RSS: Q3 272 -> 189 MiB, Q5 305 -> 175, Q8 365 -> 189, Q9 665 -> 335, for 5-10 % more time;
+// plans that only build small, filtered sides (Q12, Q14, Q19: 25-50 % slower with small
+// batches) and join-free ones (Q1, Q6) keep 128K.
+constexpr double kLargeBuildRows = 100'000;
 
-// Drops the columns no expression reads from every scan, and sizes scan batches: with a join in
-// the plan, batches wait for build sides, and 32K-row batches held TPC-H SF1 Q3/Q5/Q8/Q9 to
-// 0.6x the memory of 128K-row ones for 5-10 % more time; without one, 128K rows are faster
-// (Q1, Q6: 15-40 %) and memory is small anyway.
-void PruneScans(PlanNode* node, const std::set<std::string>& used, bool joins) {
+// Drops the columns no expression reads from every scan, and sets scan batch sizes.
+void PruneScans(PlanNode* node, const std::set<std::string>& used, bool small_batches) {
   if (node == nullptr) return;
   if (node->kind == PlanNode::Kind::kScan) {
-    if (joins) node->batch_rows = 32 * 1024;
+    if (small_batches) node->batch_rows = 32 * 1024;
     std::vector<std::string> columns, names;
     for (size_t i = 0; i < node->names.size(); ++i) {
       if (used.count(node->names[i])) {
@@ -2185,8 +2237,8 @@ void PruneScans(PlanNode* node, const std::set<std::string>& used, bool joins) {
     node->columns = std::move(columns);
     node->names = std::move(names);
   }
-  PruneScans(node->input.get(), used, joins);
-  PruneScans(node->right.get(), used, joins);
+  PruneScans(node->input.get(), used, small_batches);
+  PruneScans(node->right.get(), used, small_batches);
 }
 
 }  // namespace
@@ -2195,13 +2247,13 @@ arrow::Result<BoundQuery> BindSelect(const json& select, const std::string& sql,
                                      const TableResolver& resolve) {
   // Type checking binds compute expressions, which needs Arrow's kernels registered.
   ARROW_RETURN_NOT_OK(exec::EnsureComputeInitialized());
-  Context ctx{sql, resolve, 0, {}};
+  Context ctx{sql, resolve, 0, {}, 0};
   Binder binder(ctx, nullptr, nullptr);
   // The binder reads libpg_query's tree by its documented shapes; a shape it does not expect
   // (nlohmann throws on those) is a construct it does not support, not a crash.
   try {
     ARROW_ASSIGN_OR_RAISE(Relation r, binder.Bind(select, Purpose::kQuery));
-    PruneScans(r.plan.get(), ctx.used, HasJoin(r.plan.get()));
+    PruneScans(r.plan.get(), ctx.used, ctx.largest_build >= kLargeBuildRows);
     return BoundQuery{std::move(r.plan), binder.output_names()};
   } catch (const std::exception& e) {
     return arrow::Status::NotImplemented(
