@@ -1983,20 +1983,22 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     semi_joins_ = std::move(later);
   }
 
-  // The plan, bottom-up: joins, scalar subqueries, semi joins, the rest of WHERE.
+  // The plan, bottom-up: joins, semi joins, scalar subqueries, the rest of WHERE.
   std::vector<cp::Expression> rest;
   ARROW_ASSIGN_OR_RAISE(Relation joined, PlanJoins(std::move(items.relations), conditions, &rest));
   const double input_rows = joined.rows;
   double joined_estimate = joined.estimate;
   for (const auto& c : rest) joined_estimate *= Selectivity(c, joined);
   std::unique_ptr<PlanNode> plan = std::move(joined.plan);
-  ARROW_ASSIGN_OR_RAISE(plan, ApplyScalarJoins(std::move(plan), &row_scalars_));
+  // Semi joins only drop rows, and read no scalar subquery's result: they go first, so that a
+  // correlated scalar subquery is joined to fewer rows (Q20: 8.5K partsupp rows, not 800K).
   double estimate = joined.estimate;
   for (auto& s : semi_joins_) {
     plan = ApplySemiJoin(std::move(plan), std::move(s), estimate, &ctx_.largest_build);
     estimate = std::max(1.0, estimate / 2);
   }
   semi_joins_.clear();
+  ARROW_ASSIGN_OR_RAISE(plan, ApplyScalarJoins(std::move(plan), &row_scalars_));
   plan = WithFilter(std::move(plan), rest);
   if (purpose == Purpose::kExists) {
     Relation out;
