@@ -34,6 +34,14 @@ arrow::Result<std::string> FindBinDir() {
   return dirs.back();
 }
 
+// runuser lives in /usr/sbin, which a non-login root shell (or `env -i`) may not have on PATH.
+std::string Runuser() {
+  for (const char* path : {"/usr/sbin/runuser", "/sbin/runuser"}) {
+    if (access(path, X_OK) == 0) return path;
+  }
+  return "runuser";
+}
+
 }  // namespace
 
 arrow::Result<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
@@ -52,7 +60,7 @@ arrow::Result<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
     }
   }
   auto run = [&](std::vector<std::string> argv) -> arrow::Status {
-    if (server->as_postgres_user_) argv.insert(argv.begin(), {"runuser", "-u", "postgres", "--"});
+    if (server->as_postgres_user_) argv.insert(argv.begin(), {Runuser(), "-u", "postgres", "--"});
     ProcessOptions quiet;
     quiet.stdout_to_stderr = true;
     ARROW_ASSIGN_OR_RAISE(int rc, RunProcess(argv, quiet));
@@ -75,7 +83,7 @@ PostgresServer::~PostgresServer() {
   if (running_) {
     std::vector<std::string> argv = {bin_dir_ + "/pg_ctl", "-D", dir_ + "/data", "-m",
                                      "immediate",          "-w", "stop"};
-    if (as_postgres_user_) argv.insert(argv.begin(), {"runuser", "-u", "postgres", "--"});
+    if (as_postgres_user_) argv.insert(argv.begin(), {Runuser(), "-u", "postgres", "--"});
     ProcessOptions quiet;
     quiet.stdout_to_stderr = true;
     (void)RunProcess(argv, quiet);

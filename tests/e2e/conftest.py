@@ -64,7 +64,10 @@ def postgres_server():
     bindir = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
     root = tempfile.mkdtemp(prefix="sluice-pg-")
     as_root = os.geteuid() == 0
-    prefix = ["runuser", "-u", "postgres", "--"] if as_root else []
+    # runuser is in /usr/sbin, which a non-login root shell may not have on PATH.
+    runuser = next((p for p in ("/usr/sbin/runuser", "/sbin/runuser") if os.access(p, os.X_OK)),
+                   "runuser")
+    prefix = [runuser, "-u", "postgres", "--"] if as_root else []
     if as_root:
         shutil.chown(root, "postgres", "postgres")
     port = _free_port()
