@@ -1,6 +1,5 @@
 // The `sluice` command. Exit codes: 0 success, 1 failure, 2 usage error.
 #include <signal.h>
-#include <cstdlib>
 
 #include <CLI/CLI.hpp>
 #include <exception>
@@ -55,10 +54,6 @@ int Run(int argc, char** argv) {
 int main(int argc, char** argv) {
   // A worker that dies early closes its stdin pipe; the driver must see an error, not SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
-  // Arrow's allocator, chosen before its first use: jemalloc returns freed memory gradually,
-  // where the wheel's default (mimalloc) peaked ~35 % higher on TPC-H Q1 at SF 1 at the same
-  // speed. ARROW_DEFAULT_MEMORY_POOL set by the user wins.
-  setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc", /*overwrite=*/0);
   int code = kExitFailure;
   try {
     code = Run(argc, argv);
