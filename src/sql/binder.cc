@@ -829,6 +829,14 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
           d > 31) {
         return Error(cast, "invalid input syntax for type date: \"" + text + "\"");
       }
+      // A day the month does not have (2020-02-30) is an error, not the next month.
+      int64_t cy;
+      unsigned cm, cd;
+      CivilFromDays(DaysFromCivil(y, static_cast<unsigned>(m), static_cast<unsigned>(d)), &cy, &cm,
+                    &cd);
+      if (cd != static_cast<unsigned>(d)) {
+        return Error(cast, "date/time field value out of range: \"" + text + "\"");
+      }
       return cp::literal(std::make_shared<arrow::Date32Scalar>(static_cast<int32_t>(
           DaysFromCivil(y, static_cast<unsigned>(m), static_cast<unsigned>(d)))));
     }
@@ -1098,7 +1106,8 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
   const auto& args = call.value("args", json::array());
   if (IsAggregateName(name)) {
     if (scope != Scope::kAggregated) {
-      return Error(call, "aggregate functions are not allowed here");
+      return Error(call, in_aggregate_ ? "aggregate function calls cannot be nested"
+                                       : "aggregate functions are not allowed here");
     }
     return Aggregate(call);
   }
