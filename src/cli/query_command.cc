@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "common/config.h"
+#include "common/hex.h"
 #include "sql/query.h"
 
 namespace sluice::cli {
@@ -27,6 +28,41 @@ struct QueryOptions {
   std::string format;  // table | csv | json | parquet | arrow; empty: table on a TTY, else csv
   std::string output;
 };
+
+// Binary columns in text output are written as PostgreSQL writes bytea, "\x" and hex: as raw
+// bytes they are not text (the CSV writer refuses them as invalid UTF-8).
+arrow::Result<std::shared_ptr<arrow::Table>> TextForm(const std::shared_ptr<arrow::Table>& table) {
+  arrow::FieldVector fields;
+  std::vector<std::shared_ptr<arrow::ChunkedArray>> columns;
+  for (int c = 0; c < table->num_columns(); ++c) {
+    auto field = table->field(c);
+    auto column = table->column(c);
+    const auto id = field->type()->id();
+    if (id != arrow::Type::BINARY && id != arrow::Type::LARGE_BINARY &&
+        id != arrow::Type::FIXED_SIZE_BINARY && id != arrow::Type::BINARY_VIEW) {
+      fields.push_back(field);
+      columns.push_back(column);
+      continue;
+    }
+    arrow::StringBuilder text;
+    for (const auto& chunk : column->chunks()) {
+      for (int64_t r = 0; r < chunk->length(); ++r) {
+        if (chunk->IsNull(r)) {
+          ARROW_RETURN_NOT_OK(text.AppendNull());
+          continue;
+        }
+        ARROW_ASSIGN_OR_RAISE(auto scalar, chunk->GetScalar(r));
+        const auto& bytes = *static_cast<const arrow::BaseBinaryScalar&>(*scalar).value;
+        ARROW_RETURN_NOT_OK(
+            text.Append("\\x" + HexEncode(bytes.data(), static_cast<size_t>(bytes.size()))));
+      }
+    }
+    ARROW_ASSIGN_OR_RAISE(auto array, text.Finish());
+    fields.push_back(arrow::field(field->name(), arrow::utf8(), field->nullable()));
+    columns.push_back(std::make_shared<arrow::ChunkedArray>(array));
+  }
+  return arrow::Table::Make(arrow::schema(fields), columns, table->num_rows());
+}
 
 std::string Cell(const arrow::Array& column, int64_t row) {
   if (column.IsNull(row)) return "NULL";
@@ -145,17 +181,19 @@ arrow::Status RunQueryCommand(QueryOptions o) {
   }
   const std::string format =
       o.format.empty() ? (isatty(STDOUT_FILENO) ? "table" : "csv") : o.format;
+  if (format == "parquet" || format == "arrow") {
+    o.format = format;
+    return WriteBinary(*result.table, o);
+  }
+  ARROW_ASSIGN_OR_RAISE(auto text, TextForm(result.table));
   if (format == "table") {
-    PrintTable(*result.table);
+    PrintTable(*text);
   } else if (format == "csv") {
     auto out = std::make_shared<arrow::io::StdoutStream>();
     ARROW_RETURN_NOT_OK(
-        arrow::csv::WriteCSV(*result.table, arrow::csv::WriteOptions::Defaults(), out.get()));
-  } else if (format == "json") {
-    PrintJson(*result.table);
+        arrow::csv::WriteCSV(*text, arrow::csv::WriteOptions::Defaults(), out.get()));
   } else {
-    o.format = format;
-    return WriteBinary(*result.table, o);
+    PrintJson(*text);
   }
   std::cout.flush();
   return arrow::Status::OK();

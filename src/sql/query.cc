@@ -44,6 +44,13 @@ arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql
     if (run.has_value() && run->status == "committed" && !run->sink_path.empty()) {
       return OpenTable(store, name, run->sink_path, "auto");
     }
+    if (run.has_value()) {
+      return arrow::Status::Invalid(
+          "run \"", name, "\" is ", run->status,
+          run->status == "committed" ? " but was recorded before sluice kept sink paths; submit it "
+                                       "again under a new run id to query it"
+                                     : "; only committed runs are tables");
+    }
     return arrow::Status::Invalid("relation \"", name,
                                   "\" does not exist; declare it with CREATE EXTERNAL TABLE");
   };

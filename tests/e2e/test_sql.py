@@ -323,3 +323,22 @@ def test_filters_skip_parquet_row_groups(tpch):
     csv = sluice.run("query", "--format", "csv", "select count(*) as n from sorted where k >= 9500",
                      check=True).stdout.decode().splitlines()
     assert csv[1] == "500"
+
+
+def test_binary_columns_print_as_hex(tpch, tmp_path):
+    """Text output shows binary values as PostgreSQL shows bytea; binary formats keep bytes."""
+    sluice, _, root = tpch
+    import pyarrow.parquet as pq
+    (root / "data" / "blobs").mkdir(exist_ok=True)
+    pq.write_table(pa.table({"h": pa.array([b"\x00\xff", None], pa.binary()),
+                             "f": pa.array([b"\x01\x02", b"\xfe\xff"], pa.binary(2))}),
+                   root / "data" / "blobs" / "part-0.parquet")
+    sluice.run("query", "CREATE EXTERNAL TABLE blobs STORED AS PARQUET LOCATION 'blobs'",
+               check=True)
+    csv = sluice.run("query", "--format", "csv", "select h, f from blobs",
+                     check=True).stdout.decode().splitlines()
+    assert csv[1:] == ['"\\x00ff","\\x0102"', ',"\\xfeff"']
+    out = tmp_path / "b.arrow"
+    sluice.run("query", "--format", "arrow", "-o", out, "select f from blobs", check=True)
+    with pa.ipc.open_stream(out) as reader:
+        assert reader.read_all().column(0).to_pylist() == [b"\x01\x02", b"\xfe\xff"]
