@@ -1,9 +1,12 @@
 // The binder: a libpg_query SELECT parse tree to a plan over known tables, by PostgreSQL-like
-// rules. Names are resolved against the tables' schemas, types are checked by binding Arrow
-// compute expressions, constants are folded, and the WHERE clause and the needed columns are
-// pushed into the scan. Errors carry the SQL position; an unknown column suggests the closest
-// name. Anything the engine does not support yet is a "not supported: ..." error, never a wrong
-// answer.
+// rules. Each query level has its FROM items (tables, derived tables, CTEs, joins) as relations;
+// names resolve to the nearest level, and a name from an outer level makes a subquery
+// correlated. Subqueries become joins: IN and EXISTS semi or anti joins, scalar subqueries
+// left joins (grouped by their correlation columns). Types are checked by binding Arrow
+// compute expressions, constants are folded, filters and needed columns are pushed into scans,
+// and joins are ordered from estimates. Errors carry the SQL position; an unknown column
+// suggests the closest name. Anything the engine does not support is a "not supported: ..."
+// error, never a wrong answer.
 #pragma once
 
 #include <arrow/result.h>

@@ -1,5 +1,6 @@
-// Runs a plan on Arrow Acero in this process. The distributed executor will cut the same plans
-// between the partial and final aggregates and run the pieces as fragments on workers.
+// Runs a plan on Arrow Acero in this process, where a partial aggregate and the final one above
+// it run as one Acero aggregate. The distributed executor will cut the same plans between the
+// two and run the pieces (sent as SLUICE-SQL-PLAN bytes) on workers.
 #pragma once
 
 #include <arrow/acero/exec_plan.h>
