@@ -510,6 +510,15 @@ class Binder {
     fields.insert(fields.end(), aggregate_fields_.begin(), aggregate_fields_.end());
     return arrow::schema(fields);
   }
+  // The schema an expression in `scope` reads: the rows, or (outside an aggregate's argument)
+  // what aggregation produces. Computed only for the scope asked.
+  std::shared_ptr<arrow::Schema> SchemaFor(Scope scope) {
+    if (scope == Scope::kRow || in_aggregate_) {
+      RowSchema();
+      return row_schema_;
+    }
+    return AggregatedSchema();
+  }
   // Binds an expression to the current schema to check its types; returns it simplified.
   arrow::Result<cp::Expression> Typecheck(const cp::Expression& e, const json& node,
                                           const arrow::Schema& schema);
@@ -700,8 +709,8 @@ arrow::Result<cp::Expression> Binder::Column(const json& ref, Scope scope) {
 }
 
 void Binder::UnifyBranches(std::vector<cp::Expression>* values, Scope scope) {
-  const auto aggregated = AggregatedSchema();
-  const arrow::Schema& schema = scope == Scope::kRow || in_aggregate_ ? RowSchema() : *aggregated;
+  const auto scope_schema = SchemaFor(scope);
+  const arrow::Schema& schema = *scope_schema;
   std::shared_ptr<arrow::DataType> common;
   for (const auto& v : *values) {
     auto typed = v.Bind(schema);
@@ -869,8 +878,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
   if (arrow::is_integer(to->id())) {
     // PostgreSQL rounds a numeric or float to an integer (half away from zero); Arrow's safe
     // cast refuses the fraction instead.
-    const auto aggregated = AggregatedSchema();
-    auto typed = arg.Bind(scope == Scope::kRow || in_aggregate_ ? RowSchema() : *aggregated);
+    auto typed = arg.Bind(*SchemaFor(scope));
     if (typed.ok() &&
         (arrow::is_decimal(typed->type()->id()) || arrow::is_floating(typed->type()->id()))) {
       arg = cp::call("round", {arg}, cp::RoundOptions(0, cp::RoundMode::HALF_TOWARDS_INFINITY));
@@ -897,8 +905,7 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
       ARROW_ASSIGN_OR_RAISE(Interval iv, IntervalLiteral(*rbody));
       if (l.literal() == nullptr) {
         // A date column moves by whole days as day numbers; months need the calendar.
-        auto typed =
-            l.Bind(scope == Scope::kRow || in_aggregate_ ? RowSchema() : *AggregatedSchema());
+        auto typed = l.Bind(*SchemaFor(scope));
         if (!typed.ok() || typed->type()->id() != arrow::Type::DATE32) {
           return Error(e, "operator " + op + " takes a date and an interval");
         }
@@ -922,11 +929,9 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     ARROW_ASSIGN_OR_RAISE(r, FoldConstantParts(r));
     if (op == "-") {
       // date - date is the number of days between them, as in PostgreSQL.
-      const auto aggregated = AggregatedSchema();
-      const arrow::Schema& schema =
-          scope == Scope::kRow || in_aggregate_ ? RowSchema() : *aggregated;
-      auto lt = l.Bind(schema);
-      auto rt = r.Bind(schema);
+      const auto schema = SchemaFor(scope);
+      auto lt = l.Bind(*schema);
+      auto rt = r.Bind(*schema);
       if (lt.ok() && rt.ok() && lt->type()->id() == arrow::Type::DATE32 &&
           rt->type()->id() == arrow::Type::DATE32) {
         return cp::call("subtract_checked", {DateToDays(l), DateToDays(r)});
@@ -937,8 +942,9 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
       r = NarrowIntegerLiteral(r, l, RowSchema());
       if (op == "*") FitDecimalProduct(&l, &r);
     } else if (op != "*" && op != "/") {
-      l = NarrowIntegerLiteral(l, r, *AggregatedSchema());
-      r = NarrowIntegerLiteral(r, l, *AggregatedSchema());
+      const auto schema = SchemaFor(scope);
+      l = NarrowIntegerLiteral(l, r, *schema);
+      r = NarrowIntegerLiteral(r, l, *schema);
     } else {
       // After aggregation, products and ratios of decimal sums outgrow decimal128 (TPC-H Q14:
       // 100.00 * sum(...) / sum(...)); compute them in double, as DuckDB's results compare.

@@ -30,7 +30,12 @@ arrow::Result<std::shared_ptr<arrow::DataType>> AggregateOutputType(
   return out.GetSharedPtr();
 }
 
-arrow::Result<std::shared_ptr<arrow::Schema>> OutputSchema(const PlanNode& node) {
+arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
+    const PlanNode& node, const std::shared_ptr<arrow::Schema>& in,
+    const std::shared_ptr<arrow::Schema>& right) {
+  if ((node.input != nullptr && in == nullptr) || (node.right != nullptr && right == nullptr)) {
+    return arrow::Status::Invalid("internal: an input schema is missing");
+  }
   switch (node.kind) {
     case PlanNode::Kind::kScan: {
       arrow::FieldVector fields;
@@ -42,7 +47,6 @@ arrow::Result<std::shared_ptr<arrow::Schema>> OutputSchema(const PlanNode& node)
       return arrow::schema(fields);
     }
     case PlanNode::Kind::kProject: {
-      ARROW_ASSIGN_OR_RAISE(auto in, OutputSchema(*node.input));
       arrow::FieldVector fields;
       if (node.keep_input) fields = in->fields();
       for (size_t i = 0; i < node.expressions.size(); ++i) {
@@ -59,7 +63,6 @@ arrow::Result<std::shared_ptr<arrow::Schema>> OutputSchema(const PlanNode& node)
       return arrow::schema(fields);
     }
     case PlanNode::Kind::kAggregate: {
-      ARROW_ASSIGN_OR_RAISE(auto in, OutputSchema(*node.input));
       arrow::FieldVector fields;
       for (const auto& k : node.keys) {
         auto f = in->GetFieldByName(k);
@@ -79,18 +82,27 @@ arrow::Result<std::shared_ptr<arrow::Schema>> OutputSchema(const PlanNode& node)
       return arrow::schema(fields);
     }
     case PlanNode::Kind::kJoin: {
-      ARROW_ASSIGN_OR_RAISE(auto left, OutputSchema(*node.input));
-      if (node.join_type == JoinType::kSemi || node.join_type == JoinType::kAnti) return left;
-      ARROW_ASSIGN_OR_RAISE(auto right, OutputSchema(*node.right));
-      arrow::FieldVector fields = left->fields();
+      if (node.join_type == JoinType::kSemi || node.join_type == JoinType::kAnti) return in;
+      arrow::FieldVector fields = in->fields();
       for (const auto& f : right->fields()) {
         fields.push_back(node.join_type == JoinType::kLeft ? f->WithNullable(true) : f);
       }
       return arrow::schema(fields);
     }
     default:
-      return OutputSchema(*node.input);
+      return in;
   }
+}
+
+arrow::Result<std::shared_ptr<arrow::Schema>> OutputSchema(const PlanNode& node) {
+  std::shared_ptr<arrow::Schema> in, right;
+  if (node.input != nullptr) {
+    ARROW_ASSIGN_OR_RAISE(in, OutputSchema(*node.input));
+  }
+  if (node.right != nullptr) {
+    ARROW_ASSIGN_OR_RAISE(right, OutputSchema(*node.right));
+  }
+  return NodeOutputSchema(node, in, right);
 }
 
 const char* JoinTypeName(JoinType type) {

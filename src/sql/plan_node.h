@@ -95,4 +95,9 @@ arrow::Result<std::shared_ptr<arrow::DataType>> AggregateOutputType(
 /// each operator's input, aggregate types resolved through Arrow's function registry.
 arrow::Result<std::shared_ptr<arrow::Schema>> OutputSchema(const PlanNode& node);
 
+/// The same for one node, given its inputs' schemas (`right` only for a join).
+arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
+    const PlanNode& node, const std::shared_ptr<arrow::Schema>& in,
+    const std::shared_ptr<arrow::Schema>& right);
+
 }  // namespace sluice::sql

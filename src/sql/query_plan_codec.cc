@@ -471,7 +471,7 @@ arrow::Result<std::shared_ptr<arrow::Schema>> CheckBinds(const PlanNode& n) {
   auto binds = [](const cp::Expression& e, const arrow::Schema& schema) -> arrow::Status {
     return e.Bind(schema).status();
   };
-  ARROW_ASSIGN_OR_RAISE(auto out, OutputSchema(n));
+  ARROW_ASSIGN_OR_RAISE(auto out, NodeOutputSchema(n, in, right));  // children: once each
   switch (n.kind) {
     case PlanNode::Kind::kScan:
       ARROW_RETURN_NOT_OK(binds(n.scan_filter, *out));
