@@ -416,6 +416,11 @@ class Binder {
   static int Location(const json& node) {
     if (!node.is_object()) return -1;
     if (node.contains("location")) return node.value("location", -1);
+    // A SELECT has no location of its own: point at its first select-list item.
+    if (node.contains("targetList") && node.at("targetList").is_array() &&
+        !node.at("targetList").empty()) {
+      return Location(node.at("targetList").at(0));
+    }
     if (node.size() == 1 && node.begin().value().is_object()) {
       return node.begin().value().value("location", -1);
     }

@@ -9,9 +9,12 @@
 #include <parquet/arrow/writer.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <functional>
 
 #include "common/splitmix64.h"
+#include "plan/cbor_fields.h"
 #include "sql/executor.h"
 #include "sql/sql_parser.h"
 #include "sql/table_source.h"
@@ -191,6 +194,93 @@ TEST_F(QueryPlanCodecTest, RefusesPlansThatDoNotBindOrEscapeTheStore) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find(".."), std::string::npos)
       << refused.status().ToString();
+}
+
+// Bytes whose CBOR body `edit` changed, with the magic line kept.
+std::vector<uint8_t> Tampered(const std::vector<uint8_t>& bytes,
+                              const std::function<void(nlohmann::json&)>& edit) {
+  const size_t magic = std::strlen(kQueryPlanMagic);
+  nlohmann::json doc = nlohmann::json::from_cbor(bytes.begin() + magic, bytes.end());
+  edit(doc);
+  return plan::WithMagic(kQueryPlanMagic, doc);
+}
+
+// The first node of `kind` found walking down from `node`.
+nlohmann::json* FindNode(nlohmann::json& node, const std::string& kind) {
+  if (node.value("kind", "") == kind) return &node;
+  for (const char* child : {"input", "right"}) {
+    if (node.contains(child)) {
+      if (auto* found = FindNode(node[child], kind)) return found;
+    }
+  }
+  return nullptr;
+}
+
+TEST_F(QueryPlanCodecTest, EachCheckRefusesItsKindOfBadPlan) {
+  auto query = Bind("select g, count(*) from t join u on k = uk where v > 0 group by g limit 3");
+  ASSERT_TRUE(query.ok()) << query.status().ToString();
+  auto bytes = EncodeQueryPlan(*query);
+  ASSERT_TRUE(bytes.ok());
+  ASSERT_TRUE(DecodeQueryPlan(bytes->data(), bytes->size(), store_).ok());
+  auto refused = [&](const std::function<void(nlohmann::json&)>& edit) {
+    const auto damaged = Tampered(*bytes, edit);
+    auto result = DecodeQueryPlan(damaged.data(), damaged.size(), store_);
+    return result.ok() ? std::string("decoded") : result.status().message();
+  };
+  EXPECT_EQ(refused([](auto& d) { d["plan"]["kind"] = "teleport"; }),
+            "plan: unknown node kind 'teleport'");
+  EXPECT_EQ(refused([](auto& d) {
+              (*FindNode(d["plan"], "aggregate"))["aggregates"][0]["function"] = "system";
+            }),
+            "plan: unknown aggregate function 'system'");
+  EXPECT_EQ(refused([](auto& d) { (*FindNode(d["plan"], "join"))["join_type"] = "cross"; }),
+            "plan: unknown join type 'cross'");
+  EXPECT_EQ(refused([](auto& d) { (*FindNode(d["plan"], "join"))["build_input"] = true; }),
+            "plan: an inner join hashes its right side");
+  EXPECT_EQ(refused([](auto& d) { (*FindNode(d["plan"], "join"))["right_keys"].clear(); }),
+            "plan: a join needs pairs of keys");
+  EXPECT_EQ(refused([](auto& d) {
+              auto& limit = d["plan"];
+              nlohmann::json wrapper = {{"kind", "filter"}, {"input", limit}};
+              wrapper["predicate"] = (*FindNode(limit, "filter"))["predicate"];
+              d["plan"] = wrapper;
+            }),
+            "plan: a limit only at the top of a plan");
+  EXPECT_EQ(refused([](auto& d) {
+              (*FindNode(d["plan"], "filter"))["predicate"] = {{"call", "rm_rf"},
+                                                               {"args", nlohmann::json::array()}};
+            }),
+            "plan: unknown function 'rm_rf'");
+  EXPECT_EQ(refused([](auto& d) {
+              auto& f = *FindNode(d["plan"], "filter");
+              f["predicate"]["options"] = {{"kind", "eval"}};
+            }),
+            "plan: unknown function options 'eval'");
+  EXPECT_EQ(refused([](auto& d) { (*FindNode(d["plan"], "scan"))["batch_rows"] = 0; }),
+            "plan: batch_rows 0 out of range");
+  EXPECT_EQ(refused([](auto& d) { (*FindNode(d["plan"], "scan"))["table"]["format"] = "exe"; }),
+            "plan: table 't' has unknown format 'exe'");
+  EXPECT_EQ(refused([](auto& d) { d["plan"]["input"]["names"].push_back("extra"); }),
+            "plan: a projection needs one name per expression");
+
+  // Nesting deeper than any bound query, in plans and in expressions, is refused before it
+  // can exhaust the stack.
+  EXPECT_EQ(refused([](auto& d) {
+              nlohmann::json deep = d["plan"]["input"];
+              const nlohmann::json predicate = (*FindNode(d["plan"], "filter"))["predicate"];
+              for (int i = 0; i < 300; ++i) {
+                deep = {{"kind", "filter"}, {"predicate", predicate}, {"input", deep}};
+              }
+              d["plan"]["input"] = deep;
+            }),
+            "plan: nested deeper than 200");
+  EXPECT_EQ(refused([](auto& d) {
+              auto& f = *FindNode(d["plan"], "filter");
+              nlohmann::json e = f["predicate"];
+              for (int i = 0; i < 300; ++i) e = {{"call", "invert"}, {"args", {e}}};
+              f["predicate"] = e;
+            }),
+            "plan: an expression nested deeper than 200");
 }
 
 }  // namespace

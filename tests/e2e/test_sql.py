@@ -99,7 +99,29 @@ def test_tpch_query_matches_duckdb_or_is_not_supported(tpch, n, tmp_path):
      'column reference "n_name" is ambiguous (line 1, column 8)'),
     ("select n_name from nation, nation", 'table name "nation" specified more than once'),
     ("select n_name from nation where n_nationkey = (select r_regionkey from region)",
-     "not supported: a scalar subquery that is not one ungrouped aggregate"),
+     "not supported: a scalar subquery that is not one ungrouped aggregate (it could return more "
+     "than one row) (line 1, column 55)"),
+    ("select count(*) from nation where n_nationkey not in "
+     "(select case when r_regionkey < 2 then null else r_regionkey end from region)",
+     "not supported: NOT IN over a column that may be NULL (write it as NOT EXISTS)"),
+    ("select count(*) from nation where n_regionkey in (select r_regionkey from region where "
+     "exists (select * from nation n2 where n2.n_nationkey = nation.n_nationkey))",
+     "not supported: a reference to a column two or more query levels out"),
+    ("select n_regionkey, (select max(r_name) from region where r_regionkey = n_regionkey) "
+     "from nation group by n_regionkey", "not supported: a correlated subquery after aggregation"),
+    ("select n_name from nation where n_regionkey in "
+     "(select r_regionkey from region where r_regionkey = n_nationkey)",
+     "not supported: a correlated IN subquery (write it as EXISTS)"),
+    ("select n_name from nation where n_nationkey < "
+     "(select max(r_regionkey) from region where r_regionkey < n_regionkey)",
+     "not supported: a correlated condition other than column = outer column in a scalar "
+     "subquery (line 1, column 55)"),
+    ("select n_name from nation where exists (select * from region where r_regionkey > 1)",
+     "not supported: EXISTS without an equality between a subquery column and an outer column"),
+    ("with t as (select * from t) select * from t",
+     "not supported: a CTE that refers to itself (WITH RECURSIVE)"),
+    ("select cast(n_nationkey as numeric(50, 2)) from nation",
+     "NUMERIC(50, 2) is not a valid precision and scale"),
     ("select n_name from nation where n_nationkey = (select max(r_regionkey), 1 from region)",
      "not supported: a scalar subquery that is not one ungrouped aggregate"),
     ("select n_name from nation where n_regionkey in (select r_regionkey, r_name from region)",
