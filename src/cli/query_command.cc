@@ -6,6 +6,7 @@
 #include <parquet/arrow/writer.h>
 #include <unistd.h>
 #include <cstdlib>
+#include <filesystem>
 
 #include <fstream>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "common/config.h"
 #include "common/hex.h"
 #include "sql/query.h"
+#include "storage/object_store.h"
 
 namespace sluice::cli {
 
@@ -134,6 +136,9 @@ void PrintJson(const arrow::Table& table) {
 
 arrow::Status WriteBinary(const arrow::Table& table, const QueryOptions& o) {
   std::shared_ptr<arrow::io::OutputStream> out;
+  // A file is written the way the object store writes: under a unique temporary name, renamed
+  // into place on success, so a failed write never leaves a partial result at --output.
+  std::unique_ptr<storage::PendingObject> pending;
   if (o.output.empty() || o.output == "-") {
     if (isatty(STDOUT_FILENO)) {
       return arrow::Status::Invalid("--format ", o.format,
@@ -141,7 +146,11 @@ arrow::Status WriteBinary(const arrow::Table& table, const QueryOptions& o) {
     }
     out = std::make_shared<arrow::io::StdoutStream>();
   } else {
-    ARROW_ASSIGN_OR_RAISE(out, arrow::io::FileOutputStream::Open(o.output));
+    const std::filesystem::path path = std::filesystem::absolute(o.output);
+    ARROW_ASSIGN_OR_RAISE(auto dir,
+                          storage::ObjectStore::Open("file://" + path.parent_path().string()));
+    ARROW_ASSIGN_OR_RAISE(pending, dir->Create(path.filename().string()));
+    out = std::shared_ptr<arrow::io::OutputStream>(std::shared_ptr<void>(), pending->stream());
   }
   if (o.format == "parquet") {
     ARROW_RETURN_NOT_OK(parquet::arrow::WriteTable(table, arrow::default_memory_pool(), out));
@@ -150,7 +159,7 @@ arrow::Status WriteBinary(const arrow::Table& table, const QueryOptions& o) {
     ARROW_RETURN_NOT_OK(writer->WriteTable(table));
     ARROW_RETURN_NOT_OK(writer->Close());
   }
-  return out->Close();
+  return pending != nullptr ? pending->Commit() : out->Close();
 }
 
 arrow::Status RunQueryCommand(QueryOptions o) {

@@ -162,6 +162,12 @@ def test_output_formats_and_explain(tpch, tmp_path):
     sluice.run("query", "--format", "parquet", "-o", pq_out, sql, check=True)
     import pyarrow.parquet as pq
     assert pq.read_table(pq_out).num_rows == 3
+    # Written under a temporary name and renamed: nothing else is left beside it, and a query
+    # that fails leaves no file at all.
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".sluice-tmp-")]
+    failed = tmp_path / "failed.parquet"
+    proc = sluice.run("query", "--format", "parquet", "-o", failed, "select 1 / 0 from nation")
+    assert proc.returncode == 1 and not failed.exists()
     stdin = sluice.run("query", "-", input=sql.encode(), env=None, check=True).stdout.decode()
     assert "ALGERIA" in stdin
     explain = sluice.run("query", "explain " + (QUERIES / "q01.sql").read_text().split("\n", 1)[1],
