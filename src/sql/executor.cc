@@ -16,6 +16,8 @@
 #include <mutex>
 #include <optional>
 
+#include "exec/compute_init.h"
+
 namespace sluice::sql {
 
 namespace {
@@ -24,14 +26,12 @@ namespace ac = arrow::acero;
 namespace cp = arrow::compute;
 namespace ds = arrow::dataset;
 
+// Arrow's compute kernels (registered once for the whole process) and the dataset scan node.
 arrow::Status EnsureInitialized() {
+  ARROW_RETURN_NOT_OK(exec::EnsureComputeInitialized());
   static std::once_flag once;
-  static arrow::Status status;
-  std::call_once(once, [] {
-    status = cp::Initialize();
-    if (status.ok()) ds::internal::Initialize();
-  });
-  return status;
+  std::call_once(once, [] { ds::internal::Initialize(); });
+  return arrow::Status::OK();
 }
 
 // The scan filter over the files' own column names (the dataset reads them in SQL's types), or
