@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 
 #include "common/status.h"
 
@@ -82,13 +84,26 @@ arrow::Result<VerifiedArtifact> ArtifactCache::FetchVerified(const Digest& pin) 
   return VerifiedArtifact{pin, bytes};
 }
 
-arrow::Result<std::shared_ptr<TransformLibrary>> LoadVerified(
-    const VerifiedArtifact& artifact, const std::string& expected_qualified_name) {
-  const std::string where = "artifact " + artifact.digest.ToHex();
-  // Re-check here too: LoadVerified must never be the first place unverified bytes arrive.
-  if (Blake3(*artifact.bytes) != artifact.digest) {
-    return arrow::Status::Invalid(where, ": bytes do not match the digest; refusing to load");
-  }
+namespace {
+
+// Every library loaded from a memfd, by digest, for the life of the process. The dynamic loader
+// recognises an already-loaded library by its path, and /proc/self/fd/N is only a path: once a
+// descriptor is closed, the next artifact's memfd may get the same N and dlopen would hand back
+// the library loaded before under that name (wrong code, silently, for two versions of one
+// transform). Keeping each memfd open keeps its N unique among loaded libraries, and a digest
+// loaded twice is the same bytes, so it is the same library.
+struct LoadedLibraries {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<TransformLibrary>> by_digest;  // hex digest
+};
+
+LoadedLibraries& Loaded() {
+  static auto* loaded = new LoadedLibraries();  // never destroyed: libraries stay mapped
+  return *loaded;
+}
+
+arrow::Result<std::shared_ptr<TransformLibrary>> LoadFromSealedMemfd(
+    const VerifiedArtifact& artifact, const std::string& where) {
   const int fd = memfd_create(("sluice-" + artifact.digest.ToHex().substr(0, 16)).c_str(),
                               MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return arrow::Status::IOError(where, ": memfd_create failed: ", strerror(errno));
@@ -110,10 +125,37 @@ arrow::Result<std::shared_ptr<TransformLibrary>> LoadVerified(
     return arrow::Status::IOError(where, ": sealing the memfd failed: ", strerror(errno));
   }
   auto library = TransformLibrary::Open("/proc/self/fd/" + std::to_string(fd));
-  close(fd);  // the mapping outlives the descriptor
-  if (!library.ok()) return AddContext(library.status(), where);
-  if ((*library)->identity().qualified_name != expected_qualified_name) {
-    return arrow::Status::Invalid(where, " is transform '", (*library)->identity().qualified_name,
+  if (!library.ok()) {
+    close(fd);
+    return AddContext(library.status(), where);
+  }
+  // The descriptor stays open (see LoadedLibraries); it is the library's name.
+  return library;
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<TransformLibrary>> LoadVerified(
+    const VerifiedArtifact& artifact, const std::string& expected_qualified_name) {
+  const std::string where = "artifact " + artifact.digest.ToHex();
+  // Re-check here too: LoadVerified must never be the first place unverified bytes arrive.
+  if (Blake3(*artifact.bytes) != artifact.digest) {
+    return arrow::Status::Invalid(where, ": bytes do not match the digest; refusing to load");
+  }
+  std::shared_ptr<TransformLibrary> library;
+  {
+    LoadedLibraries& loaded = Loaded();
+    std::lock_guard<std::mutex> lock(loaded.mutex);
+    auto it = loaded.by_digest.find(artifact.digest.ToHex());
+    if (it != loaded.by_digest.end()) {
+      library = it->second;
+    } else {
+      ARROW_ASSIGN_OR_RAISE(library, LoadFromSealedMemfd(artifact, where));
+      loaded.by_digest.emplace(artifact.digest.ToHex(), library);
+    }
+  }
+  if (library->identity().qualified_name != expected_qualified_name) {
+    return arrow::Status::Invalid(where, " is transform '", library->identity().qualified_name,
                                   "', but the stage names '", expected_qualified_name,
                                   "'; refusing to run it");
   }

@@ -9,8 +9,14 @@
 //      changes nothing;
 //   4. check the ABI version and that the embedded identity names the stage's transform.
 //
+// A verified library stays loaded, with its memfd open, for the life of the process: the
+// descriptor number is the library's name to the dynamic loader, so it must never be reused
+// by another artifact (two versions of one transform would otherwise run the first one's code).
+// Loading a digest again returns the library already loaded.
+//
 // Thread-safety: an ArtifactCache may be shared; concurrent fetches of one pin may both write
-// the cache, and the rename makes either result complete.
+// the cache, and the rename makes either result complete. LoadVerified may be called from any
+// thread.
 #pragma once
 
 #include <arrow/buffer.h>

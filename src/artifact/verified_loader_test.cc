@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace sluice::artifact {
 namespace {
@@ -119,6 +121,65 @@ TEST_F(VerifiedLoaderTest, UnverifiedBytesAreNeverLoaded) {
   auto lib = LoadVerified(forged, "test-faulty");
   ASSERT_FALSE(lib.ok());
   EXPECT_NE(lib.status().message().find("do not match the digest"), std::string::npos);
+}
+
+// Calls a library of tests/transforms/versioned.c and returns the message it reports, which
+// names the build whose code ran.
+std::string CallVersioned(const TransformLibrary& lib) {
+  std::string message;
+  sluice_transform_host host{};
+  host.abi_version = SLUICE_TRANSFORM_ABI_VERSION;
+  host.struct_size = sizeof(host);
+  host.ctx = &message;
+  host.emit = [](void*, const uint8_t*, size_t) -> int32_t { return 1; };
+  host.set_error = [](void* ctx, const char* m, size_t n) {
+    static_cast<std::string*>(ctx)->assign(m, n);
+  };
+  EXPECT_EQ(lib.function()(nullptr, 0, &host), SLUICE_TRANSFORM_ERROR);
+  return message;
+}
+
+std::vector<std::string> Split(const std::string& list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    out.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+// The dynamic loader knows a library by its path; a memfd path reused by the next artifact
+// once handed back the library loaded before. Every pin must run its own bytes, also for many
+// builds of one transform with one qualified name, loaded and released in turn.
+TEST_F(VerifiedLoaderTest, EveryPinLoadsItsOwnBytes) {
+  const std::vector<std::string> versioned = Split(TEST_VERSIONED_SOS);
+  ASSERT_GE(versioned.size(), 18u);
+  std::vector<Digest> pins;
+  for (const auto& path : versioned) pins.push_back(Publish(path));
+  const Digest identity = Publish(TEST_IDENTITY_SO);
+  const Digest frozen = Publish(TEST_FROZEN_V1_SO);
+  {
+    auto lib = LoadVerified(*cache_->FetchVerified(identity), "test-identity");
+    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  }
+  for (size_t i = 0; i < pins.size(); ++i) {
+    auto lib = LoadVerified(*cache_->FetchVerified(pins[i]), "test-versioned");
+    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+    EXPECT_EQ((*lib)->identity().version, "1.0." + std::to_string(i + 1));
+    EXPECT_EQ(CallVersioned(**lib), "test-versioned build " + std::to_string(i + 1));
+  }  // each library is released before the next is loaded
+  {
+    auto lib = LoadVerified(*cache_->FetchVerified(frozen), "test-frozen-v1");
+    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  }
+  // And again in reverse, while all of them are loaded.
+  for (size_t i = pins.size(); i-- > 0;) {
+    auto lib = LoadVerified(*cache_->FetchVerified(pins[i]), "test-versioned");
+    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+    EXPECT_EQ(CallVersioned(**lib), "test-versioned build " + std::to_string(i + 1));
+  }
 }
 
 }  // namespace
