@@ -1,8 +1,14 @@
 // `sluice worker` (internal): reads one encoded plan fragment from stdin, runs it, and prints
-// its report as the last line of stdout.
+// its report as the last line of stdout. With --progress-fd it writes one line per step on that
+// descriptor ("running stage 'x' on object 'k'"), which the driver keeps so that it can say what
+// a killed worker was doing. With --parent-pid it dies with that process (see TieToParent).
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,7 +21,36 @@ namespace sluice::cli {
 
 namespace {
 
-arrow::Status RunWorker() {
+struct WorkerOptions {
+  int parent_pid = 0;
+  int progress_fd = -1;
+};
+
+// Kills this worker's whole process group: the worker and whatever a transform started.
+void KillGroup(int) { kill(0, SIGKILL); }
+
+// The driver starts each worker in its own process group. When the driver dies, even by
+// SIGKILL, the kernel sends this worker SIGTERM (PR_SET_PDEATHSIG), whose handler kills the
+// group, so neither the worker nor a transform's children outlive the run. A driver that died
+// before prctl took effect is caught by comparing getppid() with the pid it passed us.
+arrow::Status TieToParent(pid_t parent) {
+  if (getpgrp() == getpid()) {
+    struct sigaction action {};
+    action.sa_handler = KillGroup;
+    sigaction(SIGTERM, &action, nullptr);
+  }
+  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) {
+    return arrow::Status::IOError("worker: prctl(PR_SET_PDEATHSIG) failed");
+  }
+  if (getppid() != parent) raise(SIGTERM);
+  return arrow::Status::OK();
+}
+
+arrow::Status RunWorker(const WorkerOptions& options) {
+  if (options.parent_pid > 0) ARROW_RETURN_NOT_OK(TieToParent(options.parent_pid));
+  // A crashing transform must not leave core files behind (the worker runs in "/").
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
   std::vector<uint8_t> bytes;
   uint8_t buf[65536];
   while (true) {
@@ -24,6 +59,14 @@ arrow::Status RunWorker() {
     if (n < 0) return arrow::Status::IOError("worker: cannot read the plan from stdin");
     if (n == 0) break;
     bytes.insert(bytes.end(), buf, buf + n);
+  }
+  exec::ProgressFn progress;
+  if (options.progress_fd >= 0) {
+    progress = [fd = options.progress_fd](const std::string& doing) {
+      const std::string line = doing + "\n";
+      // One write of a short line is atomic on a pipe; a driver that is gone is not our problem.
+      (void)!write(fd, line.data(), line.size());
+    };
   }
   exec::TaskReport report;
   auto fragment = plan::DecodeFragment(bytes.data(), bytes.size());
@@ -38,7 +81,7 @@ arrow::Status RunWorker() {
       report.status = "error";
       report.error = init.ToString();
     } else {
-      report = exec::RunFragment(*fragment);
+      report = exec::RunFragment(*fragment, progress);
     }
   }
   // Whatever a transform printed comes first; the report is the last line.
@@ -54,7 +97,10 @@ arrow::Status RunWorker() {
 void AddWorkerCommand(CLI::App& app, Action& action) {
   auto* worker = app.add_subcommand("worker", "Internal: run one plan fragment read from stdin");
   worker->group("");  // hidden from --help
-  worker->callback([&action] { action = RunWorker; });
+  auto options = std::make_shared<WorkerOptions>();
+  worker->add_option("--parent-pid", options->parent_pid, "Die with this process");
+  worker->add_option("--progress-fd", options->progress_fd, "Write progress lines here");
+  worker->callback([&action, options] { action = [options] { return RunWorker(*options); }; });
 }
 
 }  // namespace sluice::cli

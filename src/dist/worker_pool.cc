@@ -1,21 +1,17 @@
 #include "dist/worker_pool.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cerrno>
+#include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <thread>
 
+#include "dist/worker_process.h"
 #include "plan/plan_codec.h"
-
-extern char** environ;
 
 namespace sluice::dist {
 
@@ -30,6 +26,23 @@ std::string LastLine(const std::string& out) {
                     end - (start == std::string::npos ? 0 : start + 1));
 }
 
+// " while running stage 'x' on object 'k'", from the worker's last progress line.
+std::string WhileDoing(const ProcessResult& result) {
+  if (result.last_progress.empty()) return " before it started its first step";
+  return " while " + result.last_progress;
+}
+
+std::string Mib(int64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+exec::TaskReport LimitReport(const plan::Fragment& fragment, std::string error) {
+  exec::TaskReport report;
+  report.task = fragment.task_name();
+  report.attempt = fragment.attempt;
+  report.status = "error";
+  report.error = std::move(error) + "; a task stopped at a limit is not retried";
+  return report;
+}
+
 }  // namespace
 
 std::string SelfExecutable() {
@@ -38,62 +51,53 @@ std::string SelfExecutable() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "sluice";
 }
 
+int64_t TaskMemoryBytes(const PoolOptions& options) {
+  if (options.task_memory_bytes > 0) return options.task_memory_bytes;
+  const int64_t pages = sysconf(_SC_PHYS_PAGES);
+  const int64_t page = sysconf(_SC_PAGESIZE);
+  return pages * page / std::max(1, options.workers);
+}
+
 arrow::Result<exec::TaskReport> RunInWorker(const plan::Fragment& fragment,
-                                            const std::string& worker_binary) {
+                                            const PoolOptions& options,
+                                            const std::atomic<bool>* cancel) {
   ARROW_ASSIGN_OR_RAISE(auto plan_bytes, plan::EncodeFragment(fragment));
-  int in_pipe[2], out_pipe[2];
-  if (pipe2(in_pipe, O_CLOEXEC) != 0) return arrow::Status::IOError("pipe failed");
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
-    close(in_pipe[0]);
-    close(in_pipe[1]);
-    return arrow::Status::IOError("pipe failed");
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-  const char* argv[] = {worker_binary.c_str(), "worker", nullptr};
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, worker_binary.c_str(), &actions, nullptr,
-                             const_cast<char* const*>(argv), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(in_pipe[0]);
-  close(out_pipe[1]);
-  if (rc != 0) {
-    close(in_pipe[1]);
-    close(out_pipe[0]);
-    return arrow::Status::IOError("cannot start worker '", worker_binary, "': ", strerror(rc));
-  }
-  // The worker reads its whole plan before it writes anything, so writing first cannot deadlock.
-  size_t written = 0;
-  while (written < plan_bytes.size()) {
-    const ssize_t n = write(in_pipe[1], plan_bytes.data() + written, plan_bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the worker died early; its exit status tells why
-    written += static_cast<size_t>(n);
-  }
-  close(in_pipe[1]);
-  std::string out;
-  char buf[65536];
-  while (true) {
-    const ssize_t n = read(out_pipe[0], buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  close(out_pipe[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  ProcessLimits limits;
+  limits.timeout = std::chrono::seconds(options.task_timeout_seconds);
+  limits.memory_bytes = TaskMemoryBytes(options);
+  // The worker dies with this process: it checks that its parent is still the pid it was given.
+  const std::vector<std::string> argv = {options.worker_binary, "worker",
+                                         "--parent-pid",        std::to_string(getpid()),
+                                         "--progress-fd",       std::to_string(kProgressFd)};
+  auto run = RunSupervised(argv, plan_bytes, limits, cancel);
+  if (!run.ok()) {
+    return arrow::Status::IOError("cannot start a worker for task ", fragment.task_name(), ": ",
+                                  run.status().message());
   }
   const std::string task = fragment.task_name() + " attempt " + std::to_string(fragment.attempt);
-  if (WIFSIGNALED(status)) {
-    return arrow::Status::IOError("worker for task ", task, " was killed by signal ",
-                                  WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
+  switch (run->end) {
+    case ProcessResult::End::kTimedOut:
+      return LimitReport(
+          fragment,
+          "task " + task + " was killed after " + std::to_string(options.task_timeout_seconds) +
+              " s, its time limit (dataflow.limits.task_timeout_seconds)," + WhileDoing(*run));
+    case ProcessResult::End::kOverMemory:
+      return LimitReport(fragment, "task " + task + " was killed when it used " +
+                                       Mib(run->peak_memory_bytes) + ", over its memory limit of " +
+                                       Mib(limits.memory_bytes) +
+                                       " (dataflow.limits.task_memory_mb)," + WhileDoing(*run));
+    case ProcessResult::End::kCancelled:
+      return arrow::Status::Cancelled("task ", task, " was cancelled");
+    case ProcessResult::End::kSignaled:
+      return arrow::Status::IOError("worker for task ", task, " was killed by signal ", run->signal,
+                                    " (", strsignal(run->signal), ")", WhileDoing(*run));
+    case ProcessResult::End::kExited:
+      break;
   }
-  auto report = exec::TaskReport::FromJsonLine(LastLine(out));
+  auto report = exec::TaskReport::FromJsonLine(LastLine(run->stdout_text));
   if (!report.ok()) {
-    return arrow::Status::IOError("worker for task ", task, " exited with status ",
-                                  WEXITSTATUS(status), " without a report");
+    return arrow::Status::IOError("worker for task ", task, " exited with status ", run->exit_code,
+                                  " without a report", WhileDoing(*run));
   }
   return report;
 }
@@ -104,6 +108,7 @@ arrow::Result<std::vector<exec::TaskReport>> RunStage(std::vector<plan::Fragment
   std::mutex mutex;
   size_t next = 0;
   arrow::Status failure;
+  // Set at the first failure: no task starts after it, and running workers are killed.
   std::atomic<bool> stop{false};
 
   auto work = [&] {
@@ -119,9 +124,16 @@ arrow::Result<std::vector<exec::TaskReport>> RunStage(std::vector<plan::Fragment
       bool done = false;
       for (int attempt = 1; attempt <= options.max_attempts && !stop; ++attempt) {
         fragment.attempt = attempt;
-        auto report = RunInWorker(fragment, options.worker_binary);
+        auto report = RunInWorker(fragment, options, &stop);
         if (!report.ok()) {
-          last_crash = report.status();  // crashed or killed: try again in a new process
+          if (report.status().IsCancelled()) break;
+          // Crashed or killed: try again in a new process.
+          last_crash = report.status();
+          if (attempt < options.max_attempts) {
+            std::lock_guard<std::mutex> lock(mutex);
+            std::fprintf(stderr, "sluice: %s; retrying (attempt %d of %d)\n",
+                         last_crash.message().c_str(), attempt + 1, options.max_attempts);
+          }
           continue;
         }
         std::lock_guard<std::mutex> lock(mutex);

@@ -25,6 +25,7 @@ namespace {
 // Rows of one source object, before they get their sequence numbers.
 struct Chunk {
   int64_t object_index = -1;  // -1: the rows already carry __seq (they came from a shuffle)
+  std::string key;            // the source object; empty for shuffle input
   std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
   std::shared_ptr<arrow::Schema> schema;
 };
@@ -70,7 +71,7 @@ arrow::Result<std::shared_ptr<arrow::Table>> Sequence(
 
 class Runner {
  public:
-  explicit Runner(const plan::Fragment& f) : f_(f) {}
+  Runner(const plan::Fragment& f, const ProgressFn& progress) : f_(f), progress_(progress) {}
 
   arrow::Status Run() {
     ARROW_ASSIGN_OR_RAISE(store_, storage::ObjectStore::Open(f_.session.store_url));
@@ -91,9 +92,11 @@ class Runner {
     }
     for (size_t i = 0; i < scan.keys.size(); ++i) {
       const std::string& key = scan.keys[i];
+      Say("reading object '" + key + "'");
       ARROW_ASSIGN_OR_RAISE(auto bytes, store_->Get(key));
       Chunk chunk;
       chunk.object_index = scan.first_object_index + static_cast<int64_t>(i);
+      chunk.key = key;
       chunk.schema = scan.schema;
       if (scan.format == "jsonl") {
         ARROW_ASSIGN_OR_RAISE(auto parsed, entry->parse_jsonl(*bytes, key, scan.skip_bad_records));
@@ -146,6 +149,7 @@ class Runner {
     Chunk chunk;
     chunk.schema = scan.schema;
     for (const std::string& key : scan.keys) {
+      Say("reading shuffle file '" + key + "'");
       ARROW_ASSIGN_OR_RAISE(auto table, ReadShuffleFile(store_.get(), key, *scan.schema));
       ARROW_ASSIGN_OR_RAISE(auto batches, arrow::TableBatchReader(*table).ToRecordBatches());
       chunk.batches.insert(chunk.batches.end(), batches.begin(), batches.end());
@@ -156,12 +160,15 @@ class Runner {
 
   arrow::Status Apply(const plan::CallTransform& call) {
     const std::string stage = "stage '" + call.qualified_name + "'";
+    Say("loading " + stage + " (pin " + call.pin + ")");
     ARROW_ASSIGN_OR_RAISE(auto pin, artifact::Digest::FromHex(call.pin, "pin_artifact_hash"));
     artifact::ArtifactCache cache(store_, f_.session.cache_dir);
     ARROW_ASSIGN_OR_RAISE(auto verified, cache.FetchVerified(pin));
     ARROW_ASSIGN_OR_RAISE(auto library, artifact::LoadVerified(verified, call.qualified_name));
     BatchTransform transform(library, call.output_schema);
     for (Chunk& chunk : chunks_) {
+      Say("running " + stage + " on " +
+          (chunk.key.empty() ? std::string("its shuffle input") : "object '" + chunk.key + "'"));
       ARROW_ASSIGN_OR_RAISE(auto input, storage::WriteIpcStream(chunk.schema, chunk.batches));
       auto outputs = transform.Call(input);
       if (!outputs.ok()) {
@@ -184,6 +191,7 @@ class Runner {
     ARROW_ASSIGN_OR_RAISE(auto table, Sequence(chunks_, schema_));
     ARROW_ASSIGN_OR_RAISE(auto parts, HashPartition(table, exchange.key, exchange.partitions));
     MaybeFail(f_);
+    Say("writing shuffle files under '" + exchange.folder + "'");
     for (int32_t p = 0; p < exchange.partitions; ++p) {
       const std::string key = exchange.folder + "/part-" + std::to_string(p) + ".arrow";
       ARROW_RETURN_NOT_OK(WriteShuffleFile(store_.get(), key, parts[static_cast<size_t>(p)]));
@@ -193,6 +201,7 @@ class Runner {
   }
 
   arrow::Status Apply(const plan::DedupFirst& dedup) {
+    Say("deduplicating on '" + dedup.key + "'");
     ARROW_ASSIGN_OR_RAISE(auto table, Sequence(chunks_, schema_));
     ARROW_ASSIGN_OR_RAISE(deduped_, DedupFirst(table, dedup.key, &report.duplicates_dropped));
     return arrow::Status::OK();
@@ -204,13 +213,19 @@ class Runner {
       ARROW_ASSIGN_OR_RAISE(table, Sequence(chunks_, schema_));
     }
     MaybeFail(f_);
+    Say("writing sink part '" + sink.key + "'");
     ARROW_ASSIGN_OR_RAISE(auto file, WriteSinkPart(store_.get(), sink.key, sink.format, table));
     report.rows_out = file.rows;
     report.files.push_back(std::move(file));
     return arrow::Status::OK();
   }
 
+  void Say(const std::string& doing) const {
+    if (progress_) progress_(doing);
+  }
+
   const plan::Fragment& f_;
+  const ProgressFn& progress_;
   std::shared_ptr<storage::ObjectStore> store_;
   std::shared_ptr<arrow::Schema> schema_;
   std::vector<Chunk> chunks_;
@@ -219,9 +234,9 @@ class Runner {
 
 }  // namespace
 
-TaskReport RunFragment(const plan::Fragment& fragment) {
+TaskReport RunFragment(const plan::Fragment& fragment, const ProgressFn& progress) {
   const auto start = std::chrono::steady_clock::now();
-  Runner runner(fragment);
+  Runner runner(fragment, progress);
   runner.report.task = fragment.task_name();
   runner.report.attempt = fragment.attempt;
   arrow::Status st = runner.Run();

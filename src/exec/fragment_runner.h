@@ -6,11 +6,18 @@
 // file; the driver does not retry those.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "exec/task_report.h"
 #include "plan/fragment.h"
 
 namespace sluice::exec {
 
-TaskReport RunFragment(const plan::Fragment& fragment);
+/// Told what the task is about to do, before each step ("running stage 'x' on object 'k'"), so
+/// that a supervisor that kills the task can say what it was doing.
+using ProgressFn = std::function<void(const std::string& doing)>;
+
+TaskReport RunFragment(const plan::Fragment& fragment, const ProgressFn& progress = nullptr);
 
 }  // namespace sluice::exec

@@ -178,6 +178,26 @@ std::vector<StageSpec> ParseStages(const toml::node* node, std::string_view wher
   return stages;
 }
 
+// Reads an optional integer setting within [min, max].
+std::optional<int64_t> GetBoundedInteger(const toml::table& table, std::string_view key,
+                                         std::string_view where, int64_t min, int64_t max,
+                                         Errors* errors) {
+  const toml::node* node = table.get(key);
+  if (node == nullptr) return std::nullopt;
+  const std::string name = std::string(where) + "." + std::string(key);
+  if (!node->is_integer()) {
+    errors->Add(node->source(), name + " must be an integer, not " + TypeName(*node));
+    return std::nullopt;
+  }
+  const int64_t value = node->value<int64_t>().value_or(0);
+  if (value < min || value > max) {
+    errors->Add(node->source(), name + " is " + std::to_string(value) + "; it must be between " +
+                                    std::to_string(min) + " and " + std::to_string(max));
+    return std::nullopt;
+  }
+  return value;
+}
+
 const toml::table* RequireTable(const toml::table& parent, std::string_view key,
                                 std::string_view where, Errors* errors) {
   const toml::node* node = parent.get(key);
@@ -213,7 +233,7 @@ arrow::Result<JobManifest> ParseJobManifest(std::string_view text, const std::st
   CheckKeys(root, "the job", {"dataflow"}, &errors);
   const toml::table* dataflow = RequireTable(root, "dataflow", "dataflow", &errors);
   if (dataflow != nullptr) {
-    CheckKeys(*dataflow, "[dataflow]", {"source", "stages", "sink"}, &errors);
+    CheckKeys(*dataflow, "[dataflow]", {"source", "stages", "sink", "limits"}, &errors);
     if (const toml::table* source = RequireTable(*dataflow, "source", "dataflow.source", &errors)) {
       CheckKeys(*source, "[dataflow.source]", {"kind", "prefix", "limit", "on_error"}, &errors);
       job.source.kind = GetString(*source, "kind", "dataflow.source", &errors).value_or("jsonl");
@@ -249,6 +269,18 @@ arrow::Result<JobManifest> ParseJobManifest(std::string_view text, const std::st
         errors.Add(sink->get("path")->source(),
                    "dataflow.sink.path '" + job.sink.path +
                        "' must contain {run_id}, so that runs never overwrite each other");
+      }
+    }
+    if (const toml::node* node = dataflow->get("limits")) {
+      if (const toml::table* limits = node->as_table()) {
+        CheckKeys(*limits, "[dataflow.limits]", {"task_timeout_seconds", "task_memory_mb"},
+                  &errors);
+        job.limits.task_timeout_seconds = GetBoundedInteger(
+            *limits, "task_timeout_seconds", "dataflow.limits", 1, kMaxTaskTimeoutSeconds, &errors);
+        job.limits.task_memory_mb = GetBoundedInteger(*limits, "task_memory_mb", "dataflow.limits",
+                                                      kMinTaskMemoryMb, kMaxTaskMemoryMb, &errors);
+      } else {
+        errors.Add(node->source(), "dataflow.limits must be a table");
       }
     }
   }

@@ -6,6 +6,7 @@
 //   [[dataflow.stages]]  kind = "function": qualified_name, pin_artifact_hash
 //                        kind = "dedup":    key
 //   [dataflow.sink]      kind = "parquet" | "ipc", path (must contain {run_id})
+//   [dataflow.limits]    task_timeout_seconds?, task_memory_mb? (each task attempt's limits)
 //
 // A route-less pipeline manifest (a transform's pipeline.toml) has only [pipeline] name and
 // [[pipeline.stages]].
@@ -51,11 +52,25 @@ struct SinkSpec {
   std::string path;
 };
 
+/// What one task attempt may use; a task that passes a limit is killed and fails its run.
+struct LimitsSpec {
+  /// Wall-clock seconds; unset: the pool's default (dist::kDefaultTaskTimeoutSeconds).
+  std::optional<int64_t> task_timeout_seconds;
+  /// MiB of memory for the task's worker and its children; unset: the machine's memory divided
+  /// by the workers.
+  std::optional<int64_t> task_memory_mb;
+};
+
+inline constexpr int64_t kMaxTaskTimeoutSeconds = 7 * 24 * 3600;
+inline constexpr int64_t kMinTaskMemoryMb = 64;  // a worker with Arrow loaded needs about 30
+inline constexpr int64_t kMaxTaskMemoryMb = int64_t{1} << 30;
+
 struct JobManifest {
   std::string file;
   SourceSpec source;
   std::vector<StageSpec> stages;
   SinkSpec sink;
+  LimitsSpec limits;
 };
 
 struct PipelineManifest {

@@ -87,6 +87,34 @@ TEST(JobManifest, PlaceholderPinIsRefusedUnlessAllowed) {
   ExpectError(bad, "pin_artifact_hash 'ABC' is not a BLAKE3 digest", lenient);
 }
 
+TEST(JobManifest, LimitsAreOptionalAndChecked) {
+  auto plain = ParseJobManifest(Job(), "job.toml");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->limits.task_timeout_seconds.has_value());
+  EXPECT_FALSE(plain->limits.task_memory_mb.has_value());
+  const std::string limits = Job() + "\n[dataflow.limits]\n";  // its first key is on line 19
+  auto job =
+      ParseJobManifest(limits + "task_timeout_seconds = 30\ntask_memory_mb = 512\n", "job.toml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->limits.task_timeout_seconds, 30);
+  EXPECT_EQ(job->limits.task_memory_mb, 512);
+
+  ExpectError(limits + "task_timeout_seconds = 0\n",
+              "job.toml:19:24: dataflow.limits.task_timeout_seconds is 0; it must be between 1 "
+              "and 604800");
+  ExpectError(limits + "task_timeout_seconds = \"5m\"\n",
+              "job.toml:19:24: dataflow.limits.task_timeout_seconds must be an integer, not a "
+              "string");
+  ExpectError(limits + "task_memory_mb = 10\n",
+              "job.toml:19:18: dataflow.limits.task_memory_mb is 10; it must be between 64 and "
+              "1073741824");
+  ExpectError(limits + "wall = 1\n",
+              "job.toml:19:1: unknown key 'wall' in [dataflow.limits] (allowed: task_memory_mb, "
+              "task_timeout_seconds)");
+  ExpectError(Job() + "\n[dataflow]\nlimits = 5\n",
+              "job.toml:19:10: dataflow.limits must be a table");
+}
+
 TEST(PipelineManifest, ParsesStagesWithoutRoutes) {
   auto manifest = ParsePipelineManifest(
       "[pipeline]\nname = \"p\"\n[[pipeline.stages]]\nkind = \"function\"\n"

@@ -346,6 +346,9 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
   Progress progress("run " + options.run_id, progress_options);
   dist::PoolOptions pool{workers, 3, options.worker_binary, nullptr};
   pool.on_report = [&](const exec::TaskReport& r) { progress.Advance(r.objects, r.rows_out); };
+  pool.task_timeout_seconds =
+      job.limits.task_timeout_seconds.value_or(dist::kDefaultTaskTimeoutSeconds);
+  pool.task_memory_bytes = job.limits.task_memory_mb.value_or(0) << 20;
 
   json timings = json::object();
   std::vector<exec::TaskReport> reports;

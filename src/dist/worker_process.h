@@ -1,0 +1,81 @@
+// One supervised child process: what the worker pool runs each task attempt in.
+//
+// The child starts with a scrubbed environment (WorkerEnvironment), in its own process group, in
+// "/" as its working directory, with no descriptors but stdin (the bytes given), stdout (captured)
+// and descriptor 3, a progress channel on which it writes one line per step ("running stage 'x'
+// on object 'k'"). The supervisor enforces a wall-clock limit and a memory limit and kills the
+// whole process group when either is passed, when the caller cancels, and when the child exits,
+// so a grandchild that inherited stdout can neither hang the driver nor outlive its task.
+//
+// Memory is the sum of the anonymous resident memory (RSS minus file-backed and shared pages,
+// from /proc/<pid>/statm) of every process in the group, sampled every kSampleInterval. RLIMIT_AS
+// and RLIMIT_DATA count address space that Arrow's allocators (mimalloc, jemalloc) reserve but
+// never touch, so they would fail healthy tasks at small limits; the group's resident memory is
+// what the machine actually loses. The price: a task that allocates faster than the sampling
+// catches can overshoot by what it allocates in one interval.
+//
+// Thread-safety: RunSupervised may be called from several threads at once, each for its own
+// child. The process must ignore SIGPIPE (sluice's main does): writing the input to a child that
+// died early must be an error, not a signal.
+#pragma once
+
+#include <arrow/result.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sluice::dist {
+
+/// The descriptor on which a supervised child writes its progress lines.
+inline constexpr int kProgressFd = 3;
+
+/// How often the supervisor samples memory and checks the clock.
+inline constexpr std::chrono::milliseconds kSampleInterval{50};
+
+struct ProcessLimits {
+  /// Wall-clock limit from the start of the child; zero for none.
+  std::chrono::milliseconds timeout{0};
+  /// Limit on the group's anonymous resident memory; zero for none.
+  int64_t memory_bytes = 0;
+};
+
+struct ProcessResult {
+  enum class End {
+    kExited,      // exited by itself; exit_code holds its status
+    kSignaled,    // killed by a signal it did not get from us (a crash, the OOM killer, a kill)
+    kTimedOut,    // we killed it at limits.timeout
+    kOverMemory,  // we killed it when its group passed limits.memory_bytes
+    kCancelled,   // we killed it because the caller cancelled
+  };
+  End end = End::kExited;
+  int exit_code = 0;
+  int signal = 0;
+  /// The largest memory sample, in bytes.
+  int64_t peak_memory_bytes = 0;
+  /// What the child wrote to stdout (the last kStdoutTail bytes, if it wrote more).
+  std::string stdout_text;
+  /// The last complete line the child wrote on the progress channel; empty if none.
+  std::string last_progress;
+};
+
+/// The most of a child's stdout that is kept; its report is the last line.
+inline constexpr size_t kStdoutTail = size_t{8} << 20;
+
+/// Runs argv[0] (an absolute path) with `input` on stdin under `limits`. `cancel`, when given
+/// and set, kills the child. Returns an IOError only when the child cannot be started.
+arrow::Result<ProcessResult> RunSupervised(const std::vector<std::string>& argv,
+                                           const std::vector<uint8_t>& input,
+                                           const ProcessLimits& limits,
+                                           const std::atomic<bool>* cancel = nullptr);
+
+/// The environment a worker starts with: from `environ`-style `env`, only the variables on a
+/// short allow-list (PATH, HOME, LANG, LC_*, TZ, TMPDIR, the AWS_* settings an S3 store needs,
+/// the sanitizers' *SAN_OPTIONS and the SLUICE_FAILPOINT test hook). SLUICE_HOME, SLUICE_STORE,
+/// SLUICE_DATABASE_URL and everything else stay behind: a task gets its store and cache from its
+/// plan, and needs no path to the registry or the signing key.
+std::vector<std::string> WorkerEnvironment(const char* const* env);
+
+}  // namespace sluice::dist
