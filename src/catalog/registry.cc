@@ -78,6 +78,20 @@ CREATE TABLE sql_tables (
     {4, R"(
 ALTER TABLE runs ADD COLUMN sink_path TEXT;
 )"},
+    // Runs are claimed by one driver attempt at a time, which holds a lease it renews.
+    {5, R"(
+ALTER TABLE runs ADD COLUMN attempt_id TEXT;
+ALTER TABLE runs ADD COLUMN driver_host TEXT;
+ALTER TABLE runs ADD COLUMN driver_pid BIGINT;
+ALTER TABLE runs ADD COLUMN driver_start TEXT;
+ALTER TABLE runs ADD COLUMN heartbeat_at BIGINT;
+)"},
+    // Schemas travel with the artifact: the Arrow schemas its identity declares, as IPC schema
+    // messages (NULL for `any`, or for a library that predates them).
+    {6, R"(
+ALTER TABLE transform_artifacts ADD COLUMN input_arrow_schema {BLOB};
+ALTER TABLE transform_artifacts ADD COLUMN output_arrow_schema {BLOB};
+)"},
 };
 
 std::string ForDialect(std::string sql, std::string_view dialect) {
@@ -86,6 +100,17 @@ std::string ForDialect(std::string sql, std::string_view dialect) {
     sql.replace(pos, 6, blob);
   }
   return sql;
+}
+
+// Bytes that may be absent: NULL in the database, empty here.
+Value OptionalBlob(const std::vector<uint8_t>& bytes) {
+  if (bytes.empty()) return std::monostate{};
+  return Blob{bytes};
+}
+
+std::vector<uint8_t> OptionalBytes(const Row& row, size_t i) {
+  return i < row.size() && std::holds_alternative<Blob>(row[i]) ? std::get<Blob>(row[i]).bytes
+                                                                : std::vector<uint8_t>();
 }
 
 std::string TextOrEmpty(const Row& row, size_t i) {
@@ -180,8 +205,8 @@ arrow::Result<std::optional<ArtifactRecord>> Registry::GetArtifact(const std::st
   ARROW_ASSIGN_OR_RAISE(
       auto rows,
       db_->Query("SELECT artifact_blake3, qualified_name, version, input_schema, output_schema, "
-                 "size_bytes, build_info, publisher_id, created_at FROM transform_artifacts "
-                 "WHERE artifact_blake3 = ?",
+                 "size_bytes, build_info, publisher_id, created_at, input_arrow_schema, "
+                 "output_arrow_schema FROM transform_artifacts WHERE artifact_blake3 = ?",
                  {digest}));
   if (rows.empty()) return std::nullopt;
   const Row& r = rows[0];
@@ -195,6 +220,8 @@ arrow::Result<std::optional<ArtifactRecord>> Registry::GetArtifact(const std::st
   ARROW_ASSIGN_OR_RAISE(a.build_info, TextAt(r, 6));
   ARROW_ASSIGN_OR_RAISE(a.publisher_id, TextAt(r, 7));
   ARROW_ASSIGN_OR_RAISE(a.created_at, TextAt(r, 8));
+  a.input_arrow_schema = OptionalBytes(r, 9);
+  a.output_arrow_schema = OptionalBytes(r, 10);
   return a;
 }
 
@@ -242,10 +269,12 @@ arrow::Status Registry::RegisterPublication(const ArtifactRecord& a, const Pipel
   if (st.ok())
     st = db_->Exec(
         "INSERT INTO transform_artifacts (artifact_blake3, qualified_name, version, input_schema, "
-        "output_schema, size_bytes, build_info, publisher_id, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (artifact_blake3) DO NOTHING",
+        "output_schema, size_bytes, build_info, publisher_id, created_at, input_arrow_schema, "
+        "output_arrow_schema) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (artifact_blake3) DO NOTHING",
         {a.artifact_blake3, a.qualified_name, a.version, a.input_schema, a.output_schema,
-         a.size_bytes, a.build_info, a.publisher_id, now});
+         a.size_bytes, a.build_info, a.publisher_id, now, OptionalBlob(a.input_arrow_schema),
+         OptionalBlob(a.output_arrow_schema)});
   if (st.ok()) {
     st = db_->Exec(
         "INSERT INTO pipeline_specs (spec_blake3, name, spec_cbor, signature, publisher_id, "
@@ -287,7 +316,7 @@ arrow::Result<RunRecord> RunFromRow(const Row& r) {
   ARROW_ASSIGN_OR_RAISE(run.pins, TextAt(r, 3));
   ARROW_ASSIGN_OR_RAISE(run.status, TextAt(r, 4));
   auto int_or_zero = [&](size_t i) {
-    return std::holds_alternative<int64_t>(r[i]) ? std::get<int64_t>(r[i]) : 0;
+    return i < r.size() && std::holds_alternative<int64_t>(r[i]) ? std::get<int64_t>(r[i]) : 0;
   };
   run.rows_in = int_or_zero(5);
   run.rows_out = int_or_zero(6);
@@ -297,30 +326,109 @@ arrow::Result<RunRecord> RunFromRow(const Row& r) {
   run.started_at = TextOrEmpty(r, 10);
   run.finished_at = TextOrEmpty(r, 11);
   run.sink_path = TextOrEmpty(r, 12);
+  run.attempt_id = TextOrEmpty(r, 13);
+  run.driver_host = TextOrEmpty(r, 14);
+  run.driver_pid = int_or_zero(15);
+  run.driver_start = TextOrEmpty(r, 16);
+  run.heartbeat_at = int_or_zero(17);
   return run;
 }
 
 constexpr const char* kRunColumns =
     "SELECT run_id, user_id, manifest_blake3, pins, status, rows_in, rows_out, "
-    "duplicates_dropped, stage_timings, error, started_at, finished_at, sink_path FROM runs ";
+    "duplicates_dropped, stage_timings, error, started_at, finished_at, sink_path, attempt_id, "
+    "driver_host, driver_pid, driver_start, heartbeat_at FROM runs ";
+
+std::vector<Value> RunValues(const RunRecord& r) {
+  return {r.run_id,
+          r.user_id,
+          r.manifest_blake3,
+          r.pins,
+          r.status,
+          r.rows_in,
+          r.rows_out,
+          r.duplicates_dropped,
+          OptionalText(r.stage_timings),
+          OptionalText(r.error),
+          r.started_at.empty() ? NowUtc() : r.started_at,
+          OptionalText(r.finished_at),
+          OptionalText(r.sink_path),
+          OptionalText(r.attempt_id),
+          OptionalText(r.driver_host),
+          r.driver_pid,
+          OptionalText(r.driver_start),
+          r.heartbeat_at};
+}
+
+constexpr const char* kRunInsert =
+    "INSERT INTO runs (run_id, user_id, manifest_blake3, pins, status, rows_in, rows_out, "
+    "duplicates_dropped, stage_timings, error, started_at, finished_at, sink_path, attempt_id, "
+    "driver_host, driver_pid, driver_start, heartbeat_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ";
+
+constexpr const char* kRunSetAll =
+    "user_id = ?, manifest_blake3 = ?, pins = ?, status = ?, rows_in = ?, rows_out = ?, "
+    "duplicates_dropped = ?, stage_timings = ?, error = ?, started_at = ?, finished_at = ?, "
+    "sink_path = ?, attempt_id = ?, driver_host = ?, driver_pid = ?, driver_start = ?, "
+    "heartbeat_at = ? ";
+
+// The values of kRunSetAll (all but the run id), followed by `extra`.
+std::vector<Value> RunSetValues(const RunRecord& r, std::vector<Value> extra) {
+  std::vector<Value> values = RunValues(r);
+  values.erase(values.begin());
+  values.insert(values.end(), extra.begin(), extra.end());
+  return values;
+}
 
 }  // namespace
 
 arrow::Status Registry::UpsertRun(const RunRecord& r) {
   return db_->Exec(
-      "INSERT INTO runs (run_id, user_id, manifest_blake3, pins, status, rows_in, rows_out, "
-      "duplicates_dropped, stage_timings, error, started_at, finished_at, sink_path) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
-      "user_id = excluded.user_id, manifest_blake3 = excluded.manifest_blake3, "
-      "pins = excluded.pins, status = excluded.status, rows_in = excluded.rows_in, "
-      "rows_out = excluded.rows_out, duplicates_dropped = excluded.duplicates_dropped, "
-      "stage_timings = excluded.stage_timings, error = excluded.error, "
-      "started_at = excluded.started_at, finished_at = excluded.finished_at, "
-      "sink_path = excluded.sink_path",
-      {r.run_id, r.user_id, r.manifest_blake3, r.pins, r.status, r.rows_in, r.rows_out,
-       r.duplicates_dropped, OptionalText(r.stage_timings), OptionalText(r.error),
-       r.started_at.empty() ? NowUtc() : r.started_at, OptionalText(r.finished_at),
-       OptionalText(r.sink_path)});
+      std::string(kRunInsert) +
+          "ON CONFLICT (run_id) DO UPDATE SET "
+          "user_id = excluded.user_id, manifest_blake3 = excluded.manifest_blake3, "
+          "pins = excluded.pins, status = excluded.status, rows_in = excluded.rows_in, "
+          "rows_out = excluded.rows_out, duplicates_dropped = excluded.duplicates_dropped, "
+          "stage_timings = excluded.stage_timings, error = excluded.error, "
+          "started_at = excluded.started_at, finished_at = excluded.finished_at, "
+          "sink_path = excluded.sink_path, attempt_id = excluded.attempt_id, "
+          "driver_host = excluded.driver_host, driver_pid = excluded.driver_pid, "
+          "driver_start = excluded.driver_start, heartbeat_at = excluded.heartbeat_at",
+      RunValues(r));
+}
+
+arrow::Result<bool> Registry::ClaimRun(const RunRecord& run, const std::string& replaces_attempt) {
+  if (run.attempt_id.empty()) {
+    return arrow::Status::Invalid("internal: a run claim needs an attempt id");
+  }
+  if (replaces_attempt.empty()) {
+    // The primary key decides between concurrent first claims; the loser inserts nothing.
+    ARROW_RETURN_NOT_OK(
+        db_->Exec(std::string(kRunInsert) + "ON CONFLICT (run_id) DO NOTHING", RunValues(run)));
+  } else {
+    // Only the attempt that was read may be replaced: of two drivers that both saw it, the
+    // database lets one update the row, and the other's WHERE no longer matches.
+    ARROW_RETURN_NOT_OK(db_->Exec(
+        std::string("UPDATE runs SET ") + kRunSetAll +
+            "WHERE run_id = ? AND COALESCE(attempt_id, '') = ?",
+        RunSetValues(run, {run.run_id, replaces_attempt == kNoAttempt ? "" : replaces_attempt})));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto now, GetRun(run.run_id));
+  return now.has_value() && now->attempt_id == run.attempt_id;
+}
+
+arrow::Result<bool> Registry::UpdateClaimedRun(const RunRecord& run) {
+  ARROW_RETURN_NOT_OK(db_->Exec(
+      std::string("UPDATE runs SET ") + kRunSetAll + "WHERE run_id = ? AND attempt_id = ?",
+      RunSetValues(run, {run.run_id, run.attempt_id})));
+  ARROW_ASSIGN_OR_RAISE(auto now, GetRun(run.run_id));
+  return now.has_value() && now->attempt_id == run.attempt_id;
+}
+
+arrow::Status Registry::Heartbeat(const std::string& run_id, const std::string& attempt_id,
+                                  int64_t now) {
+  return db_->Exec("UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND attempt_id = ?",
+                   {now, run_id, attempt_id});
 }
 
 arrow::Result<std::optional<RunRecord>> Registry::GetRun(const std::string& run_id) {

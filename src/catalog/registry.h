@@ -34,6 +34,10 @@ struct ArtifactRecord {
   std::string build_info;
   std::string publisher_id;
   std::string created_at;
+  /// The Arrow schemas the artifact's identity declares, as IPC schema messages; empty for
+  /// `any`, and for a library built before schemas travelled with artifacts.
+  std::vector<uint8_t> input_arrow_schema;
+  std::vector<uint8_t> output_arrow_schema;
 };
 
 struct PipelineSpecRecord {
@@ -62,6 +66,14 @@ struct RunRecord {
   std::string finished_at;
   /// Where the run's output is committed (its sink path).
   std::string sink_path;
+  /// The driver attempt that holds the run: unique per submit, part of every name it writes.
+  std::string attempt_id;
+  /// The driver's lease: who runs it (see catalog/run_lease.h) and when it last said so.
+  std::string driver_host;
+  int64_t driver_pid = 0;
+  std::string driver_start;
+  /// Seconds since the epoch.
+  int64_t heartbeat_at = 0;
 };
 
 /// A table that SQL reaches by name (CREATE EXTERNAL TABLE).
@@ -101,8 +113,19 @@ class Registry {
   /// Pipeline specs that pin this artifact, newest first.
   arrow::Result<std::vector<PipelineSpecRecord>> SpecsForArtifact(const std::string& digest);
 
-  /// Inserts a run or replaces the record with the same run id.
+  /// Inserts a run or replaces the record with the same run id, unconditionally (tests and
+  /// repairs; drivers claim).
   arrow::Status UpsertRun(const RunRecord& run);
+  /// Claims a run id for `run.attempt_id`, atomically across processes and machines sharing
+  /// the registry. With `replaces_attempt` empty the run id must be new; otherwise the row must
+  /// still hold that attempt (kNoAttempt: a row written before attempts existed). Returns false
+  /// when another driver has the run id, and then has changed nothing.
+  arrow::Result<bool> ClaimRun(const RunRecord& run, const std::string& replaces_attempt);
+  static constexpr char kNoAttempt[] = "-";
+  /// Updates a claimed run, only while `run.attempt_id` still holds it; false when it does not.
+  arrow::Result<bool> UpdateClaimedRun(const RunRecord& run);
+  /// Renews an attempt's lease.
+  arrow::Status Heartbeat(const std::string& run_id, const std::string& attempt_id, int64_t now);
   arrow::Result<std::optional<RunRecord>> GetRun(const std::string& run_id);
   /// The newest runs first.
   arrow::Result<std::vector<RunRecord>> ListRuns(int64_t limit);

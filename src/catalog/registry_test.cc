@@ -74,7 +74,9 @@ class RegistryTest : public ::testing::TestWithParam<std::string> {
             12345,
             R"({"compiler":"g++"})",
             identity_.publisher_id(),
-            ""};
+            "",
+            {},
+            {}};
   }
   PipelineSpec Spec(const std::string& digest) {
     return {"conversation-message-extract", "[pipeline]\nname = \"x\"\n",
@@ -147,6 +149,30 @@ TEST_P(RegistryTest, PublishingTwiceAddsNothing) {
   EXPECT_EQ((*latest)->signature, spec.signature);
 }
 
+TEST_P(RegistryTest, ArtifactSchemasRoundTripAndAbsentOnesReadEmpty) {
+  const std::string typed(64, 'c'), untyped(64, 'd');
+  ArtifactRecord with = Artifact(typed);
+  with.input_arrow_schema = {0xff, 0xff, 0xff, 0xff, 0x00, 0x01, 0x02};
+  with.output_arrow_schema = {0x10, 0x00, 0x20};
+  ASSERT_TRUE(registry_->RegisterPublication(with, SignPipelineSpec(Spec(typed), identity_)).ok());
+  ASSERT_TRUE(
+      registry_->RegisterPublication(Artifact(untyped), SignPipelineSpec(Spec(untyped), identity_))
+          .ok());
+  auto got = registry_->GetArtifact(typed);
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status().ToString();
+  EXPECT_EQ((*got)->input_arrow_schema, with.input_arrow_schema);
+  EXPECT_EQ((*got)->output_arrow_schema, with.output_arrow_schema);
+  got = registry_->GetArtifact(untyped);
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status().ToString();
+  EXPECT_TRUE((*got)->input_arrow_schema.empty());
+  EXPECT_TRUE((*got)->output_arrow_schema.empty());
+  // Absent schemas are NULL, not empty bytes.
+  auto nulls = registry_->database()->Query(
+      "SELECT COUNT(*) FROM transform_artifacts WHERE input_arrow_schema IS NULL");
+  ASSERT_TRUE(nulls.ok()) << nulls.status().ToString();
+  EXPECT_EQ(std::get<int64_t>((*nulls)[0][0]), 1);
+}
+
 TEST_P(RegistryTest, AFailedRegistrationLeavesNoHalf) {
   const std::string digest(64, 'b');
   auto spec = SignPipelineSpec(Spec(digest), identity_);
@@ -202,8 +228,13 @@ TEST_P(RegistryTest, SpecsAreFoundByTheArtifactTheyPin) {
 }
 
 TEST_P(RegistryTest, RunsAreRecordedAndUpdated) {
-  RunRecord run{"run-1", "alice", std::string(64, 'f'), "[]", "running", 0, 0, 0, "", "",
-                "",      "",      "derived/x/run-1"};
+  RunRecord run;
+  run.run_id = "run-1";
+  run.user_id = "alice";
+  run.manifest_blake3 = std::string(64, 'f');
+  run.pins = "[]";
+  run.status = "running";
+  run.sink_path = "derived/x/run-1";
   ASSERT_TRUE(registry_->UpsertRun(run).ok());
   run.status = "committed";
   run.rows_in = 10;
@@ -224,6 +255,41 @@ TEST_P(RegistryTest, RunsAreRecordedAndUpdated) {
   ASSERT_TRUE(list.ok());
   ASSERT_EQ(list->size(), 1u);
   EXPECT_FALSE(registry_->GetRun("nope")->has_value());
+}
+
+// Two drivers that race for one run id: the database lets exactly one have it, for a new id
+// and for the takeover of an attempt both have read.
+TEST_P(RegistryTest, ARunIdIsClaimedByOneAttempt) {
+  RunRecord a;
+  a.run_id = "run-claim";
+  a.user_id = "alice";
+  a.manifest_blake3 = std::string(64, 'f');
+  a.pins = "[]";
+  a.status = "running";
+  a.attempt_id = "aaaa";
+  RunRecord b = a;
+  b.attempt_id = "bbbb";
+  auto first = registry_->ClaimRun(a, "");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_TRUE(*first);
+  auto second = registry_->ClaimRun(b, "");
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_FALSE(*second) << "a second first claim must lose";
+  EXPECT_EQ((*registry_->GetRun("run-claim"))->attempt_id, "aaaa");
+  // Both saw attempt aaaa (say, abandoned); the first to replace it wins.
+  RunRecord c = a;
+  c.attempt_id = "cccc";
+  EXPECT_TRUE(*registry_->ClaimRun(b, "aaaa"));
+  EXPECT_FALSE(*registry_->ClaimRun(c, "aaaa"));
+  EXPECT_EQ((*registry_->GetRun("run-claim"))->attempt_id, "bbbb");
+  // Only the holder may update the run.
+  a.status = "failed";
+  EXPECT_FALSE(*registry_->UpdateClaimedRun(a));
+  b.status = "committed";
+  EXPECT_TRUE(*registry_->UpdateClaimedRun(b));
+  EXPECT_EQ((*registry_->GetRun("run-claim"))->status, "committed");
+  ASSERT_TRUE(registry_->Heartbeat("run-claim", "bbbb", 12345).ok());
+  EXPECT_EQ((*registry_->GetRun("run-claim"))->heartbeat_at, 12345);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, RegistryTest, ::testing::Values("sqlite", "postgresql"),

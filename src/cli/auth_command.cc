@@ -6,6 +6,7 @@
 
 #include "catalog/registry.h"
 #include "catalog/signing.h"
+#include "catalog/trust.h"
 #include "cli/command.h"
 #include "common/config.h"
 
@@ -35,8 +36,24 @@ arrow::Status Keygen(bool force, const std::string& name) {
   ARROW_RETURN_NOT_OK(registry->AddPublisher(
       {identity.publisher_id(), name, std::vector<uint8_t>(pk.begin(), pk.end()), ""}));
   ARROW_RETURN_NOT_OK(identity.Save(keys, force));
+  ARROW_RETURN_NOT_OK(catalog::TrustedPublishers::Add(keys, identity.publisher_id()));
   std::cout << "created signing identity " << identity.publisher_id() << " (" << name << ") in "
             << keys << "\n";
+  return arrow::Status::OK();
+}
+
+arrow::Status Trust(const std::string& key) {
+  ARROW_ASSIGN_OR_RAISE(Config config, Config::FromEnvironment());
+  ARROW_ASSIGN_OR_RAISE(std::string id, catalog::TrustedPublishers::ParsePublisherId(key));
+  ARROW_RETURN_NOT_OK(catalog::TrustedPublishers::Add(config.home + "/keys", id));
+  std::cout << "trusted publisher " << id << "\n";
+  return arrow::Status::OK();
+}
+
+arrow::Status ListTrusted() {
+  ARROW_ASSIGN_OR_RAISE(Config config, Config::FromEnvironment());
+  ARROW_ASSIGN_OR_RAISE(auto trusted, catalog::TrustedPublishers::Load(config.home + "/keys"));
+  for (const auto& id : trusted.ids()) std::cout << id << "\n";
   return arrow::Status::OK();
 }
 
@@ -52,6 +69,13 @@ void AddAuthCommand(CLI::App& app, Action& action) {
   keygen->add_flag("--force", *force, "Replace an existing identity");
   keygen->add_option("--name", *name, "Publisher name")->capture_default_str();
   keygen->callback([&action, force, name] { action = [=] { return Keygen(*force, *name); }; });
+  auto key = std::make_shared<std::string>();
+  auto* trust = auth->add_subcommand(
+      "trust", "Trust specs signed by this publisher key (ed25519:HEX or 64 hex characters)");
+  trust->add_option("key", *key, "The publisher's public key")->required();
+  trust->callback([&action, key] { action = [key] { return Trust(*key); }; });
+  auto* trusted = auth->add_subcommand("trusted", "List the trusted publisher keys");
+  trusted->callback([&action] { action = ListTrusted; });
 }
 
 }  // namespace sluice::cli

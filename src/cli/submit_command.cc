@@ -6,9 +6,11 @@
 #include <thread>
 
 #include "catalog/registry.h"
+#include "catalog/run_lease.h"
 #include "cli/command.h"
 #include "common/config.h"
 #include "dist/worker_pool.h"
+#include "pipeline/gc.h"
 #include "pipeline/submit.h"
 
 namespace sluice::cli {
@@ -46,8 +48,10 @@ arrow::Status ListRuns() {
   ARROW_ASSIGN_OR_RAISE(auto runs, registry->ListRuns(100));
   std::printf("%-32s %-10s %-16s %-28s %12s %12s\n", "RUN", "STATUS", "USER", "STARTED", "ROWS_IN",
               "ROWS_OUT");
+  const int64_t now = catalog::NowSeconds();
   for (const auto& r : runs) {
-    std::printf("%-32s %-10s %-16s %-28s %12lld %12lld\n", r.run_id.c_str(), r.status.c_str(),
+    const std::string status = catalog::EffectiveStatus(r, now);
+    std::printf("%-32s %-10s %-16s %-28s %12lld %12lld\n", r.run_id.c_str(), status.c_str(),
                 r.user_id.c_str(), r.started_at.c_str(), static_cast<long long>(r.rows_in),
                 static_cast<long long>(r.rows_out));
   }
@@ -60,7 +64,10 @@ arrow::Status ShowRun(const std::string& id) {
   ARROW_ASSIGN_OR_RAISE(auto run, registry->GetRun(id));
   if (!run.has_value()) return arrow::Status::KeyError("no run with id '", id, "'");
   std::cout << "run_id:             " << run->run_id << "\n"
-            << "status:             " << run->status << "\n"
+            << "status:             " << catalog::EffectiveStatus(*run, catalog::NowSeconds())
+            << "\n"
+            << "attempt:            " << run->attempt_id << "\n"
+            << "driver:             pid " << run->driver_pid << " on " << run->driver_host << "\n"
             << "user:               " << run->user_id << "\n"
             << "started_at:         " << run->started_at << "\n"
             << "finished_at:        " << run->finished_at << "\n"
@@ -71,6 +78,15 @@ arrow::Status ShowRun(const std::string& id) {
             << "duplicates_dropped: " << run->duplicates_dropped << "\n"
             << "stage_seconds:      " << run->stage_timings << "\n";
   if (!run->error.empty()) std::cout << "error:              " << run->error << "\n";
+  return arrow::Status::OK();
+}
+
+arrow::Status CollectGarbageCommand() {
+  ARROW_ASSIGN_OR_RAISE(Config config, Config::FromEnvironment());
+  ARROW_ASSIGN_OR_RAISE(auto result, pipeline::CollectGarbage(config));
+  std::cout << "removed " << result.shuffle_objects << " shuffle objects, " << result.part_objects
+            << " part objects of failed or abandoned runs, " << result.temp_files
+            << " temp files\n";
   return arrow::Status::OK();
 }
 
@@ -93,6 +109,10 @@ void AddSubmitCommand(CLI::App& app, Action& action) {
   auto* list = runs->add_subcommand("list", "The newest runs");
   list->callback([&action] { action = ListRuns; });
   auto id = std::make_shared<std::string>();
+  auto* gc =
+      app.add_subcommand("gc", "Remove shuffle, part and temp files of runs that will not finish");
+  gc->callback([&action] { action = CollectGarbageCommand; });
+
   auto* show = runs->add_subcommand("show", "One run in full");
   show->add_option("id", *id, "Run id")->required();
   show->callback([&action, id] { action = [id] { return ShowRun(*id); }; });

@@ -4,22 +4,32 @@
 #include <arrow/ipc/api.h>
 #include <parquet/arrow/reader.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <limits>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
 
 #include "artifact/blake3_digest.h"
+#include "artifact/transform_identity.h"
 #include "catalog/pipeline_spec.h"
 #include "catalog/registry.h"
+#include "catalog/run_lease.h"
+#include "catalog/trust.h"
 #include "common/progress.h"
 #include "common/status.h"
 #include "dist/worker_pool.h"
-#include "exec/schema_catalog.h"
 #include "pipeline/manifest.h"
+#include "pipeline/run_files.h"
 #include "plan/fragment.h"
+#include "storage/ipc_stream.h"
 #include "storage/object_store.h"
+#include "storage/schema_message.h"
 #include "storage/sink_manifest.h"
 
 namespace sluice::pipeline {
@@ -47,7 +57,22 @@ std::string Replace(std::string text, const std::string& from, const std::string
 struct ResolvedTransform {
   const StageSpec* stage;
   catalog::ArtifactRecord artifact;
+  /// The Arrow schemas the artifact declares; null for `any`, and for an artifact whose
+  /// identity carries none.
+  std::shared_ptr<arrow::Schema> input_schema;
+  std::shared_ptr<arrow::Schema> output_schema;
 };
+
+// A registered artifact's Arrow schema, or null when it has none.
+arrow::Result<std::shared_ptr<arrow::Schema>> ArtifactSchema(const StageSpec& stage,
+                                                             const std::vector<uint8_t>& bytes,
+                                                             const char* column) {
+  if (bytes.empty()) return nullptr;
+  return storage::ReadSchemaMessage(
+      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+      stage.location + ": stage '" + stage.qualified_name + "': the registry's " + column +
+          " of artifact " + stage.pin_artifact_hash);
+}
 
 // Everything the driver knows before it starts tasks.
 struct JobPlan {
@@ -60,8 +85,55 @@ struct JobPlan {
   std::shared_ptr<arrow::Schema> output_schema;
 };
 
+// A function stage runs only what a trusted publisher signed: a spec for its pin whose
+// signature holds, whose signer this machine trusts, and whose signed pipeline text has this
+// very stage (name and pin). Checking the signature alone would run any pin that someone
+// signed for another purpose.
+arrow::Status CheckSignedSpec(const StageSpec& stage, catalog::Registry* registry,
+                              const catalog::TrustedPublishers& trusted) {
+  ARROW_ASSIGN_OR_RAISE(auto specs, registry->SpecsForArtifact(stage.pin_artifact_hash));
+  if (specs.empty()) {
+    return arrow::Status::Invalid(stage.location, ": pin ", stage.pin_artifact_hash,
+                                  " has no signed pipeline spec in the registry");
+  }
+  std::string why;
+  for (const auto& record : specs) {
+    auto verified = catalog::VerifyPipelineSpec(record, registry);
+    if (!verified.ok()) {
+      why = verified.status().message();
+      continue;
+    }
+    if (!trusted.Contains(record.publisher_id)) {
+      why = "pipeline spec '" + record.name + "' is signed by publisher " + record.publisher_id +
+            ", which this machine does not trust (trust it with `sluice auth trust " +
+            record.publisher_id + "`)";
+      continue;
+    }
+    auto signed_pipeline = ParsePipelineManifest(verified->manifest_toml,
+                                                 "signed spec '" + record.name + "'");
+    if (!signed_pipeline.ok()) {
+      why = signed_pipeline.status().message();
+      continue;
+    }
+    const bool listed = std::any_of(
+        signed_pipeline->stages.begin(), signed_pipeline->stages.end(), [&](const StageSpec& s) {
+          return s.kind == StageSpec::Kind::kFunction && s.qualified_name == stage.qualified_name &&
+                 s.pin_artifact_hash == stage.pin_artifact_hash;
+        });
+    if (verified->artifact_blake3 != stage.pin_artifact_hash ||
+        verified->transform_name != stage.qualified_name || !listed) {
+      why = "the signed pipeline spec '" + record.name + "' does not have a stage '" +
+            stage.qualified_name + "' pinned to " + stage.pin_artifact_hash;
+      continue;
+    }
+    return arrow::Status::OK();
+  }
+  return arrow::Status::Invalid(stage.location, ": refusing stage '", stage.qualified_name,
+                                "': ", why);
+}
+
 arrow::Status ResolveTransforms(const JobManifest& job, catalog::Registry* registry,
-                                JobPlan* plan) {
+                                const catalog::TrustedPublishers& trusted, JobPlan* plan) {
   for (const StageSpec& stage : job.stages) {
     if (stage.kind == StageSpec::Kind::kDedup) {
       if (plan->dedup != nullptr) {
@@ -87,31 +159,33 @@ arrow::Status ResolveTransforms(const JobManifest& job, catalog::Registry* regis
                                     "' does not match the pinned artifact, which is '",
                                     artifact->qualified_name, "'");
     }
-    ARROW_ASSIGN_OR_RAISE(auto specs, registry->SpecsForArtifact(stage.pin_artifact_hash));
-    if (specs.empty()) {
-      return arrow::Status::Invalid(stage.location, ": pin ", stage.pin_artifact_hash,
-                                    " has no signed pipeline spec in the registry");
-    }
-    auto verified = catalog::VerifyPipelineSpec(specs.front(), registry);
-    if (!verified.ok()) {
-      return arrow::Status::Invalid(stage.location, ": refusing stage '", stage.qualified_name,
-                                    "': ", verified.status().message());
-    }
-    if (verified->artifact_blake3 != stage.pin_artifact_hash) {
-      return arrow::Status::Invalid(stage.location, ": the signed spec pins ",
-                                    verified->artifact_blake3, ", not ", stage.pin_artifact_hash);
-    }
+    ARROW_RETURN_NOT_OK(CheckSignedSpec(stage, registry, trusted));
+    ResolvedTransform resolved{&stage, *artifact, nullptr, nullptr};
+    ARROW_ASSIGN_OR_RAISE(resolved.input_schema,
+                          ArtifactSchema(stage, artifact->input_arrow_schema, "input_arrow_schema"));
+    ARROW_ASSIGN_OR_RAISE(
+        resolved.output_schema,
+        ArtifactSchema(stage, artifact->output_arrow_schema, "output_arrow_schema"));
     if (!plan->transforms.empty()) {
-      const auto& prev = plan->transforms.back().artifact;
-      if (prev.output_schema != artifact->input_schema) {
+      // `any` on either side is checked when the data flows (the worker checks what arrives
+      // against the declared input schema); two declared schemas must agree now.
+      const ResolvedTransform& prev = plan->transforms.back();
+      const bool typed = prev.artifact.output_schema != artifact::kAnySchemaId &&
+                         artifact->input_schema != artifact::kAnySchemaId;
+      if (typed && prev.artifact.output_schema != artifact->input_schema) {
         return arrow::Status::TypeError(stage.location, ": stage '", stage.qualified_name,
                                         "' reads ", artifact->input_schema,
-                                        " but the stage before "
-                                        "it writes ",
-                                        prev.output_schema);
+                                        " but the stage before it writes ",
+                                        prev.artifact.output_schema);
+      }
+      if (typed && prev.output_schema != nullptr && resolved.input_schema != nullptr) {
+        ARROW_RETURN_NOT_OK(storage::CheckSchema(
+            *resolved.input_schema, *prev.output_schema,
+            stage.location + ": stage '" + stage.qualified_name + "' reads schema '" +
+                artifact->input_schema + "' as the stage before it declares it"));
       }
     }
-    plan->transforms.push_back({&stage, *artifact});
+    plan->transforms.push_back(std::move(resolved));
   }
   return arrow::Status::OK();
 }
@@ -161,25 +235,45 @@ arrow::Status ResolveSource(const JobManifest& job, storage::ObjectStore* store,
   if (source.limit.has_value() && static_cast<int64_t>(plan->objects.size()) > *source.limit) {
     plan->objects.resize(static_cast<size_t>(*source.limit));
   }
-  if (!plan->transforms.empty()) {
-    plan->scan_schema_id = plan->transforms.front().artifact.input_schema;
-    ARROW_ASSIGN_OR_RAISE(const exec::SchemaEntry* entry, exec::FindSchema(plan->scan_schema_id));
-    plan->scan_schema = entry->schema;
+  const ResolvedTransform* first =
+      plan->transforms.empty() ? nullptr : &plan->transforms.front();
+  if (first != nullptr) plan->scan_schema_id = first->artifact.input_schema;
+  if (first != nullptr && first->input_schema != nullptr) {
+    // The first stage's declared schema parses a JSONL source and is what Parquet and IPC
+    // sources must hold.
+    plan->scan_schema = first->input_schema;
   } else if (source.kind == "jsonl") {
-    return arrow::Status::NotImplemented(
-        job.file,
-        ": not supported: a jsonl source needs a function stage, whose input schema "
-        "says how to parse it");
+    if (first == nullptr) {
+      return arrow::Status::NotImplemented(
+          job.file,
+          ": not supported: a jsonl source needs a function stage, whose input schema "
+          "says how to parse it");
+    }
+    if (first->artifact.input_schema == artifact::kAnySchemaId) {
+      return arrow::Status::Invalid(
+          first->stage->location, ": stage '", first->stage->qualified_name,
+          "' reads schema 'any', but it follows a jsonl source, which is parsed against the "
+          "first stage's input schema: the first stage must declare its input schema");
+    }
+    return arrow::Status::Invalid(
+        first->stage->location, ": stage '", first->stage->qualified_name,
+        "' declares input schema '", first->artifact.input_schema,
+        "', but its artifact carries no Arrow schema to parse the jsonl source with (it was "
+        "built before schemas travelled with artifacts); rebuild and publish it");
   } else {
-    // The schema is read once here and carried in the plan; workers check every file against it.
+    // The schema is read once here and carried in the plan; workers check every file against
+    // it. A first stage reading `any` takes what the files hold.
     ARROW_ASSIGN_OR_RAISE(plan->scan_schema, FileSchema(store, plan->objects.front(), source.kind));
   }
-  if (!plan->transforms.empty()) {
-    ARROW_ASSIGN_OR_RAISE(const exec::SchemaEntry* out,
-                          exec::FindSchema(plan->transforms.back().artifact.output_schema));
-    plan->output_schema = out->schema;
-  } else {
-    plan->output_schema = plan->scan_schema;
+  // Null when the last stage writes `any`: then its first stream fixes the schema.
+  plan->output_schema =
+      plan->transforms.empty() ? plan->scan_schema : plan->transforms.back().output_schema;
+  if (plan->dedup != nullptr && plan->output_schema == nullptr) {
+    const ResolvedTransform& last = plan->transforms.back();
+    return arrow::Status::NotImplemented(
+        plan->dedup->location, ": not supported: dedup after stage '",
+        last.stage->qualified_name, "', whose output schema '", last.artifact.output_schema,
+        "' has no Arrow schema; dedup needs the stage before it to declare its output schema");
   }
   if (plan->dedup != nullptr && plan->output_schema->GetFieldIndex(plan->dedup->key) < 0) {
     std::string columns;
@@ -202,11 +296,117 @@ json PinsJson(const JobPlan& plan) {
   return pins;
 }
 
-// Best effort: removes objects under a prefix (a failed run's parts, a finished run's shuffle).
+// Best effort: cleanup must not hide the error that made it necessary.
 void RemovePrefix(storage::ObjectStore* store, const std::string& prefix) {
-  auto listed = store->List(prefix);
-  if (!listed.ok()) return;
-  for (const auto& o : *listed) (void)store->Delete(o.key);
+  (void)RemoveOwnedPrefix(store, prefix);
+}
+
+// True when one key prefix contains the other: a job reading one while writing the other
+// would read its own output, or delete its input.
+bool Overlaps(const std::string& sink_path, const std::string& other, bool other_is_prefix) {
+  const std::string sink = sink_path + "/";
+  if (other_is_prefix) {
+    return sink.starts_with(other) || other.starts_with(sink);
+  }
+  const std::string folder = other + "/";
+  return sink.starts_with(folder) || folder.starts_with(sink);
+}
+
+// Refuses a sink path that overlaps the job's source or the output of another run, before any
+// work starts.
+arrow::Status CheckSinkOwnership(const JobManifest& job, const std::string& run_id,
+                                 const std::string& sink_path, storage::ObjectStore* store,
+                                 catalog::Registry* registry) {
+  const std::string where = job.file + ": dataflow.sink.path '" + sink_path + "'";
+  if (Overlaps(sink_path, job.source.prefix, /*other_is_prefix=*/true)) {
+    return arrow::Status::Invalid(where, " overlaps dataflow.source.prefix '", job.source.prefix,
+                                  "': the run would read its own output or delete its input");
+  }
+  ARROW_ASSIGN_OR_RAISE(auto runs, registry->ListRuns(std::numeric_limits<int32_t>::max()));
+  const int64_t now = catalog::NowSeconds();
+  for (const auto& r : runs) {
+    if (r.run_id == run_id || r.sink_path.empty()) continue;
+    const std::string status = catalog::EffectiveStatus(r, now);
+    if (status != "committed" && status != "running") continue;
+    if (Overlaps(sink_path, r.sink_path, /*other_is_prefix=*/false)) {
+      return arrow::Status::Invalid(where, " overlaps the output of run '", r.run_id, "' (",
+                                    status, " at '", r.sink_path, "'); choose another sink path");
+    }
+  }
+  // Outputs this registry does not know (another registry, or copied in) are refused too.
+  for (std::string folder = sink_path;;) {
+    ARROW_ASSIGN_OR_RAISE(bool committed, store->Exists(storage::SinkManifestKey(folder)));
+    if (committed && folder != sink_path) {
+      return arrow::Status::Invalid(where, " is inside the committed output at '", folder, "'");
+    }
+    const size_t slash = folder.rfind('/');
+    if (slash == std::string::npos) break;
+    folder = folder.substr(0, slash);
+  }
+  ARROW_ASSIGN_OR_RAISE(auto inside, store->List(sink_path + "/"));
+  for (const auto& o : inside) {
+    if (o.key.ends_with(std::string("/") + storage::kSinkManifestName) &&
+        o.key != storage::SinkManifestKey(sink_path)) {
+      return arrow::Status::Invalid(where, " contains the committed output '", o.key, "'");
+    }
+  }
+  return arrow::Status::OK();
+}
+
+// Renews the attempt's lease on its own registry connection until stopped.
+class LeaseKeeper {
+ public:
+  LeaseKeeper(std::string database_url, std::string run_id, std::string attempt_id)
+      : thread_([this, url = std::move(database_url), run = std::move(run_id),
+                 attempt = std::move(attempt_id)] { Loop(url, run, attempt); }) {}
+  ~LeaseKeeper() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Loop(const std::string& url, const std::string& run_id, const std::string& attempt_id) {
+    auto registry = catalog::Registry::Open(url);
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      wake_.wait_for(lock, std::chrono::seconds(catalog::kHeartbeatSeconds));
+      if (stop_ || !registry.ok()) continue;
+      lock.unlock();
+      (void)(*registry)->Heartbeat(run_id, attempt_id, catalog::NowSeconds());
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Tells each reduce task the BLAKE3 that the map tasks reported for the shuffle files it reads.
+arrow::Status AttachShuffleDigests(const std::vector<exec::TaskReport>& maps,
+                                   std::vector<plan::Fragment>* reduces) {
+  std::map<std::string, std::string> digests;
+  for (const auto& report : maps) {
+    for (const auto& f : report.shuffle_files) digests[f.key] = f.blake3;
+  }
+  for (plan::Fragment& reduce : *reduces) {
+    auto* scan = std::get_if<plan::ScanShuffle>(&reduce.operators.front());
+    if (scan == nullptr) return arrow::Status::Invalid("internal: a reduce task must scan a shuffle");
+    scan->blake3.clear();
+    for (const std::string& key : scan->keys) {
+      auto it = digests.find(key);
+      if (it == digests.end()) {
+        return arrow::Status::IOError("shuffle file '", key, "' was not reported by its map task");
+      }
+      scan->blake3.push_back(it->second);
+    }
+  }
+  return arrow::Status::OK();
 }
 
 }  // namespace
@@ -216,7 +416,9 @@ bool IsValidRunId(const std::string& run_id) {
   return std::regex_match(run_id, kPattern);
 }
 
-std::string SinkManifestKey(const std::string& sink_path) { return sink_path + "/_manifest.json"; }
+std::string SinkManifestKey(const std::string& sink_path) {
+  return storage::SinkManifestKey(sink_path);
+}
 
 arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -240,41 +442,129 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
                            options.manifest_path + ": dataflow.sink.path");
 
   // A committed run id is a no-op with the same manifest, and refused with another.
+  ARROW_ASSIGN_OR_RAISE(auto previous_run, registry->GetRun(options.run_id));
   ARROW_ASSIGN_OR_RAISE(bool committed, store->Exists(manifest_key));
   if (committed) {
     ARROW_ASSIGN_OR_RAISE(auto bytes, store->Get(manifest_key));
     json doc = json::parse(bytes->ToString(), nullptr, false);
-    const std::string previous = doc.is_object() ? doc.value("job_manifest_blake3", "") : "";
+    auto field = [&](const char* name) -> const json* {
+      if (!doc.is_object()) return nullptr;
+      auto it = doc.find(name);
+      return it == doc.end() ? nullptr : &*it;
+    };
+    const json* run_field = field("run_id");
+    const json* digest_field = field("job_manifest_blake3");
+    const json* rows_field = field("rows");
+    if (run_field == nullptr || !run_field->is_string() || digest_field == nullptr ||
+        !digest_field->is_string() || (rows_field != nullptr && !rows_field->is_number_integer())) {
+      return arrow::Status::Invalid("sink manifest '", manifest_key,
+                                    "' is not a valid sluice sink manifest; refusing to run over it");
+    }
+    if (*run_field != options.run_id) {
+      return arrow::Status::Invalid(options.manifest_path, ": dataflow.sink.path '",
+                                    result.sink_path, "' holds the committed output of run '",
+                                    run_field->get<std::string>(), "'; choose another sink path");
+    }
+    const std::string previous = digest_field->get<std::string>();
     if (previous != manifest_digest) {
       return arrow::Status::Invalid("run id '", options.run_id, "' was already committed at ",
                                     result.sink_path, " with a different manifest (blake3 ",
                                     previous, "); choose a new run id");
     }
+    if (previous_run.has_value() && previous_run->status != "committed" &&
+        catalog::IsAbandoned(*previous_run, catalog::NowSeconds())) {
+      // Its driver died between the commit and recording it; the manifest is the truth.
+      previous_run->status = "committed";
+      previous_run->finished_at = catalog::NowUtc();
+      (void)registry->UpdateClaimedRun(*previous_run);
+    }
     result.already_committed = true;
-    result.rows_out = doc.value("rows", int64_t{0});
+    result.rows_out = rows_field != nullptr ? rows_field->get<int64_t>() : 0;
     return result;
   }
-  ARROW_ASSIGN_OR_RAISE(auto previous_run, registry->GetRun(options.run_id));
-  if (previous_run.has_value() && previous_run->manifest_blake3 != manifest_digest) {
-    return arrow::Status::Invalid("run id '", options.run_id,
-                                  "' was used before with a different manifest (blake3 ",
-                                  previous_run->manifest_blake3, "); choose a new run id");
+  std::string replaces_attempt;
+  if (previous_run.has_value()) {
+    if (previous_run->manifest_blake3 != manifest_digest) {
+      return arrow::Status::Invalid("run id '", options.run_id,
+                                    "' was used before with a different manifest (blake3 ",
+                                    previous_run->manifest_blake3, "); choose a new run id");
+    }
+    const int64_t now = catalog::NowSeconds();
+    if (previous_run->status == "running" && !catalog::IsAbandoned(*previous_run, now)) {
+      return arrow::Status::Invalid(
+          "run id '", options.run_id, "' is already running (driver pid ",
+          previous_run->driver_pid, " on host ", previous_run->driver_host, ", last heartbeat ",
+          now - previous_run->heartbeat_at, " s ago); wait for it or choose a new run id");
+    }
+    if (previous_run->status == "committed") {
+      return arrow::Status::Invalid("run id '", options.run_id, "' is recorded as committed, but ",
+                                    manifest_key, " is missing from ", store->display_url(),
+                                    "; choose a new run id");
+    }
+    replaces_attempt = previous_run->attempt_id.empty() ? std::string(catalog::Registry::kNoAttempt)
+                                                        : previous_run->attempt_id;
   }
 
   JobPlan plan;
-  ARROW_RETURN_NOT_OK(ResolveTransforms(job, registry.get(), &plan));
+  ARROW_ASSIGN_OR_RAISE(auto trusted, catalog::TrustedPublishers::Load(config.home + "/keys"));
+  ARROW_RETURN_NOT_OK(ResolveTransforms(job, registry.get(), trusted, &plan));
   ARROW_RETURN_NOT_OK(ResolveSource(job, store.get(), &plan));
+  ARROW_RETURN_NOT_OK(
+      CheckSinkOwnership(job, options.run_id, result.sink_path, store.get(), registry.get()));
+
+  // Claim the run id before anything is written: of two submits, one gets it and the other
+  // stops here having touched nothing.
+  const std::string attempt_id = RandomHex();
+  const catalog::DriverIdentity driver = catalog::ThisDriver();
+  catalog::RunRecord run;
+  run.run_id = options.run_id;
+  run.user_id = options.user_id;
+  run.manifest_blake3 = manifest_digest;
+  run.pins = PinsJson(plan).dump();
+  run.status = "running";
+  run.started_at = catalog::NowUtc();
+  run.sink_path = result.sink_path;
+  run.attempt_id = attempt_id;
+  run.driver_host = driver.host;
+  run.driver_pid = driver.pid;
+  run.driver_start = driver.start;
+  run.heartbeat_at = catalog::NowSeconds();
+  ARROW_ASSIGN_OR_RAISE(bool claimed, registry->ClaimRun(run, replaces_attempt));
+  if (!claimed) {
+    return arrow::Status::Invalid("run id '", options.run_id,
+                                  "' was just claimed by another submit; nothing was done");
+  }
+  LeaseKeeper lease(config.database_url, options.run_id, attempt_id);
+  if (previous_run.has_value() && !previous_run->attempt_id.empty()) {
+    // A failed or abandoned attempt of this run: its files go before this one starts.
+    ARROW_RETURN_NOT_OK(
+        RemoveAttemptParts(store.get(), result.sink_path, previous_run->attempt_id).status());
+    RemovePrefix(store.get(), ShuffleFolder(options.run_id, previous_run->attempt_id) + "/");
+  }
+  // The marker goes first: from now on the sink path reads as "not committed" until the
+  // manifest is written, whatever happens to this process.
+  {
+    json marker = {{"format", storage::kSinkMarkerFormat},
+                   {"run_id", options.run_id},
+                   {"attempt_id", attempt_id},
+                   {"started_at", run.started_at}};
+    arrow::Status st = store->Put(storage::SinkMarkerKey(result.sink_path),
+                                  arrow::Buffer::FromString(marker.dump(2) + "\n"));
+    if (!st.ok()) {
+      run.status = "failed";
+      run.error = st.ToString();
+      run.finished_at = catalog::NowUtc();
+      (void)registry->UpdateClaimedRun(run);
+      return st;
+    }
+  }
 
   // Compile into stages of fragments.
   const int workers = std::max(1, options.workers);
   const plan::SessionSpec session{config.store_url, config.home + "/cache"};
-  const std::string shuffle_root = "_sluice/shuffle/" + options.run_id + "-" + RandomHex();
+  const std::string shuffle_root = ShuffleFolder(options.run_id, attempt_id);
   const std::string ext = job.sink.kind == "parquet" ? ".parquet" : ".arrow";
-  auto part_key = [&](int p) {
-    char name[32];
-    std::snprintf(name, sizeof(name), "part-%05d", p);
-    return result.sink_path + "/" + name + ext;
-  };
+  auto part_key = [&](int p) { return PartKey(result.sink_path, p, attempt_id, ext); };
   const int64_t n_objects = static_cast<int64_t>(plan.objects.size());
   // Each map task is a process that loads Arrow and the transforms (tens of milliseconds), so
   // tasks get about 32 MiB of input each, between one and four rounds of the worker pool.
@@ -292,10 +582,9 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
         std::vector<std::string>(plan.objects.begin() + begin, plan.objects.begin() + end), begin,
         plan.scan_schema_id, plan.scan_schema, job.source.on_error == "skip"});
     for (const auto& t : plan.transforms) {
-      ARROW_ASSIGN_OR_RAISE(const exec::SchemaEntry* out,
-                            exec::FindSchema(t.artifact.output_schema));
-      f.operators.push_back(
-          plan::CallTransform{t.artifact.qualified_name, t.artifact.artifact_blake3, out->schema});
+      // A null output schema (`any`) is fixed by the first stream the stage emits.
+      f.operators.push_back(plan::CallTransform{t.artifact.qualified_name,
+                                                t.artifact.artifact_blake3, t.output_schema});
     }
     if (plan.dedup != nullptr) {
       f.operators.push_back(plan::HashExchange{plan.dedup->key, reduce_partitions,
@@ -317,27 +606,13 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
         keys.push_back(shuffle_root + "/s0/m" + std::to_string(m) + "/part-" + std::to_string(r) +
                        ".arrow");
       }
-      f.operators.push_back(plan::ScanShuffle{keys, *seq_schema});
+      // The digests come from the map tasks' reports, once they have run.
+      f.operators.push_back(plan::ScanShuffle{keys, {}, *seq_schema});
       f.operators.push_back(plan::DedupFirst{plan.dedup->key});
       f.operators.push_back(plan::WriteSink{job.sink.kind, part_key(r)});
       reduces.push_back(std::move(f));
     }
   }
-
-  catalog::RunRecord run{options.run_id,
-                         options.user_id,
-                         manifest_digest,
-                         PinsJson(plan).dump(),
-                         "running",
-                         0,
-                         0,
-                         0,
-                         "",
-                         "",
-                         catalog::NowUtc(),
-                         "",
-                         result.sink_path};
-  ARROW_RETURN_NOT_OK(registry->UpsertRun(run));
 
   Progress::Options progress_options;
   progress_options.total = n_objects;
@@ -358,6 +633,7 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     timings["s0"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     reports = map_reports;
     if (!reduces.empty()) {
+      ARROW_RETURN_NOT_OK(AttachShuffleDigests(map_reports, &reduces));
       t0 = std::chrono::steady_clock::now();
       ARROW_ASSIGN_OR_RAISE(auto reduce_reports, dist::RunStage(reduces, pool));
       timings["s1"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -389,6 +665,7 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     }
     json manifest = {{"format", storage::kSinkManifestFormat},
                      {"run_id", options.run_id},
+                     {"attempt_id", attempt_id},
                      {"job_manifest_blake3", manifest_digest},
                      {"pins", PinsJson(plan)},
                      {"file_format", job.sink.kind},
@@ -405,15 +682,24 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
   run.stage_timings = timings.dump();
   run.finished_at = catalog::NowUtc();
   if (!st.ok()) {
-    // Nothing half-written may look like output: remove the parts this run wrote.
-    RemovePrefix(store.get(), result.sink_path + "/");
+    // Nothing half-written may look like output: remove the parts this attempt wrote, and
+    // only those. The marker goes last, and only when every part is gone; otherwise it stays
+    // and the path reads as "not committed".
+    if (RemoveAttemptParts(store.get(), result.sink_path, attempt_id).ok()) {
+      (void)store->Delete(storage::SinkMarkerKey(result.sink_path));
+    }
     run.status = "failed";
     run.error = st.ToString();
-    (void)registry->UpsertRun(run);
+    (void)registry->UpdateClaimedRun(run);
     return st;
   }
   run.status = "committed";
-  ARROW_RETURN_NOT_OK(registry->UpsertRun(run));
+  ARROW_ASSIGN_OR_RAISE(bool still_ours, registry->UpdateClaimedRun(run));
+  if (!still_ours) {
+    return arrow::Status::Invalid("run id '", options.run_id,
+                                  "' committed its output, but another submit took the run over "
+                                  "in the registry meanwhile (this driver's lease had lapsed)");
+  }
   return result;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "catalog/registry.h"
+#include "catalog/run_lease.h"
 #include "exec/compute_init.h"
 #include "sql/binder.h"
 #include "sql/executor.h"
@@ -46,10 +47,10 @@ arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql
     }
     if (run.has_value()) {
       return arrow::Status::Invalid(
-          "run \"", name, "\" is ", run->status,
+          "run \"", name, "\" is ", catalog::EffectiveStatus(*run, catalog::NowSeconds()),
           run->status == "committed" ? " but was recorded before sluice kept sink paths; submit it "
                                        "again under a new run id to query it"
-                                     : "; only committed runs are tables");
+                                     : ", not committed; only committed runs are tables");
     }
     return arrow::Status::Invalid("relation \"", name,
                                   "\" does not exist; declare it with CREATE EXTERNAL TABLE");

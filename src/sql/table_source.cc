@@ -172,20 +172,29 @@ arrow::Result<std::shared_ptr<TableSource>> OpenTable(std::shared_ptr<storage::O
       table->format =
           prefix.size() >= 8 && prefix.substr(prefix.size() - 8) == ".parquet" ? "parquet" : "ipc";
     }
-  } else if (format == "auto") {
+  }
+  // Paths sluice wrote to but never committed read as empty; the message says why.
+  std::vector<std::string> uncommitted;
+  if (!single) {
     for (const char* f : {"parquet", "ipc"}) {
-      ARROW_ASSIGN_OR_RAISE(table->files,
-                            storage::CommittedFiles(store.get(), prefix + "/", Extension(f)));
-      table->format = f;
-      if (!table->files.empty()) break;
+      const std::string try_format = format == "auto" ? f : format;
+      ARROW_ASSIGN_OR_RAISE(
+          auto listing, storage::ListCommitted(store.get(), prefix + "/", Extension(try_format)));
+      table->files = std::move(listing.files);
+      uncommitted = std::move(listing.uncommitted);
+      table->format = try_format;
+      if (!table->files.empty() || format != "auto") break;
     }
-  } else {
-    ARROW_ASSIGN_OR_RAISE(table->files,
-                          storage::CommittedFiles(store.get(), prefix + "/", Extension(format)));
   }
   if (table->files.empty()) {
+    std::string why;
+    for (const auto& u : uncommitted) {
+      why += (why.empty() ? "; " : ", ") + u;
+    }
+    if (!why.empty()) why += " not committed: a run's output exists once its _manifest.json does";
     return arrow::Status::Invalid("table '", name, "': no ", FormatName(table->format),
-                                  " files at '", location, "' in store ", store->display_url());
+                                  " files at '", location, "' in store ", store->display_url(),
+                                  why);
   }
   ARROW_ASSIGN_OR_RAISE(auto listed, store->List(single ? prefix : prefix + "/"));
   for (const auto& o : listed) {

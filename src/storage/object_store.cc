@@ -2,10 +2,14 @@
 
 #include <arrow/filesystem/localfs.h>
 #include <arrow/filesystem/s3fs.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <random>
 
 #include "common/status.h"
@@ -278,6 +282,52 @@ arrow::Status ObjectStore::Delete(std::string_view key) {
   SLUICE_RETURN_NOT_OK_CTX(fs_->DeleteFile(PathOf(key)),
                            "deleting object '" + std::string(key) + "' in " + display_url_);
   return arrow::Status::OK();
+}
+
+arrow::Result<int64_t> ObjectStore::RemoveTemps(std::string_view prefix, std::string_view contains,
+                                                bool only_abandoned) {
+  if (!local_) return 0;
+  const size_t slash = prefix.rfind('/');
+  const std::string dir = slash == std::string_view::npos ? root_ : PathOf(prefix.substr(0, slash));
+  arrow::fs::FileSelector selector;
+  selector.base_dir = dir;
+  selector.recursive = true;
+  selector.allow_not_found = true;
+  ARROW_ASSIGN_OR_RAISE(auto infos, fs_->GetFileInfo(selector));
+  const std::string root_slash = root_ == "/" ? "/" : root_ + "/";
+  const auto now = std::chrono::system_clock::now();
+  int64_t removed = 0;
+  for (const arrow::fs::FileInfo& info : infos) {
+    if (info.type() != arrow::fs::FileType::File) continue;
+    const std::string& path = info.path();
+    if (path.compare(0, root_slash.size(), root_slash) != 0) continue;
+    const std::string key = path.substr(root_slash.size());
+    const std::string base(BaseName(key));
+    if (!base.starts_with(kTempPrefix)) continue;
+    // The temp file stands for the key it was to become: compare that with the prefix.
+    const std::string target =
+        key.substr(0, key.size() - base.size()) + base.substr(kTempPrefix.size());
+    if (target.compare(0, prefix.size(), prefix) != 0) continue;
+    if (base.find(contains) == std::string::npos) continue;
+    if (only_abandoned) {
+      // ".<pid>.<counter>.<random>" ends the name (UniqueTempName).
+      int pid = 0;
+      const size_t random_dot = base.rfind('.');
+      const size_t counter_dot =
+          random_dot == std::string::npos ? std::string::npos : base.rfind('.', random_dot - 1);
+      const size_t pid_dot = counter_dot == std::string::npos || counter_dot == 0
+                                 ? std::string::npos
+                                 : base.rfind('.', counter_dot - 1);
+      if (pid_dot != std::string::npos) {
+        pid = std::atoi(base.substr(pid_dot + 1, counter_dot - pid_dot - 1).c_str());
+      }
+      const bool writer_alive = pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+      const bool old = now - info.mtime() > std::chrono::hours(24);
+      if (writer_alive && !old) continue;
+    }
+    if (fs_->DeleteFile(path).ok()) ++removed;
+  }
+  return removed;
 }
 
 arrow::Status FinalizeFilesystems() { return arrow::fs::EnsureS3Finalized(); }

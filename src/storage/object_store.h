@@ -67,6 +67,12 @@ class ObjectStore {
   arrow::Result<bool> Exists(std::string_view key) const;
   /// Deletes an object; deleting a missing object succeeds.
   arrow::Status Delete(std::string_view key);
+  /// Deletes the temp files of unfinished local writes under `prefix` whose names contain
+  /// `contains` (a writer killed before its rename leaves one). With `only_abandoned`, only
+  /// those whose writer process is gone or that are older than a day, so a live write is never
+  /// cut short. S3 writes leave no temp object: a no-op there. Returns how many were deleted.
+  arrow::Result<int64_t> RemoveTemps(std::string_view prefix, std::string_view contains,
+                                     bool only_abandoned = false);
 
   /// The filesystem and the path of a key in it, for readers that need a filesystem (Arrow
   /// datasets). Prefer the object methods above everywhere else.

@@ -1,7 +1,10 @@
-// Committed outputs. A sink writes its part files and then `<path>/_manifest.json` (format
-// "sluice.sink-manifest/1") listing them; a path without a manifest does not exist. Every reader
-// of outputs (a job's parquet or ipc source, a SQL table) goes through CommittedFiles, so a
-// half-written or failed run is never read.
+// Committed outputs. A sink first writes a marker, `<path>/_sluice_run.json`, then its part
+// files, and last `<path>/_manifest.json` (format "sluice.sink-manifest/1") listing every part
+// with its size and BLAKE3. A path sluice writes to does not exist until its manifest does: with
+// a marker and no manifest it reads as empty (the run is running, failed or was killed). Every
+// reader of outputs (a job's parquet or ipc source, a SQL table) goes through CommittedFiles,
+// so a half-written or failed run is never read, and a committed part that changed since its
+// commit is an error naming it.
 #pragma once
 
 #include <arrow/result.h>
@@ -14,12 +17,38 @@
 namespace sluice::storage {
 
 inline constexpr char kSinkManifestFormat[] = "sluice.sink-manifest/1";
+inline constexpr char kSinkMarkerFormat[] = "sluice.sink-marker/1";
+inline constexpr char kSinkManifestName[] = "_manifest.json";
+inline constexpr char kSinkMarkerName[] = "_sluice_run.json";
 
-/// Files listed by the committed sink manifests under `prefix`, sorted. Under a prefix with no
-/// manifest at all (plain files someone put there), every object ending in `extension`.
-/// A manifest that is not a valid sink manifest is an Invalid error naming it.
+struct CommittedFilesOptions {
+  /// Hash every committed part and compare with its manifest entry (sizes are always checked).
+  bool verify_digests = true;
+};
+
+struct CommittedListing {
+  /// The files to read, sorted.
+  std::vector<std::string> files;
+  /// Sink paths under the prefix that sluice wrote to but never committed, with their run ids,
+  /// as "path (run 'id')", for messages.
+  std::vector<std::string> uncommitted;
+};
+
+/// Files listed by the committed sink manifests under `prefix`, sorted, each checked against
+/// its manifest entry. Under a prefix with neither manifest nor marker (plain files someone
+/// put there), every object ending in `extension`. A manifest that is not a valid sink
+/// manifest is an Invalid error naming it.
+arrow::Result<CommittedListing> ListCommitted(ObjectStore* store, const std::string& prefix,
+                                              const std::string& extension,
+                                              const CommittedFilesOptions& options = {});
+
+/// The files of ListCommitted.
 arrow::Result<std::vector<std::string>> CommittedFiles(ObjectStore* store,
                                                        const std::string& prefix,
                                                        const std::string& extension);
+
+/// The key of the marker and of the manifest under a sink path.
+std::string SinkMarkerKey(const std::string& sink_path);
+std::string SinkManifestKey(const std::string& sink_path);
 
 }  // namespace sluice::storage

@@ -1,0 +1,50 @@
+#include "pipeline/gc.h"
+
+#include <limits>
+#include <set>
+
+#include "catalog/registry.h"
+#include "catalog/run_lease.h"
+#include "pipeline/run_files.h"
+#include "storage/object_store.h"
+
+namespace sluice::pipeline {
+
+arrow::Result<GcResult> CollectGarbage(const Config& config) {
+  ARROW_ASSIGN_OR_RAISE(auto store, storage::ObjectStore::Open(config.store_url));
+  ARROW_ASSIGN_OR_RAISE(auto registry, catalog::Registry::Open(config.database_url));
+  ARROW_ASSIGN_OR_RAISE(auto runs, registry->ListRuns(std::numeric_limits<int32_t>::max()));
+  GcResult result;
+  const int64_t now = catalog::NowSeconds();
+  std::set<std::string> live;  // shuffle folders of attempts still running
+  for (const auto& run : runs) {
+    if (run.attempt_id.empty()) continue;
+    const std::string folder = ShuffleFolder(run.run_id, run.attempt_id);
+    if (run.status == "running" && !catalog::IsAbandoned(run, now)) {
+      live.insert(folder);
+      continue;
+    }
+    if ((run.status == "failed" || run.status == "running") && !run.sink_path.empty()) {
+      ARROW_ASSIGN_OR_RAISE(int64_t parts,
+                            RemoveAttemptParts(store.get(), run.sink_path, run.attempt_id));
+      result.part_objects += parts;
+    }
+  }
+  // Shuffle folders: everything under _sluice/shuffle/ that no live attempt owns.
+  ARROW_ASSIGN_OR_RAISE(auto shuffle, store->List(kShuffleRoot));
+  std::set<std::string> folders;
+  for (const auto& o : shuffle) {
+    const size_t slash = o.key.find('/', sizeof(kShuffleRoot) - 1);
+    if (slash != std::string::npos) folders.insert(o.key.substr(0, slash));
+  }
+  for (const auto& folder : folders) {
+    if (live.contains(folder)) continue;
+    ARROW_ASSIGN_OR_RAISE(int64_t n, RemoveOwnedPrefix(store.get(), folder + "/"));
+    result.shuffle_objects += n;
+  }
+  // Temp files anywhere in the store whose writer is gone.
+  ARROW_ASSIGN_OR_RAISE(result.temp_files, store->RemoveTemps("", "", /*only_abandoned=*/true));
+  return result;
+}
+
+}  // namespace sluice::pipeline
