@@ -5,6 +5,7 @@
 #include <arrow/io/memory.h>
 #include <arrow/ipc/api.h>
 
+#include "artifact/blake3_digest.h"
 #include "exec/compute_init.h"
 #include "exec/key_bytes.h"
 #include "storage/ipc_stream.h"
@@ -60,21 +61,28 @@ arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> HashPartition(
   return out;
 }
 
-arrow::Status WriteShuffleFile(storage::ObjectStore* store, const std::string& key,
-                               const std::shared_ptr<arrow::Table>& table) {
+arrow::Result<OutputFile> WriteShuffleFile(storage::ObjectStore* store, const std::string& key,
+                                           const std::shared_ptr<arrow::Table>& table) {
   ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
   ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeFileWriter(sink, table->schema()));
   ARROW_RETURN_NOT_OK(writer->WriteTable(*table));
   ARROW_RETURN_NOT_OK(writer->Close());
   ARROW_ASSIGN_OR_RAISE(auto bytes, sink->Finish());
-  return store->Put(key, bytes);
+  ARROW_RETURN_NOT_OK(store->Put(key, bytes));
+  return OutputFile{key, table->num_rows(), bytes->size(), artifact::Blake3(*bytes).ToHex()};
 }
 
 arrow::Result<std::shared_ptr<arrow::Table>> ReadShuffleFile(storage::ObjectStore* store,
                                                              const std::string& key,
+                                                             const std::string& expected_blake3,
                                                              const arrow::Schema& expected) {
   ARROW_ASSIGN_OR_RAISE(auto bytes, store->Get(key));
   const std::string where = "shuffle file '" + key + "'";
+  const std::string actual = artifact::Blake3(*bytes).ToHex();
+  if (actual != expected_blake3) {
+    return arrow::Status::IOError(where, " hashes to ", actual, ", but its writer reported ",
+                                  expected_blake3, ": it was damaged or replaced");
+  }
   auto reader =
       arrow::ipc::RecordBatchFileReader::Open(std::make_shared<arrow::io::BufferReader>(bytes));
   if (!reader.ok()) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/task_report.h"
 #include "storage/object_store.h"
 
 namespace sluice::exec {
@@ -26,13 +27,16 @@ arrow::Result<std::vector<int32_t>> PartitionRows(const arrow::Array& key, int32
 arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> HashPartition(
     const std::shared_ptr<arrow::Table>& table, const std::string& key, int32_t partitions);
 
-/// Writes a table as one IPC file object.
-arrow::Status WriteShuffleFile(storage::ObjectStore* store, const std::string& key,
-                               const std::shared_ptr<arrow::Table>& table);
+/// Writes a table as one IPC file object; returns its key, rows, size and BLAKE3 for the
+/// task report, from which the reader learns what to expect.
+arrow::Result<OutputFile> WriteShuffleFile(storage::ObjectStore* store, const std::string& key,
+                                           const std::shared_ptr<arrow::Table>& table);
 
-/// Reads one IPC file object, validating every batch and checking the schema.
+/// Reads one IPC file object: checks its BLAKE3 against `expected_blake3` (hex) first, then
+/// validates every batch and checks the schema. Errors name the file.
 arrow::Result<std::shared_ptr<arrow::Table>> ReadShuffleFile(storage::ObjectStore* store,
                                                              const std::string& key,
+                                                             const std::string& expected_blake3,
                                                              const arrow::Schema& expected);
 
 }  // namespace sluice::exec

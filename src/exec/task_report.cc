@@ -5,17 +5,26 @@
 namespace sluice::exec {
 
 std::string TaskReport::ToJsonLine() const {
-  nlohmann::json files_json = nlohmann::json::array();
-  for (const auto& f : files) {
-    files_json.push_back(
-        {{"key", f.key}, {"rows", f.rows}, {"bytes", f.bytes}, {"blake3", f.blake3}});
-  }
-  nlohmann::json doc = {{"sluice_task_report", 1},  {"task", task},
-                        {"attempt", attempt},       {"status", status},
-                        {"error", error},           {"objects", objects},
-                        {"records_in", records_in}, {"bad_records", bad_records},
-                        {"rows_out", rows_out},     {"duplicates_dropped", duplicates_dropped},
-                        {"seconds", seconds},       {"files", files_json}};
+  auto files_json = [](const std::vector<OutputFile>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& f : list) {
+      out.push_back({{"key", f.key}, {"rows", f.rows}, {"bytes", f.bytes}, {"blake3", f.blake3}});
+    }
+    return out;
+  };
+  nlohmann::json doc = {{"sluice_task_report", 1},
+                        {"task", task},
+                        {"attempt", attempt},
+                        {"status", status},
+                        {"error", error},
+                        {"objects", objects},
+                        {"records_in", records_in},
+                        {"bad_records", bad_records},
+                        {"rows_out", rows_out},
+                        {"duplicates_dropped", duplicates_dropped},
+                        {"seconds", seconds},
+                        {"files", files_json(files)},
+                        {"shuffle_files", files_json(shuffle_files)}};
   // dump() escapes newlines, so the report is always one line.
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -37,9 +46,12 @@ arrow::Result<TaskReport> TaskReport::FromJsonLine(const std::string& line) {
     r.rows_out = doc.at("rows_out").get<int64_t>();
     r.duplicates_dropped = doc.at("duplicates_dropped").get<int64_t>();
     r.seconds = doc.at("seconds").get<double>();
-    for (const auto& f : doc.at("files")) {
-      r.files.push_back({f.at("key").get<std::string>(), f.at("rows").get<int64_t>(),
-                         f.at("bytes").get<int64_t>(), f.at("blake3").get<std::string>()});
+    for (const char* list : {"files", "shuffle_files"}) {
+      auto& out = std::string(list) == "files" ? r.files : r.shuffle_files;
+      for (const auto& f : doc.at(list)) {
+        out.push_back({f.at("key").get<std::string>(), f.at("rows").get<int64_t>(),
+                       f.at("bytes").get<int64_t>(), f.at("blake3").get<std::string>()});
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     return arrow::Status::Invalid("malformed task report: ", e.what());

@@ -29,6 +29,8 @@ struct TaskReport {
   int64_t duplicates_dropped = 0;
   double seconds = 0;
   std::vector<OutputFile> files;
+  /// Shuffle files written by a map task, in partition order.
+  std::vector<OutputFile> shuffle_files;
 
   std::string ToJsonLine() const;
   static arrow::Result<TaskReport> FromJsonLine(const std::string& line);

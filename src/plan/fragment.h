@@ -31,9 +31,13 @@ struct ScanObjects {
   bool skip_bad_records = false;
 };
 
-/// Reads this task's partition from the shuffle files that the previous stage wrote.
+/// Reads this task's partition from the shuffle files that the previous stage wrote. Each
+/// file's BLAKE3, as its writer reported it, is checked before a byte of it is parsed: a flipped
+/// bit that still makes valid Arrow must be an error, never another answer.
 struct ScanShuffle {
   std::vector<std::string> keys;
+  /// Hex digests, one per key.
+  std::vector<std::string> blake3;
   std::shared_ptr<arrow::Schema> schema;
 };
 
