@@ -32,13 +32,16 @@ demo: build
 bench: build
 	BENCH_ONLY="$(BENCH_ONLY)" $(PY) bench/run.py
 
-# Unit tests under AddressSanitizer and UndefinedBehaviorSanitizer, in their own build folder.
+# Unit and end-to-end tests under AddressSanitizer and UndefinedBehaviorSanitizer, in their own
+# build folder: the e2e suite drives the sanitized binary (and its worker processes).
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 test-asan: bootstrap
 	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j2
+	cd $(ASAN_BUILD) && $(ASAN_ENV) ctest --output-on-failure -j2
+	$(ASAN_ENV) SLUICE_E2E_BINARY=$(CURDIR)/$(ASAN_BUILD)/sluice $(PY) -m pytest tests/e2e -q
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cc' '*.hpp' '*.cpp')

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SLUICE = ROOT / "build" / "sluice"
+# `make test-asan` runs this suite against the sanitized binary.
+SLUICE = Path(os.environ.get("SLUICE_E2E_BINARY", ROOT / "build" / "sluice"))
 VENV_BIN = Path(sys.executable).parent
 
 
