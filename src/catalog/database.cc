@@ -37,18 +37,53 @@ arrow::Result<std::unique_ptr<Database>> Database::Open(const std::string& url) 
                                 "postgresql://...");
 }
 
+namespace {
+
+const char* KindOf(const Row& row, size_t i) {
+  if (i >= row.size()) return "missing";
+  switch (row[i].index()) {
+    case 0:
+      return "NULL";
+    case 1:
+      return "an integer";
+    case 2:
+      return "text";
+    default:
+      return "bytes";
+  }
+}
+
+// The registry's own schema decides the types, but its file can be edited by anyone: a value of
+// the wrong type is the data's fault, not ours.
+arrow::Status WrongType(const Row& row, size_t i, const char* expected) {
+  return arrow::Status::Invalid("registry column ", i + 1, " holds ", KindOf(row, i), ", expected ",
+                                expected, " (was the registry database changed outside sluice?)");
+}
+
+}  // namespace
+
 arrow::Result<std::string> TextAt(const Row& row, size_t i) {
-  SLUICE_INTERNAL_CHECK(i < row.size() && std::holds_alternative<std::string>(row[i]));
+  if (i >= row.size() || !std::holds_alternative<std::string>(row[i])) {
+    return WrongType(row, i, "text");
+  }
   return std::get<std::string>(row[i]);
 }
 
 arrow::Result<int64_t> IntAt(const Row& row, size_t i) {
-  SLUICE_INTERNAL_CHECK(i < row.size() && std::holds_alternative<int64_t>(row[i]));
+  if (i >= row.size() || !std::holds_alternative<int64_t>(row[i])) {
+    return WrongType(row, i, "an integer");
+  }
   return std::get<int64_t>(row[i]);
 }
 
+arrow::Result<std::optional<int64_t>> OptionalIntAt(const Row& row, size_t i) {
+  if (i < row.size() && std::holds_alternative<std::monostate>(row[i])) return std::nullopt;
+  ARROW_ASSIGN_OR_RAISE(int64_t v, IntAt(row, i));
+  return v;
+}
+
 arrow::Result<std::vector<uint8_t>> BytesAt(const Row& row, size_t i) {
-  SLUICE_INTERNAL_CHECK(i < row.size() && std::holds_alternative<Blob>(row[i]));
+  if (i >= row.size() || !std::holds_alternative<Blob>(row[i])) return WrongType(row, i, "bytes");
   return std::get<Blob>(row[i]).bytes;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -53,10 +54,13 @@ class Database {
   std::string display_url_;
 };
 
-/// Reads column `i` of a row as text / integer / bytes; a NULL or another type is an internal
-/// error, since the registry's own schema decides the types.
+/// Reads column `i` of a row as text / integer / bytes. A NULL or another type is an Invalid
+/// error naming the column: the registry's schema decides the types, but its file may have been
+/// edited by hand. Callers add which row they were reading.
 arrow::Result<std::string> TextAt(const Row& row, size_t i);
 arrow::Result<int64_t> IntAt(const Row& row, size_t i);
+/// An integer or NULL.
+arrow::Result<std::optional<int64_t>> OptionalIntAt(const Row& row, size_t i);
 arrow::Result<std::vector<uint8_t>> BytesAt(const Row& row, size_t i);
 
 }  // namespace sluice::catalog

@@ -308,19 +308,21 @@ namespace {
 
 Value OptionalText(const std::string& s) { return s.empty() ? Value{} : Value{s}; }
 
-arrow::Result<RunRecord> RunFromRow(const Row& r) {
+arrow::Result<RunRecord> ReadRunRow(const Row& r) {
   RunRecord run;
   ARROW_ASSIGN_OR_RAISE(run.run_id, TextAt(r, 0));
   ARROW_ASSIGN_OR_RAISE(run.user_id, TextAt(r, 1));
   ARROW_ASSIGN_OR_RAISE(run.manifest_blake3, TextAt(r, 2));
   ARROW_ASSIGN_OR_RAISE(run.pins, TextAt(r, 3));
   ARROW_ASSIGN_OR_RAISE(run.status, TextAt(r, 4));
-  auto int_or_zero = [&](size_t i) {
-    return i < r.size() && std::holds_alternative<int64_t>(r[i]) ? std::get<int64_t>(r[i]) : 0;
+  auto int_or_zero = [&](size_t i, int64_t* out) -> arrow::Status {
+    ARROW_ASSIGN_OR_RAISE(auto v, OptionalIntAt(r, i));
+    *out = v.value_or(0);
+    return arrow::Status::OK();
   };
-  run.rows_in = int_or_zero(5);
-  run.rows_out = int_or_zero(6);
-  run.duplicates_dropped = int_or_zero(7);
+  ARROW_RETURN_NOT_OK(int_or_zero(5, &run.rows_in));
+  ARROW_RETURN_NOT_OK(int_or_zero(6, &run.rows_out));
+  ARROW_RETURN_NOT_OK(int_or_zero(7, &run.duplicates_dropped));
   run.stage_timings = TextOrEmpty(r, 8);
   run.error = TextOrEmpty(r, 9);
   run.started_at = TextOrEmpty(r, 10);
@@ -328,10 +330,20 @@ arrow::Result<RunRecord> RunFromRow(const Row& r) {
   run.sink_path = TextOrEmpty(r, 12);
   run.attempt_id = TextOrEmpty(r, 13);
   run.driver_host = TextOrEmpty(r, 14);
-  run.driver_pid = int_or_zero(15);
+  ARROW_RETURN_NOT_OK(int_or_zero(15, &run.driver_pid));
   run.driver_start = TextOrEmpty(r, 16);
-  run.heartbeat_at = int_or_zero(17);
+  ARROW_RETURN_NOT_OK(int_or_zero(17, &run.heartbeat_at));
   return run;
+}
+
+// A run row, or an error naming the run and the registry.
+arrow::Result<RunRecord> RunFromRow(const Row& r, const std::string& registry_url) {
+  auto run = ReadRunRow(r);
+  if (run.ok()) return run;
+  const std::string id =
+      !r.empty() && std::holds_alternative<std::string>(r[0]) ? std::get<std::string>(r[0]) : "?";
+  return arrow::Status::Invalid("registry ", registry_url, ": run '", id,
+                                "': ", run.status().message());
 }
 
 constexpr const char* kRunColumns =
@@ -435,7 +447,7 @@ arrow::Result<std::optional<RunRecord>> Registry::GetRun(const std::string& run_
   ARROW_ASSIGN_OR_RAISE(auto rows,
                         db_->Query(std::string(kRunColumns) + "WHERE run_id = ?", {run_id}));
   if (rows.empty()) return std::nullopt;
-  return RunFromRow(rows[0]);
+  return RunFromRow(rows[0], db_->display_url());
 }
 
 arrow::Result<std::vector<RunRecord>> Registry::ListRuns(int64_t limit) {
@@ -444,7 +456,7 @@ arrow::Result<std::vector<RunRecord>> Registry::ListRuns(int64_t limit) {
       db_->Query(std::string(kRunColumns) + "ORDER BY started_at DESC, run_id LIMIT ?", {limit}));
   std::vector<RunRecord> out;
   for (const Row& row : rows) {
-    ARROW_ASSIGN_OR_RAISE(auto run, RunFromRow(row));
+    ARROW_ASSIGN_OR_RAISE(auto run, RunFromRow(row, db_->display_url()));
     out.push_back(std::move(run));
   }
   return out;

@@ -257,6 +257,30 @@ TEST_P(RegistryTest, RunsAreRecordedAndUpdated) {
   EXPECT_FALSE(registry_->GetRun("nope")->has_value());
 }
 
+// A registry file edited by hand: a wrong-typed field is an error naming the run and the
+// registry, never an internal error. (PostgreSQL enforces column types itself.)
+TEST_P(RegistryTest, AWrongTypedRunFieldIsAnErrorNamingTheRun) {
+  if (registry_->database()->dialect() != "sqlite") GTEST_SKIP() << "typed columns";
+  RunRecord run;
+  run.run_id = "typed";
+  run.user_id = "alice";
+  run.manifest_blake3 = std::string(64, 'f');
+  run.pins = "[]";
+  run.status = "committed";
+  ASSERT_TRUE(registry_->UpsertRun(run).ok());
+  ASSERT_TRUE(
+      registry_->database()->Exec("UPDATE runs SET rows_out = 'x' WHERE run_id = 'typed'").ok());
+  auto got = registry_->GetRun("typed");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), arrow::StatusCode::Invalid);
+  EXPECT_NE(got.status().message().find("run 'typed': registry column 7 holds text, expected an "
+                                        "integer"),
+            std::string::npos)
+      << got.status().message();
+  EXPECT_EQ(got.status().message().find("internal"), std::string::npos);
+  EXPECT_FALSE(registry_->ListRuns(10).ok());
+}
+
 // Two drivers that race for one run id: the database lets exactly one have it, for a new id
 // and for the takeover of an attempt both have read.
 TEST_P(RegistryTest, ARunIdIsClaimedByOneAttempt) {
