@@ -11,6 +11,12 @@
 # the checkout lives. Source and build paths are mapped away, the build id is a hash of the
 # content, there is no RPATH (the host has Arrow loaded already), and nothing embeds a time.
 # Each TESTS source becomes a gtest binary that gets the library's path as SLUICE_TRANSFORM_SO.
+#
+# The identity embeds the Arrow schemas of the transform's schema records, which only exist at
+# run time; so the sources are first compiled into <NAME>-schema-generator (the SDK's
+# SLUICE_TRANSFORM expands to a main() there), which writes them as hex literals into a
+# header, and the library is then compiled with that header (include/sluice/sdk/transform.hpp).
+# The header's bytes depend only on the schemas, so builds stay reproducible.
 
 if(NOT SLUICE_ROOT)
   get_filename_component(SLUICE_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
@@ -41,7 +47,27 @@ endif()
 
 function(sluice_add_transform name)
   cmake_parse_arguments(ARG "" "" "SOURCES;TESTS" ${ARGN})
-  add_library(${name} SHARED ${ARG_SOURCES})
+  set(generator ${name}-schema-generator)
+  add_executable(${generator} ${ARG_SOURCES})
+  target_include_directories(${generator} PRIVATE ${SLUICE_ROOT}/include ${SLUICE_ROOT}/schemas)
+  target_compile_options(${generator} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  target_compile_definitions(${generator} PRIVATE SLUICE_TRANSFORM_SCHEMA_GENERATOR)
+  target_link_libraries(${generator} PRIVATE arrow::arrow arrow::compute blake3
+    nlohmann_json::nlohmann_json)
+  set(schema_dir ${CMAKE_CURRENT_BINARY_DIR}/${name}-schemas)
+  set(schema_header ${schema_dir}/sluice_transform_schemas.h)
+  add_custom_command(OUTPUT ${schema_header}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${schema_dir}
+    # A sanitized build's generator must not fail the build over leaks at exit.
+    COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0 $<TARGET_FILE:${generator}>
+      ${schema_header}
+    DEPENDS ${generator}
+    COMMENT "Generating the Arrow schemas of transform ${name}"
+    VERBATIM)
+  add_library(${name} SHARED ${ARG_SOURCES} ${schema_header})
+  target_include_directories(${name} PRIVATE ${schema_dir})
+  target_compile_definitions(${name} PRIVATE
+    SLUICE_TRANSFORM_SCHEMA_HEADER="sluice_transform_schemas.h")
   target_include_directories(${name} PRIVATE ${SLUICE_ROOT}/include ${SLUICE_ROOT}/schemas)
   target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
   target_link_libraries(${name} PRIVATE arrow::arrow arrow::compute blake3 nlohmann_json::nlohmann_json)

@@ -64,7 +64,14 @@ typedef int32_t (*sluice_transform_batch_fn)(const uint8_t* input, size_t len,
  * followed by one JSON object and a NUL:
  *   sluice-transform-identity/1\n
  *   {"abi_version":1,"qualified_name":"...","version":"...",
- *    "input_schema":"...","output_schema":"..."}
+ *    "input_schema":"...","output_schema":"...",
+ *    "input_arrow_schema":"<hex>","output_arrow_schema":"<hex>"}
+ * input_schema and output_schema are schema ids ([A-Za-z0-9._-]), or "any" for whatever
+ * arrives. input_arrow_schema and output_arrow_schema are the Arrow schemas of typed ids, as
+ * the hex of an Arrow IPC schema message (what arrow::ipc::SerializeSchema and pyarrow's
+ * Schema.serialize() write). They are optional, so libraries built before they existed still
+ * load, but a source can only be parsed for a stage whose input_arrow_schema is present, and
+ * the host checks every output stream against output_arrow_schema. "any" has neither.
  */
 #define SLUICE_TRANSFORM_IDENTITY_SECTION "sluice_identity"
 #define SLUICE_TRANSFORM_IDENTITY_SYMBOL "transform_batch_identity"

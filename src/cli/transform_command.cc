@@ -40,7 +40,8 @@ arrow::Status Check(const std::string& dir, const std::string& library) {
     return arrow::Status::Invalid(message);
   }
   std::cout << "ok: " << dir << " (transform " << report.qualified_name << ", library "
-            << report.library << ")\n";
+            << report.library << ")\n"
+            << pipeline::DescribeSchemas(report.identity);
   return arrow::Status::OK();
 }
 

@@ -5,9 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include "exec/batch_transform.h"
-#include "sluice/schemas/arrow.hpp"
-#include "sluice/schemas/conversation/conversation_message_extracted.hpp"
-#include "sluice/schemas/conversation/conversation_message_gateway.hpp"
+#include "storage/jsonl_parser.h"
 
 namespace sluice::exec {
 namespace {
@@ -71,30 +69,46 @@ void BM_AbiIdentity(benchmark::State& state) {
 }
 
 // The maintained example: 10K gateway requests of a growing conversation history (5.5 messages
-// each on average), through the ABI, as the pipeline calls it. Items are output rows.
+// each on average), through the ABI, as the pipeline calls it. Items are output rows. The input
+// is JSONL parsed against the schema the library declares, as a job's source would be: the
+// engine knows no example record types.
 void BM_ConversationExtract(benchmark::State& state) {
-  using namespace sluice::schemas::conversation;
-  std::vector<ConversationMessageGateway> requests;
-  std::vector<GatewayMessage> history;
-  int64_t rows = 0;
-  for (int i = 0; i < 10000; ++i) {
-    if (i % 10 == 0) history.clear();
-    history.push_back({i % 2 ? "assistant" : "user",
-                       "message " + std::to_string(i) + " with some ordinary text in it",
-                       std::nullopt});
-    requests.push_back({"req-" + std::to_string(i), "user-" + std::to_string(i % 97),
-                        "conv-" + std::to_string(i / 10), "model", sluice::schemas::Timestamp{i},
-                        history});
-    rows += static_cast<int64_t>(history.size());
-  }
-  auto batch = *sluice::schemas::ToRecordBatch(requests);
-  auto input = *storage::WriteIpcStream(batch->schema(), {batch});
   auto lib = artifact::TransformLibrary::Open(CONVERSATION_EXTRACT_SO);
   if (!lib.ok()) {
     state.SkipWithError(lib.status().ToString().c_str());
     return;
   }
-  BatchTransform transform(*lib, sluice::schemas::ArrowSchema<ConversationMessageExtracted>());
+  const artifact::TransformIdentity& identity = (*lib)->identity();
+  if (identity.input_arrow_schema == nullptr || identity.output_arrow_schema == nullptr) {
+    state.SkipWithError("the example's identity carries no Arrow schemas");
+    return;
+  }
+  std::string jsonl;
+  std::string history;
+  int64_t rows = 0, messages = 0;
+  for (int i = 0; i < 10000; ++i) {
+    if (i % 10 == 0) {
+      history.clear();
+      messages = 0;
+    }
+    history += std::string(history.empty() ? "" : ",") + R"({"role":")" +
+               (i % 2 ? "assistant" : "user") + R"(","content":"message )" + std::to_string(i) +
+               R"( with some ordinary text in it","name":null})";
+    ++messages;
+    jsonl += R"({"request_id":"req-)" + std::to_string(i) + R"(","user_id":"user-)" +
+             std::to_string(i % 97) + R"(","conversation_id":"conv-)" + std::to_string(i / 10) +
+             R"(","model":"model","received_at":"2026-01-01T00:00:00.000000Z","messages":[)" +
+             history + "]}\n";
+    rows += messages;
+  }
+  auto parsed = storage::ParseJsonl(*arrow::Buffer::FromString(jsonl), identity.input_arrow_schema,
+                                    "benchmark", false);
+  if (!parsed.ok()) {
+    state.SkipWithError(parsed.status().ToString().c_str());
+    return;
+  }
+  auto input = *storage::WriteIpcStream(parsed->batch->schema(), {parsed->batch});
+  BatchTransform transform(*lib, identity.output_arrow_schema);
   for (auto _ : state) {
     auto out = transform.Call(input);
     if (!out.ok()) state.SkipWithError(out.status().ToString().c_str());

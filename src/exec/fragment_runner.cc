@@ -13,10 +13,10 @@
 #include "artifact/verified_loader.h"
 #include "exec/batch_transform.h"
 #include "exec/dedup.h"
-#include "exec/schema_catalog.h"
 #include "exec/shuffle.h"
 #include "exec/sink_writer.h"
 #include "storage/ipc_stream.h"
+#include "storage/jsonl_parser.h"
 
 namespace sluice::exec {
 
@@ -86,9 +86,8 @@ class Runner {
  private:
   arrow::Status Apply(const plan::ScanObjects& scan) {
     schema_ = scan.schema;
-    const SchemaEntry* entry = nullptr;
-    if (scan.format == "jsonl") {
-      ARROW_ASSIGN_OR_RAISE(entry, FindSchema(scan.schema_id));
+    if (scan.schema == nullptr) {
+      return arrow::Status::Invalid("internal: plan: scan_objects without a schema");
     }
     for (size_t i = 0; i < scan.keys.size(); ++i) {
       const std::string& key = scan.keys[i];
@@ -99,7 +98,8 @@ class Runner {
       chunk.key = key;
       chunk.schema = scan.schema;
       if (scan.format == "jsonl") {
-        ARROW_ASSIGN_OR_RAISE(auto parsed, entry->parse_jsonl(*bytes, key, scan.skip_bad_records));
+        ARROW_ASSIGN_OR_RAISE(auto parsed,
+                              storage::ParseJsonl(*bytes, scan.schema, key, scan.skip_bad_records));
         report.records_in += parsed.records;
         report.bad_records += parsed.bad_records;
         chunk.batches.push_back(parsed.batch);
@@ -148,9 +148,11 @@ class Runner {
     schema_ = scan.schema;
     Chunk chunk;
     chunk.schema = scan.schema;
-    for (const std::string& key : scan.keys) {
+    for (size_t i = 0; i < scan.keys.size(); ++i) {
+      const std::string& key = scan.keys[i];
       Say("reading shuffle file '" + key + "'");
-      ARROW_ASSIGN_OR_RAISE(auto table, ReadShuffleFile(store_.get(), key, *scan.schema));
+      ARROW_ASSIGN_OR_RAISE(auto table,
+                            ReadShuffleFile(store_.get(), key, scan.blake3[i], *scan.schema));
       ARROW_ASSIGN_OR_RAISE(auto batches, arrow::TableBatchReader(*table).ToRecordBatches());
       chunk.batches.insert(chunk.batches.end(), batches.begin(), batches.end());
     }
@@ -165,25 +167,53 @@ class Runner {
     artifact::ArtifactCache cache(store_, f_.session.cache_dir);
     ARROW_ASSIGN_OR_RAISE(auto verified, cache.FetchVerified(pin));
     ARROW_ASSIGN_OR_RAISE(auto library, artifact::LoadVerified(verified, call.qualified_name));
+    const std::shared_ptr<arrow::Schema>& declared_input = library->identity().input_arrow_schema;
+    // The declared output schema; for an `any` output, the first stream emitted fixes it.
+    std::shared_ptr<arrow::Schema> output_schema = call.output_schema;
     BatchTransform transform(library, call.output_schema);
     for (Chunk& chunk : chunks_) {
-      Say("running " + stage + " on " +
-          (chunk.key.empty() ? std::string("its shuffle input") : "object '" + chunk.key + "'"));
+      const std::string object =
+          chunk.key.empty() ? std::string("its shuffle input") : "object '" + chunk.key + "'";
+      Say("running " + stage + " on " + object);
+      if (chunk.schema == nullptr) {
+        // The stage before writes `any` and emitted no stream at all for this object, so
+        // there is no stream to pass on.
+        continue;
+      }
+      if (declared_input != nullptr) {
+        // The stage before may write `any`: what it wrote is checked against what this one
+        // declares it reads, when the data flows.
+        ARROW_RETURN_NOT_OK(
+            storage::CheckSchema(*declared_input, *chunk.schema, stage + " input from " + object));
+      }
       ARROW_ASSIGN_OR_RAISE(auto input, storage::WriteIpcStream(chunk.schema, chunk.batches));
       auto outputs = transform.Call(input);
       if (!outputs.ok()) {
-        return arrow::Status::Invalid(stage, " on object ", chunk.object_index, ": ",
-                                      outputs.status().message());
+        return arrow::Status::Invalid(stage, " on ", object, ": ", outputs.status().message());
       }
       chunk.batches.clear();
-      for (auto& stream : *outputs) {
-        for (auto& b : stream.batches) {
-          chunk.batches.push_back(b->ReplaceSchema(call.output_schema).ValueOr(b));
+      for (size_t i = 0; i < outputs->size(); ++i) {
+        const storage::IpcStream& stream = (*outputs)[i];
+        if (output_schema == nullptr) {
+          output_schema = stream.schema;
+        } else if (call.output_schema == nullptr) {
+          ARROW_RETURN_NOT_OK(storage::CheckSchema(
+              *output_schema, *stream.schema,
+              "transform '" + call.qualified_name + "' (output schema 'any') output stream " +
+                  std::to_string(i + 1) + " on " + object +
+                  " differs from the first stream it emitted"));
+        }
+        for (const auto& b : stream.batches) {
+          chunk.batches.push_back(b->ReplaceSchema(output_schema).ValueOr(b));
         }
       }
-      chunk.schema = call.output_schema;
+      chunk.schema = output_schema;
     }
-    schema_ = call.output_schema;
+    // Objects before the first stream of an `any` output hold no rows; they get its schema.
+    for (Chunk& chunk : chunks_) {
+      if (chunk.schema == nullptr) chunk.schema = output_schema;
+    }
+    schema_ = output_schema;
     return arrow::Status::OK();
   }
 
@@ -194,7 +224,9 @@ class Runner {
     Say("writing shuffle files under '" + exchange.folder + "'");
     for (int32_t p = 0; p < exchange.partitions; ++p) {
       const std::string key = exchange.folder + "/part-" + std::to_string(p) + ".arrow";
-      ARROW_RETURN_NOT_OK(WriteShuffleFile(store_.get(), key, parts[static_cast<size_t>(p)]));
+      ARROW_ASSIGN_OR_RAISE(auto file,
+                            WriteShuffleFile(store_.get(), key, parts[static_cast<size_t>(p)]));
+      report.shuffle_files.push_back(std::move(file));
     }
     report.rows_out = table->num_rows();
     return arrow::Status::OK();
@@ -209,6 +241,11 @@ class Runner {
 
   arrow::Status Apply(const plan::WriteSink& sink) {
     std::shared_ptr<arrow::Table> table = deduped_;
+    if (table == nullptr && schema_ == nullptr) {
+      // The last stage writes `any` and emitted no stream in this task: no rows and no schema,
+      // so no part.
+      return arrow::Status::OK();
+    }
     if (table == nullptr) {
       ARROW_ASSIGN_OR_RAISE(table, Sequence(chunks_, schema_));
     }

@@ -28,6 +28,10 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ReadLibrary(const std::string& pat
   return file->Read(size);
 }
 
+std::vector<uint8_t> ToBytes(const std::string& bytes) {
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
+}
+
 std::string BuildInfo() {
   return std::string("{\"build_type\":\"Release\",\"sluice_version\":\"") + SluiceVersion() +
          "\",\"arrow_version\":\"" + ARROW_VERSION_STRING + "\",\"compiler\":\"gcc " + __VERSION__ +
@@ -92,7 +96,9 @@ arrow::Result<PublishResult> PublishTransform(const Config& config, const std::s
                                           bytes->size(),
                                           BuildInfo(),
                                           identity.publisher_id(),
-                                          ""};
+                                          "",
+                                          ToBytes(report.identity.input_schema_ipc),
+                                          ToBytes(report.identity.output_schema_ipc)};
   const auto& pk = identity.public_key();
   catalog::PublisherRecord publisher{identity.publisher_id(), "local",
                                      std::vector<uint8_t>(pk.begin(), pk.end()), ""};

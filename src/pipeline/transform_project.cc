@@ -1,5 +1,6 @@
 #include "pipeline/transform_project.h"
 
+#include <arrow/type.h>
 #include <sluice/transform_abi.h>
 
 #include <filesystem>
@@ -119,15 +120,17 @@ CheckReport CheckTransform(const std::string& dir_text, const std::string& libra
                        "' must equal the directory name '" + dir_name + "'");
   }
 
-  // A shared-library target.
+  // A shared-library target: the SDK's helper, or a plain CMake library (a transform written
+  // in C against the ABI header alone, which declares its schemas itself).
   const fs::path cmake = dir / "CMakeLists.txt";
   auto cmake_text = ReadTextFile(cmake.string());
   if (!cmake_text.ok()) {
     failures.push_back(cmake.string() + ": missing");
-  } else if (cmake_text->find("sluice_add_transform(" + name) == std::string::npos) {
+  } else if (cmake_text->find("sluice_add_transform(" + name) == std::string::npos &&
+             cmake_text->find("add_library(" + name + " SHARED") == std::string::npos) {
     failures.push_back(cmake.string() +
                        ": no shared-library target: expected sluice_add_transform(" + name +
-                       " ...)");
+                       " ...) or add_library(" + name + " SHARED ...)");
   }
 
   // The ABI header.
@@ -175,6 +178,7 @@ CheckReport CheckTransform(const std::string& dir_text, const std::string& libra
         if (!id.ok()) {
           failures.push_back(id.status().message());
         } else {
+          report.identity = *id;
           if (id->abi_version != SLUICE_TRANSFORM_ABI_VERSION) {
             failures.push_back(
                 report.library + ": abi_version: " + std::to_string(id->abi_version) +
@@ -231,6 +235,28 @@ CheckReport CheckTransform(const std::string& dir_text, const std::string& libra
     }
   }
   return report;
+}
+
+std::string DescribeSchemas(const artifact::TransformIdentity& identity) {
+  std::string out;
+  auto describe = [&](const char* side, const std::string& id,
+                      const std::shared_ptr<arrow::Schema>& schema) {
+    out += std::string(side) + " schema: " + id;
+    if (id == artifact::kAnySchemaId) {
+      out += std::string(" (") +
+             (side == std::string("input") ? "accepts whatever the previous stage writes"
+                                           : "fixed by the first stream emitted") +
+             ")\n";
+    } else if (schema == nullptr) {
+      out += " (the identity carries no Arrow schema: rebuild with this sluice's SDK)\n";
+    } else {
+      out += "\n";
+      for (const auto& field : schema->fields()) out += "  " + field->ToString() + "\n";
+    }
+  };
+  describe("input", identity.input_schema, identity.input_arrow_schema);
+  describe("output", identity.output_schema, identity.output_arrow_schema);
+  return out;
 }
 
 arrow::Result<std::string> BuildTransform(const std::string& dir, const std::string& sluice_root,

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "artifact/transform_identity.h"
+
 namespace sluice::pipeline {
 
 /// A transform name: lower-case letters, digits and single dashes, starting with a letter,
@@ -29,10 +31,16 @@ arrow::Result<std::string> NewTransform(const std::string& parent, const std::st
 struct CheckReport {
   std::string qualified_name;
   std::string library;
+  /// The identity read from the built library (when it could be read).
+  artifact::TransformIdentity identity;
   std::vector<std::string> failures;
   bool ok() const { return failures.empty(); }
 };
 CheckReport CheckTransform(const std::string& dir, const std::string& library_override = "");
+
+/// The identity's input and output schemas as `transform check` prints them: each schema id,
+/// then its Arrow fields, one per line, or why there are none.
+std::string DescribeSchemas(const artifact::TransformIdentity& identity);
 
 /// Configures and builds `dir` with CMake and Ninja into DIR/build, against the sluice checkout
 /// at `sluice_root`. Build output goes to stderr. Returns the built library's path.
