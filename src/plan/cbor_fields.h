@@ -16,10 +16,23 @@ namespace sluice::plan {
 
 /// `magic` followed by the CBOR of `doc`.
 std::vector<uint8_t> WithMagic(const char* magic, const nlohmann::json& doc);
-/// The CBOR body after `magic`. Bytes that start with `family` (e.g. "SLUICE-PLAN/") but carry
-/// another version are refused by name.
+/// Checks, without recursion, that `size` bytes hold one CBOR item whose arrays, maps and
+/// indefinite-length strings nest at most `max_depth` deep, and whose declared lengths fit in the
+/// bytes that remain. nlohmann's from_cbor recurses once per level (200,000 nested arrays
+/// overflow the stack) and reserves what a header declares, so foreign bytes pass here first.
+arrow::Status CheckCborShape(const uint8_t* data, size_t size, int max_depth);
+
+/// Plan fragments nest four levels deep (document, operator list, operator, key list); the
+/// default limit leaves room for formats to grow, far from where nlohmann's recursion would end
+/// the stack.
+inline constexpr int kDefaultMaxCborDepth = 64;
+
+/// The CBOR body after `magic`, checked by CheckCborShape with `max_depth` before it is decoded.
+/// Bytes that start with `family` (e.g. "SLUICE-PLAN/") but carry another version are refused by
+/// name.
 arrow::Result<nlohmann::json> BodyAfterMagic(const uint8_t* data, size_t size, const char* magic,
-                                             const char* family);
+                                             const char* family,
+                                             int max_depth = kDefaultMaxCborDepth);
 
 /// A schema as an IPC schema message (CBOR bytes); null for a null schema.
 arrow::Result<nlohmann::json> SchemaBytes(const std::shared_ptr<arrow::Schema>& schema);

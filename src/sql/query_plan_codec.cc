@@ -8,6 +8,7 @@
 
 #include "exec/compute_init.h"
 #include "plan/cbor_fields.h"
+#include "sql/sql_parser.h"
 #include "storage/ipc_stream.h"
 
 namespace sluice::sql {
@@ -22,8 +23,11 @@ using plan::Int;
 using plan::Text;
 using plan::TextList;
 
-// Deeper plans than any query binds are refused before they can exhaust the stack.
-constexpr int kMaxDepth = 200;
+// Deeper plans than any query binds are refused before they can exhaust the stack. The parser
+// bounds a query's nesting; a bound plan is at most about twice as deep (a subquery level adds
+// a join and a projection), and its expressions about as deep, with a cast at some levels.
+// sql_parser_test decodes the deepest query of each shape the parser accepts.
+constexpr int kMaxDepth = 4 * kMaxQueryNesting;
 
 const char* KindName(PlanNode::Kind kind) {
   switch (kind) {
@@ -48,7 +52,12 @@ const char* KindName(PlanNode::Kind kind) {
 // Expressions are encoded here, not with arrow::compute::Serialize: Arrow's Deserialize is not
 // hardened against damaged bytes (a flipped byte in an option crashed it in our fuzz test), so
 // only the option types sluice plans use are accepted, field by field.
-constexpr int kMaxExpressionDepth = 200;
+constexpr int kMaxExpressionDepth = 2 * kMaxQueryNesting;
+
+// The CBOR nesting of the deepest plan the decoder accepts: a level per plan node, two per
+// expression level (a call's map and its argument list), and a few for the document, a node's
+// fields and their lists. Deeper bytes are refused before nlohmann's recursive decoder sees them.
+constexpr int kMaxCborDepth = kMaxDepth + 2 * kMaxExpressionDepth + 16;
 
 // A one-row (literal) or one-column (IN list) array as IPC stream bytes, validated on reading.
 arrow::Result<json> ArrayBytes(const std::shared_ptr<arrow::Array>& array) {
@@ -501,8 +510,8 @@ arrow::Result<std::shared_ptr<arrow::Schema>> CheckBinds(const PlanNode& n) {
 
 arrow::Result<BoundQuery> Decode(const uint8_t* data, size_t size,
                                  std::shared_ptr<storage::ObjectStore> store) {
-  ARROW_ASSIGN_OR_RAISE(json doc,
-                        plan::BodyAfterMagic(data, size, kQueryPlanMagic, "SLUICE-SQL-PLAN/"));
+  ARROW_ASSIGN_OR_RAISE(json doc, plan::BodyAfterMagic(data, size, kQueryPlanMagic,
+                                                       "SLUICE-SQL-PLAN/", kMaxCborDepth));
   BoundQuery query;
   ARROW_ASSIGN_OR_RAISE(query.names, TextList(doc, "names"));
   ARROW_ASSIGN_OR_RAISE(const json* root, Field(doc, "plan"));

@@ -268,19 +268,19 @@ TEST_F(QueryPlanCodecTest, EachCheckRefusesItsKindOfBadPlan) {
   EXPECT_EQ(refused([](auto& d) {
               nlohmann::json deep = d["plan"]["input"];
               const nlohmann::json predicate = (*FindNode(d["plan"], "filter"))["predicate"];
-              for (int i = 0; i < 300; ++i) {
+              for (int i = 0; i < 1100; ++i) {
                 deep = {{"kind", "filter"}, {"predicate", predicate}, {"input", deep}};
               }
               d["plan"]["input"] = deep;
             }),
-            "plan: nested deeper than 200");
+            "plan: nested deeper than 1024");
   EXPECT_EQ(refused([](auto& d) {
               auto& f = *FindNode(d["plan"], "filter");
               nlohmann::json e = f["predicate"];
-              for (int i = 0; i < 300; ++i) e = {{"call", "invert"}, {"args", {e}}};
+              for (int i = 0; i < 600; ++i) e = {{"call", "invert"}, {"args", {e}}};
               f["predicate"] = e;
             }),
-            "plan: an expression nested deeper than 200");
+            "plan: an expression nested deeper than 512");
 }
 
 }  // namespace

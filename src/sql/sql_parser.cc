@@ -3,7 +3,13 @@
 #include <arrow/util/utf8.h>
 #include <pg_query.h>
 
-#include <regex>
+#include <cctype>
+#include <cstring>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "sql/run_with_stack.h"
 
 namespace sluice::sql {
 
@@ -21,32 +27,150 @@ std::string Position(const std::string& sql, int offset) {
   return "line " + std::to_string(line) + ", column " + std::to_string(column);
 }
 
-arrow::Result<Statement> ParseStatement(const std::string& sql) {
+namespace {
+
+// libpg_query writes its JSON parse tree recursively, without PostgreSQL's stack-depth check:
+// measured on libpg_query 15-4.0, each level of a left-deep chain such as 1+1+...+1 takes up to
+// 129 bytes of stack (65 for ::int casts), and each level costs at least two bytes of query text.
+// A query of kMaxQueryBytes therefore needs at most 68 MiB, and the parser thread gets 256 MiB
+// (only the pages it touches are ever committed). Right-nested forms (parentheses, NOT,
+// subqueries) stop earlier, at the grammar's own stack limit of 10,000 entries.
+constexpr size_t kMaxQueryBytes = size_t{1} << 20;
+constexpr size_t kParserStackBytes = size_t{256} << 20;
+
+// Refuses a parse tree deeper than kMaxQueryNesting nodes by scanning libpg_query's JSON text,
+// before nlohmann builds it and the binder walks it. A node is an object keyed by its type, as in
+// {"A_Expr":{...}}; field names are lower case.
+arrow::Status CheckNesting(std::string_view tree, const std::string& sql) {
+  std::vector<bool> is_node;  // per open object or array
+  int depth = 0;
+  for (size_t i = 0; i < tree.size(); ++i) {
+    const char c = tree[i];
+    if (c == '"') {
+      for (++i; i < tree.size() && tree[i] != '"'; ++i) {
+        if (tree[i] == '\\') ++i;
+      }
+    } else if (c == '{' || c == '[') {
+      const bool node = c == '{' && i + 2 < tree.size() && tree[i + 1] == '"' &&
+                        std::isupper(static_cast<unsigned char>(tree[i + 2]));
+      is_node.push_back(node);
+      if (node && ++depth > kMaxQueryNesting) {
+        // The nearest location after this node's start is in the node or its first child.
+        std::string where;
+        const size_t at = tree.find("\"location\":", i);
+        if (at != std::string_view::npos) {
+          where = " (" + Position(sql, std::atoi(tree.data() + at + 11)) + ")";
+        }
+        return arrow::Status::Invalid("expression nesting exceeds ", kMaxQueryNesting, " levels",
+                                      where,
+                                      "; nested parentheses, operators, function calls and "
+                                      "subqueries all count");
+      }
+    } else if (c == '}' || c == ']') {
+      if (is_node.empty()) break;  // malformed: the JSON parser reports it
+      if (is_node.back()) --depth;
+      is_node.pop_back();
+    }
+  }
+  return arrow::Status::OK();
+}
+
+// A cursor over `CREATE EXTERNAL TABLE name STORED AS fmt LOCATION 'where'`, matched by hand:
+// std::regex recurses once per character matched, so a long location would exhaust the stack.
+class Words {
+ public:
+  explicit Words(const std::string& sql) : sql_(sql) {}
+  void SkipSpace() {
+    while (pos_ < sql_.size() && std::isspace(static_cast<unsigned char>(sql_[pos_]))) ++pos_;
+  }
+  // Consumes `word` (lower case) if it comes next, case-insensitively, as a whole word.
+  bool Keyword(std::string_view word) {
+    SkipSpace();
+    if (sql_.size() - pos_ < word.size()) return false;
+    for (size_t i = 0; i < word.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(sql_[pos_ + i])) != word[i]) return false;
+    }
+    const size_t end = pos_ + word.size();
+    if (end < sql_.size() && IsWordChar(sql_[end])) return false;
+    pos_ = end;
+    return true;
+  }
+  // An identifier or bare word, lower-cased; empty if none.
+  std::string Word() {
+    SkipSpace();
+    const size_t start = pos_;
+    while (pos_ < sql_.size() && IsWordChar(sql_[pos_])) ++pos_;
+    std::string out = sql_.substr(start, pos_ - start);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  }
+  // A single-quoted string, with '' standing for one quote.
+  bool Quoted(std::string* out) {
+    SkipSpace();
+    if (pos_ >= sql_.size() || sql_[pos_] != '\'') return false;
+    for (size_t i = pos_ + 1; i < sql_.size(); ++i) {
+      if (sql_[i] != '\'') {
+        out->push_back(sql_[i]);
+      } else if (i + 1 < sql_.size() && sql_[i + 1] == '\'') {
+        out->push_back('\'');
+        ++i;
+      } else {
+        pos_ = i + 1;
+        return true;
+      }
+    }
+    return false;
+  }
+  // Only an optional ';' and spaces remain.
+  bool AtEnd() {
+    SkipSpace();
+    if (pos_ < sql_.size() && sql_[pos_] == ';') ++pos_;
+    SkipSpace();
+    return pos_ == sql_.size();
+  }
+
+ private:
+  static bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+  const std::string& sql_;
+  size_t pos_ = 0;
+};
+
+// Recognises CREATE EXTERNAL TABLE; nullopt for any other statement.
+std::optional<arrow::Result<Statement>> ParseCreateExternal(const std::string& sql) {
+  Words words(sql);
+  if (!words.Keyword("create") || !words.Keyword("external")) return std::nullopt;
+  const auto syntax_error = [] {
+    return arrow::Status::Invalid(
+        "syntax error in CREATE EXTERNAL TABLE: expected CREATE EXTERNAL TABLE name STORED AS "
+        "PARQUET|IPC|JSONL LOCATION 'path or URL'");
+  };
+  if (!words.Keyword("table")) return syntax_error();
+  CreateExternalTable out;
+  out.name = words.Word();
+  if (out.name.empty() || std::isdigit(static_cast<unsigned char>(out.name[0]))) {
+    return syntax_error();
+  }
+  if (!words.Keyword("stored") || !words.Keyword("as")) return syntax_error();
+  out.format = words.Word();
+  if (out.format.empty()) return syntax_error();
+  if (out.format != "parquet" && out.format != "ipc" && out.format != "jsonl") {
+    return arrow::Status::Invalid("CREATE EXTERNAL TABLE: format '", out.format,
+                                  "' is not one of PARQUET, IPC, JSONL");
+  }
+  if (!words.Keyword("location") || !words.Quoted(&out.location) || !words.AtEnd()) {
+    return syntax_error();
+  }
+  return out;
+}
+
+// Everything ParseStatement does after the size check, on the parser's thread.
+arrow::Result<Statement> ParseOnThisThread(const std::string& sql) {
   arrow::util::InitializeUTF8();
   if (!arrow::util::ValidateUTF8(reinterpret_cast<const uint8_t*>(sql.data()),
                                  static_cast<int64_t>(sql.size()))) {
     return arrow::Status::Invalid("the query is not valid UTF-8");
   }
-  static const std::regex kExternal(
-      R"(^\s*create\s+external\s+table\s+([A-Za-z_][A-Za-z0-9_]*)\s+stored\s+as\s+(\w+)\s+location\s+'([^']*)'\s*;?\s*$)",
-      std::regex::icase);
-  std::smatch m;
-  if (std::regex_match(sql, m, kExternal)) {
-    std::string format = m[2];
-    for (char& c : format) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (format != "parquet" && format != "ipc" && format != "jsonl") {
-      return arrow::Status::Invalid("CREATE EXTERNAL TABLE: format '", std::string(m[2]),
-                                    "' is not one of PARQUET, IPC, JSONL");
-    }
-    std::string name = m[1];
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return CreateExternalTable{name, format, m[3]};
-  }
-  if (std::regex_search(sql, std::regex(R"(^\s*create\s+external\b)", std::regex::icase))) {
-    return arrow::Status::Invalid(
-        "syntax error in CREATE EXTERNAL TABLE: expected CREATE EXTERNAL TABLE name STORED AS "
-        "PARQUET|IPC|JSONL LOCATION 'prefix'");
-  }
+  if (auto create = ParseCreateExternal(sql)) return std::move(*create);
 
   PgQueryParseResult result = pg_query_parse(sql.c_str());
   struct Free {
@@ -57,6 +181,7 @@ arrow::Result<Statement> ParseStatement(const std::string& sql) {
     const int offset = result.error->cursorpos > 0 ? result.error->cursorpos - 1 : 0;
     return arrow::Status::Invalid(result.error->message, " (", Position(sql, offset), ")");
   }
+  ARROW_RETURN_NOT_OK(CheckNesting(result.parse_tree, sql));
   nlohmann::json tree = nlohmann::json::parse(result.parse_tree, nullptr, false);
   if (tree.is_discarded() || !tree.contains("stmts") || tree.at("stmts").empty()) {
     return arrow::Status::Invalid("no statement to run");
@@ -85,6 +210,18 @@ arrow::Result<Statement> ParseStatement(const std::string& sql) {
                                          "EXTERNAL TABLE)");
   }
   out.select = (*node).at("SelectStmt");
+  return out;
+}
+
+}  // namespace
+
+arrow::Result<Statement> ParseStatement(const std::string& sql) {
+  if (sql.size() > kMaxQueryBytes) {
+    return arrow::Status::Invalid("the query is ", sql.size(), " bytes; sluice parses at most ",
+                                  kMaxQueryBytes, " (1 MiB)");
+  }
+  arrow::Result<Statement> out = arrow::Status::UnknownError("internal: the parser did not run");
+  ARROW_RETURN_NOT_OK(RunWithStack(kParserStackBytes, [&] { out = ParseOnThisThread(sql); }));
   return out;
 }
 

@@ -26,7 +26,15 @@ struct SelectStatement {
 
 using Statement = std::variant<CreateExternalTable, SelectStatement>;
 
-/// Parses exactly one statement.
+/// The deepest parse tree ParseStatement accepts, in nodes on one path from the statement down
+/// (1+1+...+1 with n terms is n + 2 deep; TPC-H's deepest query is 17). Everything after the
+/// parser (binder, plan, Arrow's expressions, the plan codec) recurses per level on the caller's
+/// stack; sql_parser_test binds, encodes and decodes the deepest accepted queries on 1 MiB.
+inline constexpr int kMaxQueryNesting = 256;
+
+/// Parses exactly one statement, on a thread of its own with a stack large enough for
+/// libpg_query, which recurses without a depth check. Queries over 1 MiB and parse trees deeper
+/// than kMaxQueryNesting are Invalid errors.
 arrow::Result<Statement> ParseStatement(const std::string& sql);
 
 /// "line L, column C" of a 0-based byte offset into `sql` (columns count characters, 1-based).
