@@ -10,10 +10,10 @@
 #include <limits>
 #include <map>
 #include <mutex>
-#include <thread>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
+#include <thread>
 
 #include "artifact/blake3_digest.h"
 #include "artifact/transform_identity.h"
@@ -109,8 +109,8 @@ arrow::Status CheckSignedSpec(const StageSpec& stage, catalog::Registry* registr
             record.publisher_id + "`)";
       continue;
     }
-    auto signed_pipeline = ParsePipelineManifest(verified->manifest_toml,
-                                                 "signed spec '" + record.name + "'");
+    auto signed_pipeline =
+        ParsePipelineManifest(verified->manifest_toml, "signed spec '" + record.name + "'");
     if (!signed_pipeline.ok()) {
       why = signed_pipeline.status().message();
       continue;
@@ -161,8 +161,8 @@ arrow::Status ResolveTransforms(const JobManifest& job, catalog::Registry* regis
     }
     ARROW_RETURN_NOT_OK(CheckSignedSpec(stage, registry, trusted));
     ResolvedTransform resolved{&stage, *artifact, nullptr, nullptr};
-    ARROW_ASSIGN_OR_RAISE(resolved.input_schema,
-                          ArtifactSchema(stage, artifact->input_arrow_schema, "input_arrow_schema"));
+    ARROW_ASSIGN_OR_RAISE(resolved.input_schema, ArtifactSchema(stage, artifact->input_arrow_schema,
+                                                                "input_arrow_schema"));
     ARROW_ASSIGN_OR_RAISE(
         resolved.output_schema,
         ArtifactSchema(stage, artifact->output_arrow_schema, "output_arrow_schema"));
@@ -173,10 +173,9 @@ arrow::Status ResolveTransforms(const JobManifest& job, catalog::Registry* regis
       const bool typed = prev.artifact.output_schema != artifact::kAnySchemaId &&
                          artifact->input_schema != artifact::kAnySchemaId;
       if (typed && prev.artifact.output_schema != artifact->input_schema) {
-        return arrow::Status::TypeError(stage.location, ": stage '", stage.qualified_name,
-                                        "' reads ", artifact->input_schema,
-                                        " but the stage before it writes ",
-                                        prev.artifact.output_schema);
+        return arrow::Status::TypeError(
+            stage.location, ": stage '", stage.qualified_name, "' reads ", artifact->input_schema,
+            " but the stage before it writes ", prev.artifact.output_schema);
       }
       if (typed && prev.output_schema != nullptr && resolved.input_schema != nullptr) {
         ARROW_RETURN_NOT_OK(storage::CheckSchema(
@@ -235,8 +234,7 @@ arrow::Status ResolveSource(const JobManifest& job, storage::ObjectStore* store,
   if (source.limit.has_value() && static_cast<int64_t>(plan->objects.size()) > *source.limit) {
     plan->objects.resize(static_cast<size_t>(*source.limit));
   }
-  const ResolvedTransform* first =
-      plan->transforms.empty() ? nullptr : &plan->transforms.front();
+  const ResolvedTransform* first = plan->transforms.empty() ? nullptr : &plan->transforms.front();
   if (first != nullptr) plan->scan_schema_id = first->artifact.input_schema;
   if (first != nullptr && first->input_schema != nullptr) {
     // The first stage's declared schema parses a JSONL source and is what Parquet and IPC
@@ -271,8 +269,8 @@ arrow::Status ResolveSource(const JobManifest& job, storage::ObjectStore* store,
   if (plan->dedup != nullptr && plan->output_schema == nullptr) {
     const ResolvedTransform& last = plan->transforms.back();
     return arrow::Status::NotImplemented(
-        plan->dedup->location, ": not supported: dedup after stage '",
-        last.stage->qualified_name, "', whose output schema '", last.artifact.output_schema,
+        plan->dedup->location, ": not supported: dedup after stage '", last.stage->qualified_name,
+        "', whose output schema '", last.artifact.output_schema,
         "' has no Arrow schema; dedup needs the stage before it to declare its output schema");
   }
   if (plan->dedup != nullptr && plan->output_schema->GetFieldIndex(plan->dedup->key) < 0) {
@@ -329,8 +327,8 @@ arrow::Status CheckSinkOwnership(const JobManifest& job, const std::string& run_
     const std::string status = catalog::EffectiveStatus(r, now);
     if (status != "committed" && status != "running") continue;
     if (Overlaps(sink_path, r.sink_path, /*other_is_prefix=*/false)) {
-      return arrow::Status::Invalid(where, " overlaps the output of run '", r.run_id, "' (",
-                                    status, " at '", r.sink_path, "'); choose another sink path");
+      return arrow::Status::Invalid(where, " overlaps the output of run '", r.run_id, "' (", status,
+                                    " at '", r.sink_path, "'); choose another sink path");
     }
   }
   // Outputs this registry does not know (another registry, or copied in) are refused too.
@@ -396,7 +394,8 @@ arrow::Status AttachShuffleDigests(const std::vector<exec::TaskReport>& maps,
   }
   for (plan::Fragment& reduce : *reduces) {
     auto* scan = std::get_if<plan::ScanShuffle>(&reduce.operators.front());
-    if (scan == nullptr) return arrow::Status::Invalid("internal: a reduce task must scan a shuffle");
+    if (scan == nullptr)
+      return arrow::Status::Invalid("internal: a reduce task must scan a shuffle");
     scan->blake3.clear();
     for (const std::string& key : scan->keys) {
       auto it = digests.find(key);
@@ -457,8 +456,9 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     const json* rows_field = field("rows");
     if (run_field == nullptr || !run_field->is_string() || digest_field == nullptr ||
         !digest_field->is_string() || (rows_field != nullptr && !rows_field->is_number_integer())) {
-      return arrow::Status::Invalid("sink manifest '", manifest_key,
-                                    "' is not a valid sluice sink manifest; refusing to run over it");
+      return arrow::Status::Invalid(
+          "sink manifest '", manifest_key,
+          "' is not a valid sluice sink manifest; refusing to run over it");
     }
     if (*run_field != options.run_id) {
       return arrow::Status::Invalid(options.manifest_path, ": dataflow.sink.path '",
@@ -492,8 +492,8 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     const int64_t now = catalog::NowSeconds();
     if (previous_run->status == "running" && !catalog::IsAbandoned(*previous_run, now)) {
       return arrow::Status::Invalid(
-          "run id '", options.run_id, "' is already running (driver pid ",
-          previous_run->driver_pid, " on host ", previous_run->driver_host, ", last heartbeat ",
+          "run id '", options.run_id, "' is already running (driver pid ", previous_run->driver_pid,
+          " on host ", previous_run->driver_host, ", last heartbeat ",
           now - previous_run->heartbeat_at, " s ago); wait for it or choose a new run id");
     }
     if (previous_run->status == "committed") {
@@ -675,6 +675,8 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     st = store->Put(manifest_key, arrow::Buffer::FromString(manifest.dump(2) + "\n"));
   }
   RemovePrefix(store.get(), shuffle_root + "/");
+  // A worker killed while writing a part leaves a temp file even when its retry succeeded.
+  (void)store->RemoveTemps(result.sink_path + "/", "-" + attempt_id + ".");
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.rows_in = result.records_in;
   run.rows_out = result.rows_out;

@@ -245,7 +245,7 @@ arrow::Result<std::vector<ObjectInfo>> ObjectStore::List(std::string_view prefix
   selector.base_dir = dir;
   selector.recursive = true;
   selector.allow_not_found = true;
-  auto infos = fs_->GetFileInfo(selector);
+  auto infos = ListSelector(selector);
   if (!infos.ok()) {
     return AddContext(infos.status(),
                       "listing prefix '" + std::string(prefix) + "' in " + display_url_);
@@ -264,6 +264,17 @@ arrow::Result<std::vector<ObjectInfo>> ObjectStore::List(std::string_view prefix
   std::sort(out.begin(), out.end(),
             [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
   return out;
+}
+
+arrow::Result<std::vector<arrow::fs::FileInfo>> ObjectStore::ListSelector(
+    const arrow::fs::FileSelector& selector) const {
+  // A local walk fails when a file it has seen is renamed away before it is stat'ed, which is
+  // what every concurrent atomic write does to its temp file. Such a walk is simply repeated.
+  auto infos = fs_->GetFileInfo(selector);
+  for (int retry = 0; local_ && !infos.ok() && infos.status().IsIOError() && retry < 8; ++retry) {
+    infos = fs_->GetFileInfo(selector);
+  }
+  return infos;
 }
 
 arrow::Result<bool> ObjectStore::Exists(std::string_view key) const {
@@ -293,7 +304,7 @@ arrow::Result<int64_t> ObjectStore::RemoveTemps(std::string_view prefix, std::st
   selector.base_dir = dir;
   selector.recursive = true;
   selector.allow_not_found = true;
-  ARROW_ASSIGN_OR_RAISE(auto infos, fs_->GetFileInfo(selector));
+  ARROW_ASSIGN_OR_RAISE(auto infos, ListSelector(selector));
   const std::string root_slash = root_ == "/" ? "/" : root_ + "/";
   const auto now = std::chrono::system_clock::now();
   int64_t removed = 0;

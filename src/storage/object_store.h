@@ -87,6 +87,8 @@ class ObjectStore {
   ObjectStore(std::shared_ptr<arrow::fs::FileSystem> fs, std::string root, std::string display_url,
               bool local);
   std::string PathOf(std::string_view key) const;
+  arrow::Result<std::vector<arrow::fs::FileInfo>> ListSelector(
+      const arrow::fs::FileSelector& selector) const;
   arrow::Status NotFound(std::string_view key) const;
 
   std::shared_ptr<arrow::fs::FileSystem> fs_;

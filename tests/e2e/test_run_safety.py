@@ -223,6 +223,19 @@ def test_a_changed_committed_file_is_an_error_naming_it(home, tmp_path):
     assert "bytes; its manifest says" in err, err
 
 
+def test_a_manifest_with_a_wrong_typed_field_is_an_error_naming_it(home, tmp_path):
+    home.run("store", "put", "typed/t/_manifest.json", "-", check=True, input=(
+        b'{"format":"sluice.sink-manifest/1","rows":1,'
+        b'"files":[{"key":"typed/t/a.parquet","rows":"x","bytes":1}]}'))
+    home.run("query", "create external table typed stored as parquet location 'typed/t'",
+             check=True)
+    q = home.run("query", "select * from typed")
+    assert q.returncode == 1
+    err = q.stderr.decode()
+    assert "sink manifest 'typed/t/_manifest.json': files[0].rows is not an integer" in err, err
+    assert "internal" not in err
+
+
 # Item 13: only specs signed by a trusted publisher run.
 def test_a_spec_signed_by_an_untrusted_key_is_refused(sluice_bin, tmp_path):
     publisher = Sluice(sluice_bin, base_env(tmp_path / "publisher"))
