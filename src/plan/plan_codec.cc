@@ -34,7 +34,10 @@ json EncodeOperator(const Operator& op, arrow::Status* st) {
                   {"schema", SchemaOrNull(o.schema, st)},
                   {"skip_bad_records", o.skip_bad_records}};
         } else if constexpr (std::is_same_v<T, ScanShuffle>) {
-          return {{"op", "scan_shuffle"}, {"keys", o.keys}, {"schema", SchemaOrNull(o.schema, st)}};
+          return {{"op", "scan_shuffle"},
+                  {"keys", o.keys},
+                  {"blake3", o.blake3},
+                  {"schema", SchemaOrNull(o.schema, st)}};
         } else if constexpr (std::is_same_v<T, CallTransform>) {
           return {{"op", "call_transform"},
                   {"qualified_name", o.qualified_name},
@@ -72,6 +75,11 @@ arrow::Result<Operator> DecodeOperator(const json& v) {
   if (op == "scan_shuffle") {
     ScanShuffle o;
     ARROW_ASSIGN_OR_RAISE(o.keys, TextList(v, "keys"));
+    ARROW_ASSIGN_OR_RAISE(o.blake3, TextList(v, "blake3"));
+    if (o.blake3.size() != o.keys.size()) {
+      return arrow::Status::Invalid("plan: scan_shuffle has ", o.keys.size(), " keys but ",
+                                    o.blake3.size(), " digests");
+    }
     ARROW_ASSIGN_OR_RAISE(const json* schema, Field(v, "schema"));
     ARROW_ASSIGN_OR_RAISE(o.schema, SchemaFrom(*schema));
     return o;

@@ -18,12 +18,13 @@ Fragment Sample() {
   f.partition = 3;
   f.attempt = 2;
   f.session = {"file:///tmp/store", "/tmp/cache"};
-  f.operators = {ScanObjects{"jsonl", {"raw/a.jsonl", "raw/b.jsonl"}, 10, "x.In", schema, true},
-                 CallTransform{"extract", std::string(64, 'a'), schema},
-                 HashExchange{"data_hash", 4, "tmp/shuffle/run-1/s0/p3"},
-                 ScanShuffle{{"f1.arrow", "f2.arrow"}, schema},
-                 DedupFirst{"data_hash"},
-                 WriteSink{"parquet", "derived/x/run-1/part-00003.parquet"}};
+  f.operators = {
+      ScanObjects{"jsonl", {"raw/a.jsonl", "raw/b.jsonl"}, 10, "x.In", schema, true},
+      CallTransform{"extract", std::string(64, 'a'), schema},
+      HashExchange{"data_hash", 4, "tmp/shuffle/run-1/s0/p3"},
+      ScanShuffle{{"f1.arrow", "f2.arrow"}, {std::string(64, 'a'), std::string(64, 'b')}, schema},
+      DedupFirst{"data_hash"},
+      WriteSink{"parquet", "derived/x/run-1/part-00003.parquet"}};
   return f;
 }
 

@@ -227,9 +227,7 @@ def test_a_manifest_with_a_wrong_typed_field_is_an_error_naming_it(home, tmp_pat
     home.run("store", "put", "typed/t/_manifest.json", "-", check=True, input=(
         b'{"format":"sluice.sink-manifest/1","rows":1,'
         b'"files":[{"key":"typed/t/a.parquet","rows":"x","bytes":1}]}'))
-    home.run("query", "create external table typed stored as parquet location 'typed/t'",
-             check=True)
-    q = home.run("query", "select * from typed")
+    q = home.run("query", "create external table typed stored as parquet location 'typed/t'")
     assert q.returncode == 1
     err = q.stderr.decode()
     assert "sink manifest 'typed/t/_manifest.json': files[0].rows is not an integer" in err, err
