@@ -45,6 +45,7 @@ arrow::Result<Config> Config::FromLookup(const Lookup& lookup) {
                         Read(lookup, "SLUICE_STORE", "file://" + config.home + "/store"));
   ARROW_ASSIGN_OR_RAISE(config.database_url, Read(lookup, "SLUICE_DATABASE_URL",
                                                   "sqlite://" + config.home + "/registry.db"));
+  ARROW_ASSIGN_OR_RAISE(config.sql_roots, Read(lookup, "SLUICE_SQL_ROOTS", ""));
   return config;
 }
 

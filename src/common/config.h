@@ -5,6 +5,9 @@
 //   SLUICE_STORE         default file://$SLUICE_HOME/store; or
 //   s3://bucket/prefix?endpoint_override=... SLUICE_DATABASE_URL  default
 //   sqlite://$SLUICE_HOME/registry.db; or postgresql://...
+//   SLUICE_SQL_ROOTS     unset: queries may read any path or URL; else a comma-separated list of
+//                        the directories and file:// or s3:// prefixes they may read (see
+//                        src/sql/table_location.h)
 //
 // A variable that is set but empty is an error, never "unset": an empty value is almost always a
 // broken deployment template, and silently falling back to a local default would write data to
@@ -26,6 +29,8 @@ struct Config {
   std::string store_url;
   /// Registry database URL.
   std::string database_url;
+  /// SLUICE_SQL_ROOTS as set; empty when unset.
+  std::string sql_roots;
 
   /// Looks up a variable; nullopt means unset.
   using Lookup = std::function<std::optional<std::string>(const char* name)>;

@@ -12,6 +12,7 @@
 #include "sql/executor.h"
 #include "sql/run_with_stack.h"
 #include "sql/sql_parser.h"
+#include "sql/table_location.h"
 #include "storage/object_store.h"
 
 namespace sluice::sql {
@@ -29,11 +30,21 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
   ARROW_ASSIGN_OR_RAISE(auto registry, catalog::Registry::Open(config.database_url));
   ARROW_ASSIGN_OR_RAISE(std::shared_ptr<storage::ObjectStore> store,
                         storage::ObjectStore::Open(config.store_url));
+  ARROW_ASSIGN_OR_RAISE(std::vector<std::string> roots, ParseSqlRoots(config.sql_roots));
+  // A table at a key of the session's store, or at a path or URL of its own.
+  auto open = [&](const std::string& name, const std::string& location,
+                  const std::string& format) -> arrow::Result<std::shared_ptr<TableSource>> {
+    ARROW_ASSIGN_OR_RAISE(TableLocation where,
+                          ResolveLocation(location, store, config.store_url, roots));
+    ARROW_ASSIGN_OR_RAISE(auto table, OpenTable(where.store, name, where.key, format));
+    table->location = location;
+    table->store_url = where.store_url;
+    return table;
+  };
   QueryResult result;
   if (auto* create = std::get_if<CreateExternalTable>(&statement)) {
     // Reading the schema now refuses a location with no readable files up front.
-    ARROW_ASSIGN_OR_RAISE(auto table,
-                          OpenTable(store, create->name, create->location, create->format));
+    ARROW_ASSIGN_OR_RAISE(auto table, open(create->name, create->location, create->format));
     ARROW_RETURN_NOT_OK(
         registry->PutSqlTable({create->name, create->format, create->location, ""}));
     result.message = "CREATE EXTERNAL TABLE " + create->name + " (" +
@@ -46,12 +57,12 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
       [&](const std::string& name) -> arrow::Result<std::shared_ptr<TableSource>> {
     ARROW_ASSIGN_OR_RAISE(auto record, registry->GetSqlTable(name));
     if (record.has_value()) {
-      return OpenTable(store, record->name, record->location, record->format);
+      return open(record->name, record->location, record->format);
     }
     // A committed run's output is a table by its run id, e.g. FROM "conversation-extract-check".
     ARROW_ASSIGN_OR_RAISE(auto run, registry->GetRun(name));
     if (run.has_value() && run->status == "committed" && !run->sink_path.empty()) {
-      return OpenTable(store, name, run->sink_path, "auto");
+      return open(name, run->sink_path, "auto");
     }
     if (run.has_value()) {
       return arrow::Status::Invalid(

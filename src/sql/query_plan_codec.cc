@@ -238,6 +238,7 @@ arrow::Result<json> EncodeNode(const PlanNode& n) {
       ARROW_ASSIGN_OR_RAISE(json schema, plan::SchemaBytes(t.schema));
       out["table"] = {{"name", t.name},
                       {"location", t.location},
+                      {"store_url", t.store_url},
                       {"format", t.format},
                       {"files", t.files},
                       {"file_schema", file_schema},
@@ -313,6 +314,15 @@ arrow::Result<std::shared_ptr<TableSource>> DecodeTable(
   t->store = store;
   ARROW_ASSIGN_OR_RAISE(t->name, Text(v, "name"));
   ARROW_ASSIGN_OR_RAISE(t->location, Text(v, "location"));
+  // A table at a path or URL of its own carries its store; its files are keys of that store.
+  ARROW_ASSIGN_OR_RAISE(t->store_url, Text(v, "store_url"));
+  if (!t->store_url.empty()) {
+    auto own = storage::ObjectStore::Open(t->store_url);
+    if (!own.ok()) {
+      return arrow::Status::Invalid("plan: table '", t->name, "': ", own.status().message());
+    }
+    t->store = *std::move(own);
+  }
   ARROW_ASSIGN_OR_RAISE(t->format, Text(v, "format"));
   if (t->format != "parquet" && t->format != "ipc" && t->format != "jsonl") {
     return arrow::Status::Invalid("plan: table '", t->name, "' has unknown format '", t->format,

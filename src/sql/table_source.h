@@ -24,6 +24,9 @@ struct TableSource {
   /// "parquet", "ipc" or "jsonl".
   std::string format;
   std::shared_ptr<storage::ObjectStore> store;
+  /// The URL `store` was opened from when the location is a path or URL of its own (see
+  /// table_location.h); empty when the files are keys of the session's store.
+  std::string store_url;
   /// Store keys, sorted: partition i is files[i].
   std::vector<std::string> files;
   /// Bytes of all files: a size estimate for join ordering.
