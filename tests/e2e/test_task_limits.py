@@ -148,21 +148,25 @@ def worker_needle(driver_pid):
 def test_a_child_holding_stdout_does_not_hang_the_driver(faulty, tmp_path):
     sluice, _ = faulty
     job = faulty_job(faulty, tmp_path, "fork_stdout")
-    env = dict(sluice.env)
     driver = subprocess.Popen([str(sluice.binary), "submit", "--manifest", str(job), "--run-id",
                                "fork-1", "--workers", "1"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, env=env)
+                              stderr=subprocess.PIPE, env=dict(sluice.env))
+    needle = worker_needle(driver.pid)
     try:
+        # The child holds the worker's stdout and the driver's stderr: the driver must neither
+        # wait for the first nor let the child keep the second (this read) open.
         out, err = driver.communicate(timeout=NO_HANG_SECONDS)
+        assert driver.returncode == 0, err.decode()
+        assert "run fork-1 committed" in out.decode()
+        # The sleeping child went with its worker's process group.
+        deadline = time.time() + 10
+        while live_processes(needle) and time.time() < deadline:
+            time.sleep(0.1)
+        assert live_processes(needle) == []
     finally:
         driver.kill()
-    assert driver.returncode == 0, err.decode()
-    assert "run fork-1 committed" in out.decode()
-    # The sleeping child went with its worker's process group.
-    deadline = time.time() + 10
-    while live_processes(worker_needle(driver.pid)) and time.time() < deadline:
-        time.sleep(0.1)
-    assert live_processes(worker_needle(driver.pid)) == []
+        for pid in live_processes(needle):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("mode,signal_text", [("abort", "signal 6 (Aborted)"),
