@@ -4,10 +4,14 @@
 #include <nlohmann/json.hpp>
 
 #include "artifact/blake3_digest.h"
+#include "common/cbor_shape.h"
 
 namespace sluice::catalog {
 
 namespace {
+
+// A spec nests three levels deep (document, transform, nothing more); room to grow.
+constexpr int kMaxSpecDepth = 16;
 
 // Rebuilds a value with every map's keys in canonical order; ordered_json keeps that order when
 // it writes CBOR.
@@ -43,6 +47,8 @@ std::vector<uint8_t> EncodePipelineSpec(const PipelineSpec& spec) {
 }
 
 arrow::Result<PipelineSpec> DecodePipelineSpec(const std::vector<uint8_t>& cbor) {
+  // Registry bytes are untrusted: a deeply nested document must not reach the recursive decoder.
+  ARROW_RETURN_NOT_OK(CheckCborShape(cbor.data(), cbor.size(), kMaxSpecDepth, "pipeline spec"));
   nlohmann::json doc = nlohmann::json::from_cbor(cbor, /*strict=*/true, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     return arrow::Status::Invalid("pipeline spec is not a CBOR map");

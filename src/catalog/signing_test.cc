@@ -91,6 +91,14 @@ TEST(PipelineSpec, DecodingUntrustedBytesFailsCleanly) {
   auto st = DecodePipelineSpec(not_spec);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.status().message().find("'format'"), std::string::npos);
+  // 200,000 nested arrays: refused before the recursive decoder could overflow the stack.
+  std::vector<uint8_t> deep(200000, 0x81);
+  deep.push_back(0x01);
+  auto too_deep = DecodePipelineSpec(deep);
+  ASSERT_FALSE(too_deep.ok());
+  EXPECT_NE(too_deep.status().message().find("pipeline spec: nested deeper than"),
+            std::string::npos)
+      << too_deep.status().message();
 }
 
 }  // namespace

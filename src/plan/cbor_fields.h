@@ -12,15 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "common/cbor_shape.h"
+
 namespace sluice::plan {
 
 /// `magic` followed by the CBOR of `doc`.
 std::vector<uint8_t> WithMagic(const char* magic, const nlohmann::json& doc);
-/// Checks, without recursion, that `size` bytes hold one CBOR item whose arrays, maps and
-/// indefinite-length strings nest at most `max_depth` deep, and whose declared lengths fit in the
-/// bytes that remain. nlohmann's from_cbor recurses once per level (200,000 nested arrays
-/// overflow the stack) and reserves what a header declares, so foreign bytes pass here first.
-arrow::Status CheckCborShape(const uint8_t* data, size_t size, int max_depth);
+/// common/cbor_shape.h's check, with messages that start "plan:".
+inline arrow::Status CheckCborShape(const uint8_t* data, size_t size, int max_depth) {
+  return ::sluice::CheckCborShape(data, size, max_depth, "plan");
+}
 
 /// Plan fragments nest four levels deep (document, operator list, operator, key list); the
 /// default limit leaves room for formats to grow, far from where nlohmann's recursion would end
