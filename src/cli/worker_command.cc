@@ -1,7 +1,8 @@
 // `sluice worker` (internal): reads one encoded plan fragment from stdin, runs it, and prints
 // its report as the last line of stdout. With --progress-fd it writes one line per step on that
 // descriptor ("running stage 'x' on object 'k'"), which the driver keeps so that it can say what
-// a killed worker was doing. With --parent-pid it dies with that process (see TieToParent).
+// a killed worker was doing. With --parent-pid it dies with that process (see TieToParent); the
+// paths given with --hide (the signing keys, a SQLite registry) are hidden from it.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -13,9 +14,11 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "dist/worker_sandbox.h"
 #include "exec/compute_init.h"
 #include "exec/fragment_runner.h"
 #include "plan/plan_codec.h"
+#include "sql/stage_task.h"
 
 namespace sluice::cli {
 
@@ -24,6 +27,7 @@ namespace {
 struct WorkerOptions {
   int parent_pid = 0;
   int progress_fd = -1;
+  std::vector<std::string> hide;
 };
 
 // Kills this worker's whole process group: the worker and whatever a transform started.
@@ -48,6 +52,9 @@ arrow::Status TieToParent(pid_t parent) {
 
 arrow::Status RunWorker(const WorkerOptions& options) {
   if (options.parent_pid > 0) ARROW_RETURN_NOT_OK(TieToParent(options.parent_pid));
+  // Before any thread starts (a user namespace needs a single-threaded process). Where the
+  // kernel refuses namespaces (some containers) the task still runs, without this layer.
+  (void)dist::HidePaths(options.hide);
   // A crashing transform must not leave core files behind (the worker runs in "/").
   const rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);
@@ -81,7 +88,11 @@ arrow::Status RunWorker(const WorkerOptions& options) {
       report.status = "error";
       report.error = init.ToString();
     } else {
-      report = exec::RunFragment(*fragment, progress);
+      // A distributed SQL query's task is one RunSqlStage operator, which the SQL layer runs.
+      const bool sql_stage = fragment->operators.size() == 1 &&
+                             std::holds_alternative<plan::RunSqlStage>(fragment->operators[0]);
+      report = sql_stage ? sql::RunStageTask(*fragment, progress)
+                         : exec::RunFragment(*fragment, progress);
     }
   }
   // Whatever a transform printed comes first; the report is the last line.
@@ -100,6 +111,7 @@ void AddWorkerCommand(CLI::App& app, Action& action) {
   auto options = std::make_shared<WorkerOptions>();
   worker->add_option("--parent-pid", options->parent_pid, "Die with this process");
   worker->add_option("--progress-fd", options->progress_fd, "Write progress lines here");
+  worker->add_option("--hide", options->hide, "Paths that transforms must not see");
   worker->callback([&action, options] { action = [options] { return RunWorker(*options); }; });
 }
 

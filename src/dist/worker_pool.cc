@@ -66,9 +66,13 @@ arrow::Result<exec::TaskReport> RunInWorker(const plan::Fragment& fragment,
   limits.timeout = std::chrono::seconds(options.task_timeout_seconds);
   limits.memory_bytes = TaskMemoryBytes(options);
   // The worker dies with this process: it checks that its parent is still the pid it was given.
-  const std::vector<std::string> argv = {options.worker_binary, "worker",
-                                         "--parent-pid",        std::to_string(getpid()),
-                                         "--progress-fd",       std::to_string(kProgressFd)};
+  std::vector<std::string> argv = {options.worker_binary, "worker",
+                                   "--parent-pid",        std::to_string(getpid()),
+                                   "--progress-fd",       std::to_string(kProgressFd)};
+  for (const std::string& path : options.hidden_paths) {
+    argv.push_back("--hide");
+    argv.push_back(path);
+  }
   auto run = RunSupervised(argv, plan_bytes, limits, cancel);
   if (!run.ok()) {
     return arrow::Status::IOError("cannot start a worker for task ", fragment.task_name(), ": ",

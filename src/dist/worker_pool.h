@@ -49,6 +49,8 @@ struct PoolOptions {
   /// Memory limit of one task attempt (its worker's process group); 0: the machine's physical
   /// memory divided by `workers`.
   int64_t task_memory_bytes = 0;
+  /// Paths that no worker may see (the signing keys, a SQLite registry); see HidePaths.
+  std::vector<std::string> hidden_paths{};
 };
 
 /// Runs every fragment; returns the reports in fragment order.

@@ -624,6 +624,12 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
   pool.task_timeout_seconds =
       job.limits.task_timeout_seconds.value_or(dist::kDefaultTaskTimeoutSeconds);
   pool.task_memory_bytes = job.limits.task_memory_mb.value_or(0) << 20;
+  // Transforms must not read the signing keys or write the registry behind its back.
+  pool.hidden_paths = {config.home + "/keys"};
+  const std::string sqlite = "sqlite://";
+  if (config.database_url.rfind(sqlite, 0) == 0) {
+    pool.hidden_paths.push_back(config.database_url.substr(sqlite.size()));
+  }
 
   json timings = json::object();
   std::vector<exec::TaskReport> reports;

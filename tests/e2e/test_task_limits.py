@@ -22,8 +22,8 @@ EXTRACTED = "sluice.examples.conversation.ConversationMessageExtracted"
 NO_HANG_SECONDS = 60
 
 
-def request(mode):
-    return json.dumps({"request_id": mode, "user_id": "u", "conversation_id": "c1", "model": "m",
+def request(mode, user_id="u"):
+    return json.dumps({"request_id": mode, "user_id": user_id, "conversation_id": "c1", "model": "m",
                        "received_at": "2026-01-01T00:00:00Z",
                        "messages": [{"role": "user", "content": "hi", "name": None}]})
 
@@ -57,16 +57,17 @@ def faulty(sluice_bin, tmp_path_factory):
     return sluice, pin
 
 
-def faulty_job(faulty, tmp_path, mode, limits=""):
+def faulty_job(faulty, tmp_path, mode, limits="", user_id="u", name=None):
     """A job over one object whose request picks `mode`; returns the manifest path."""
     sluice, pin = faulty
-    sluice.run("store", "put", f"raw/{mode}/a.jsonl", "-", input=(request(mode) + "\n").encode(),
-               check=True)
-    path = tmp_path / f"{mode}.toml"
+    name = name or mode
+    sluice.run("store", "put", f"raw/{name}/a.jsonl", "-",
+               input=(request(mode, user_id) + "\n").encode(), check=True)
+    path = tmp_path / f"{name}.toml"
     path.write_text(f"""
 [dataflow.source]
 kind = "jsonl"
-prefix = "raw/{mode}/"
+prefix = "raw/{name}/"
 
 [[dataflow.stages]]
 kind = "function"
@@ -200,6 +201,18 @@ def test_workers_start_with_a_scrubbed_environment(faulty, tmp_path):
                    "SLUICE_DATABASE_URL"):
         assert hidden not in seen, seen
     assert cwd == "/"
+
+
+@pytest.mark.parametrize("hidden", ["keys/signing.key", "keys/signing.pub", "registry.db"])
+def test_a_transform_cannot_read_the_signing_key_or_the_registry(faulty, tmp_path, hidden):
+    sluice, _ = faulty
+    path = f"{sluice.env['SLUICE_HOME']}/{hidden}"
+    assert os.path.getsize(path) > 0
+    name = "read-" + re.sub(r"[^a-z]", "-", hidden)
+    job = faulty_job(faulty, tmp_path, "read", user_id=path, name=name)
+    err = assert_failed(sluice, submit(sluice, job, name), name, f"read [{path}]")
+    # Covered by an empty directory or by /dev/null in the worker's mount namespace.
+    assert re.search(r"read \[[^\]]*\]: (cannot open|0 bytes)", err), err
 
 
 def test_killing_the_driver_kills_its_workers_and_their_children(faulty, tmp_path):

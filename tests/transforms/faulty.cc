@@ -7,6 +7,8 @@
 
 #include <sluice/sdk/transform.hpp>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -102,6 +104,19 @@ arrow::Status RunTransform(std::shared_ptr<arrow::RecordBatchReader> input,
   if (mode == "segfault") {
     int* volatile nowhere = nullptr;
     *nowhere = 42;
+  }
+  if (mode == "read") {
+    // Tries to read the file that the first row's second column (user_id) names.
+    const auto& column = static_cast<const arrow::StringArray&>(*batches.at(0)->column(1));
+    const std::string path = column.GetString(0);
+    std::FILE* file = std::fopen(path.c_str(), "rb");
+    if (file == nullptr) {
+      return arrow::Status::Invalid("read [", path, "]: cannot open: ", std::strerror(errno));
+    }
+    char buf[4096];
+    const size_t n = std::fread(buf, 1, sizeof(buf), file);
+    std::fclose(file);
+    return arrow::Status::Invalid("read [", path, "]: ", n, " bytes");
   }
   if (mode == "env") {
     // What a transform can see: the names of its environment variables and its directory.
