@@ -29,6 +29,7 @@ struct QueryOptions {
   std::string file;
   std::string format;  // table | csv | json | parquet | arrow; empty: table on a TTY, else csv
   std::string output;
+  int workers = 0;
 };
 
 // Binary columns in text output are written as PostgreSQL writes bytea, "\x" and hex: as raw
@@ -182,7 +183,9 @@ arrow::Status RunQueryCommand(QueryOptions o) {
     o.sql = buffer.str();
   }
   ARROW_ASSIGN_OR_RAISE(Config config, Config::FromEnvironment());
-  ARROW_ASSIGN_OR_RAISE(auto result, sql::RunQuery(config, o.sql));
+  sql::RunOptions run;
+  run.workers = o.workers;
+  ARROW_ASSIGN_OR_RAISE(auto result, sql::RunQuery(config, o.sql, run));
   if (!result.message.empty()) {
     std::cout << result.message;
     if (result.message.back() != '\n') std::cout << "\n";
@@ -218,6 +221,11 @@ void AddQueryCommand(CLI::App& app, Action& action) {
   query->add_option("--format", options->format, "table, csv, json, parquet or arrow")
       ->check(CLI::IsMember({"table", "csv", "json", "parquet", "arrow"}));
   query->add_option("-o,--output", options->output, "Output file for parquet and arrow");
+  query
+      ->add_option("--workers", options->workers,
+                   "Run aggregates across this many worker processes; 0 (the default) runs "
+                   "the query in this process")
+      ->check(CLI::Range(0, 256));
   query->callback([&action, options] { action = [options] { return RunQueryCommand(*options); }; });
 }
 

@@ -239,6 +239,11 @@ class Runner {
     return arrow::Status::OK();
   }
 
+  arrow::Status Apply(const plan::RunSqlStage&) {
+    // `sluice worker` hands a SQL stage to the SQL layer before it gets here.
+    return arrow::Status::Invalid("internal: plan: run_sql_stage reached the job fragment runner");
+  }
+
   arrow::Status Apply(const plan::WriteSink& sink) {
     std::shared_ptr<arrow::Table> table = deduped_;
     if (table == nullptr && schema_ == nullptr) {

@@ -68,8 +68,15 @@ struct WriteSink {
   std::string key;
 };
 
-using Operator =
-    std::variant<ScanObjects, ScanShuffle, CallTransform, HashExchange, DedupFirst, WriteSink>;
+/// A whole task of a distributed SQL query: the body is the SQL layer's own checked encoding
+/// (sql/stage_task.h, "SLUICE-SQL-STAGE/1"), which the worker hands to the SQL stage runner.
+/// It is the fragment's only operator.
+struct RunSqlStage {
+  std::vector<uint8_t> body;
+};
+
+using Operator = std::variant<ScanObjects, ScanShuffle, CallTransform, HashExchange, DedupFirst,
+                              WriteSink, RunSqlStage>;
 
 /// What a worker needs to rebuild the driver's session.
 struct SessionSpec {

@@ -1,5 +1,7 @@
 #include "plan/plan_codec.h"
 
+#include <arrow/buffer.h>
+
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -50,6 +52,8 @@ json EncodeOperator(const Operator& op, arrow::Status* st) {
                   {"folder", o.folder}};
         } else if constexpr (std::is_same_v<T, DedupFirst>) {
           return {{"op", "dedup_first"}, {"key", o.key}};
+        } else if constexpr (std::is_same_v<T, RunSqlStage>) {
+          return {{"op", "run_sql_stage"}, {"body", json::binary(o.body)}};
         } else {
           return {{"op", "write_sink"}, {"format", o.format}, {"key", o.key}};
         }
@@ -112,6 +116,12 @@ arrow::Result<Operator> DecodeOperator(const json& v) {
     WriteSink o;
     ARROW_ASSIGN_OR_RAISE(o.format, Text(v, "format"));
     ARROW_ASSIGN_OR_RAISE(o.key, Text(v, "key"));
+    return o;
+  }
+  if (op == "run_sql_stage") {
+    RunSqlStage o;
+    ARROW_ASSIGN_OR_RAISE(auto body, Bytes(v, "body"));
+    o.body.assign(body->data(), body->data() + body->size());
     return o;
   }
   return arrow::Status::Invalid("plan: unknown operator '", op, "'");

@@ -149,11 +149,18 @@ ac::JoinType AceroJoinType(JoinType type) {
 }  // namespace
 
 namespace {
-arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, OperatorProbes* probes);
+arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, OperatorProbes* probes,
+                                                   const NodeInputs* inputs);
 }  // namespace
 
-arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node, OperatorProbes* probes) {
-  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, OperatorDeclaration(node, probes));
+arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node, OperatorProbes* probes,
+                                             const NodeInputs* inputs) {
+  if (inputs != nullptr) {
+    if (auto it = inputs->find(&node); it != inputs->end()) {
+      return ac::Declaration("table_source", ac::TableSourceNodeOptions(it->second));
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, OperatorDeclaration(node, probes, inputs));
   if (probes == nullptr || node.kind == PlanNode::Kind::kLimit) return decl;
   auto stats = std::make_shared<OperatorStats>();
   (*probes)[&node] = stats;
@@ -162,13 +169,14 @@ arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node, OperatorProbe
 
 namespace {
 
-arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, OperatorProbes* probes) {
+arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, OperatorProbes* probes,
+                                                   const NodeInputs* inputs) {
   ARROW_RETURN_NOT_OK(EnsureInitialized());
   if (node.kind == PlanNode::Kind::kScan) return Scan(node);
-  if (node.kind == PlanNode::Kind::kLimit) return ToDeclaration(*node.input, probes);
+  if (node.kind == PlanNode::Kind::kLimit) return ToDeclaration(*node.input, probes, inputs);
   if (node.kind == PlanNode::Kind::kJoin) {
-    ARROW_ASSIGN_OR_RAISE(ac::Declaration probe, ToDeclaration(*node.input, probes));
-    ARROW_ASSIGN_OR_RAISE(ac::Declaration build, ToDeclaration(*node.right, probes));
+    ARROW_ASSIGN_OR_RAISE(ac::Declaration probe, ToDeclaration(*node.input, probes, inputs));
+    ARROW_ASSIGN_OR_RAISE(ac::Declaration build, ToDeclaration(*node.right, probes, inputs));
     std::vector<arrow::FieldRef> left, right;
     for (const auto& k : node.left_keys) left.emplace_back(k);
     for (const auto& k : node.right_keys) right.emplace_back(k);
@@ -184,7 +192,8 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
     return ac::Declaration("hashjoin", {std::move(probe), std::move(build)}, std::move(options));
   }
   if (node.kind == PlanNode::Kind::kAggregate && node.final_phase &&
-      node.input->kind == PlanNode::Kind::kAggregate && !node.input->final_phase) {
+      node.input->kind == PlanNode::Kind::kAggregate && !node.input->final_phase &&
+      (inputs == nullptr || inputs->count(node.input.get()) == 0)) {
     // In one process the partial and final steps run as one aggregate: there are no partials
     // from elsewhere to merge, and a second pass over every group would be pure cost.
     const PlanNode& partial = *node.input;
@@ -198,10 +207,10 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
         fused.push_back({p->function, p->input, a.output});  // sum of counts is the count
       }
     }
-    ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*partial.input, probes));
+    ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*partial.input, probes, inputs));
     return Aggregate(std::move(input), node.keys, fused);
   }
-  ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*node.input, probes));
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*node.input, probes, inputs));
   switch (node.kind) {
     case PlanNode::Kind::kFilter:
       return ac::Declaration::Sequence(
@@ -234,8 +243,9 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
 
 arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
                                                      const std::vector<std::string>& names,
-                                                     OperatorProbes* probes) {
-  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(plan, probes));
+                                                     OperatorProbes* probes,
+                                                     const NodeInputs* inputs) {
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(plan, probes, inputs));
   const auto start = std::chrono::steady_clock::now();
   if (probes != nullptr) {
     for (auto& [node, stats] : *probes) stats->start = start;

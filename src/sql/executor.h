@@ -18,14 +18,21 @@ namespace sluice::sql {
 /// Measurements per plan operator, for EXPLAIN ANALYZE.
 using OperatorProbes = std::map<const PlanNode*, std::shared_ptr<OperatorStats>>;
 
+/// Results computed elsewhere that stand in for plan nodes (and their subtrees): a distributed
+/// query's driver and final-stage tasks run the plan above a cut on the tables that the stage
+/// below it produced. A partial aggregate given here is not fused with its final one.
+using NodeInputs = std::map<const PlanNode*, std::shared_ptr<arrow::Table>>;
+
 /// The Acero declaration of a plan (Limit is applied to the result, outside Acero). With
 /// `probes`, every operator is followed by a probe recorded there.
 arrow::Result<arrow::acero::Declaration> ToDeclaration(const PlanNode& node,
-                                                       OperatorProbes* probes = nullptr);
+                                                       OperatorProbes* probes = nullptr,
+                                                       const NodeInputs* inputs = nullptr);
 
 /// Runs a plan and returns its result with the given column names.
 arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
                                                      const std::vector<std::string>& names,
-                                                     OperatorProbes* probes = nullptr);
+                                                     OperatorProbes* probes = nullptr,
+                                                     const NodeInputs* inputs = nullptr);
 
 }  // namespace sluice::sql

@@ -9,9 +9,11 @@
 #include "catalog/run_lease.h"
 #include "exec/compute_init.h"
 #include "sql/binder.h"
+#include "sql/distributed_query.h"
 #include "sql/executor.h"
 #include "sql/run_with_stack.h"
 #include "sql/sql_parser.h"
+#include "sql/stage_planner.h"
 #include "sql/table_location.h"
 #include "storage/object_store.h"
 
@@ -24,7 +26,35 @@ namespace {
 // (sql_parser_test), and sanitizer builds several times that, so a query runs on 64 MiB.
 constexpr size_t kQueryStackBytes = size_t{64} << 20;
 
-arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std::string& sql) {
+// A SELECT cut into stages that worker processes run; EXPLAIN shows the stages, EXPLAIN ANALYZE
+// each stage's tasks.
+arrow::Result<QueryResult> RunDistributedSelect(const BoundQuery& bound, const StagePlan& stages,
+                                                const SelectStatement& select,
+                                                const DistributedOptions& options) {
+  QueryResult result;
+  if (select.explain && !select.analyze) {
+    result.message = ExplainStages(*bound.plan, stages, options.workers);
+    return result;
+  }
+  if (!select.analyze) {
+    ARROW_ASSIGN_OR_RAISE(result.table, RunDistributed(bound, stages, options));
+    return result;
+  }
+  std::string analyze;
+  const auto start = std::chrono::steady_clock::now();
+  ARROW_ASSIGN_OR_RAISE(auto table, RunDistributed(bound, stages, options, &analyze));
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  char total[96];
+  std::snprintf(total, sizeof(total), "analyze: %lld rows in %.1f ms\n",
+                static_cast<long long>(table->num_rows()), ms);
+  result.message = ExplainStages(*bound.plan, stages, options.workers) +
+                   "tasks (rows, bytes, time, shuffle bytes written and read):\n" + analyze + total;
+  return result;
+}
+
+arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std::string& sql,
+                                                const RunOptions& options) {
   ARROW_RETURN_NOT_OK(exec::EnsureComputeInitialized());
   ARROW_ASSIGN_OR_RAISE(Statement statement, ParseStatement(sql));
   ARROW_ASSIGN_OR_RAISE(auto registry, catalog::Registry::Open(config.database_url));
@@ -75,6 +105,17 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
                                   "\" does not exist; declare it with CREATE EXTERNAL TABLE");
   };
   ARROW_ASSIGN_OR_RAISE(BoundQuery bound, BindSelect(select.select, sql, resolve));
+  if (options.workers > 0) {
+    StagePlan stages = PlanStages(*bound.plan);
+    if (!stages.cuts.empty()) {
+      DistributedOptions distributed;
+      distributed.workers = options.workers;
+      distributed.store = store;
+      distributed.store_url = config.store_url;
+      return RunDistributedSelect(bound, stages, select, distributed);
+    }
+    std::fprintf(stderr, "sluice: running in-process: %s\n", stages.not_cut_reason.c_str());
+  }
   if (select.explain) {
     ARROW_ASSIGN_OR_RAISE(auto decl, ToDeclaration(*bound.plan));
     if (!select.analyze) {
@@ -107,10 +148,11 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
 
 }  // namespace
 
-arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql) {
+arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql,
+                                    const RunOptions& options) {
   arrow::Result<QueryResult> out = arrow::Status::UnknownError("internal: the query did not run");
   ARROW_RETURN_NOT_OK(
-      RunWithStack(kQueryStackBytes, [&] { out = RunQueryOnThisThread(config, sql); }));
+      RunWithStack(kQueryStackBytes, [&] { out = RunQueryOnThisThread(config, sql, options); }));
   return out;
 }
 

@@ -18,6 +18,14 @@ struct QueryResult {
   std::string message;
 };
 
-arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql);
+struct RunOptions {
+  /// Worker processes for the stages of a distributed query (see distributed_query.h); 0 runs
+  /// the whole query in this process. A plan that cannot be cut runs in-process, with a note on
+  /// stderr.
+  int workers = 0;
+};
+
+arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql,
+                                    const RunOptions& options = {});
 
 }  // namespace sluice::sql

@@ -541,9 +541,14 @@ arrow::Result<BoundQuery> Decode(const uint8_t* data, size_t size,
 }  // namespace
 
 arrow::Result<std::vector<uint8_t>> EncodeQueryPlan(const BoundQuery& query) {
+  return EncodeQueryPlan(*query.plan, query.names);
+}
+
+arrow::Result<std::vector<uint8_t>> EncodeQueryPlan(const PlanNode& plan,
+                                                    const std::vector<std::string>& names) {
   ARROW_RETURN_NOT_OK(exec::EnsureComputeInitialized());
-  ARROW_ASSIGN_OR_RAISE(json root, EncodeNode(*query.plan));
-  return plan::WithMagic(kQueryPlanMagic, {{"names", query.names}, {"plan", std::move(root)}});
+  ARROW_ASSIGN_OR_RAISE(json root, EncodeNode(plan));
+  return plan::WithMagic(kQueryPlanMagic, {{"names", names}, {"plan", std::move(root)}});
 }
 
 arrow::Result<BoundQuery> DecodeQueryPlan(const uint8_t* data, size_t size,

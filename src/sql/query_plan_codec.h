@@ -24,6 +24,9 @@ namespace sluice::sql {
 inline constexpr char kQueryPlanMagic[] = "SLUICE-SQL-PLAN/1\n";
 
 arrow::Result<std::vector<uint8_t>> EncodeQueryPlan(const BoundQuery& query);
+/// The same for a subtree of a plan (a distributed query's stage) with its output names.
+arrow::Result<std::vector<uint8_t>> EncodeQueryPlan(const PlanNode& plan,
+                                                    const std::vector<std::string>& names);
 arrow::Result<BoundQuery> DecodeQueryPlan(const uint8_t* data, size_t size,
                                           std::shared_ptr<storage::ObjectStore> store);
 

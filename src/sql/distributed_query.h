@@ -1,0 +1,49 @@
+// The driver of a distributed query: runs the stages that the stage planner cut (see
+// stage_planner.h) on `sluice worker` processes through the supervised worker pool, so crashed
+// tasks are retried and time and memory limits apply, and runs the rest of the plan in-process
+// on what the last stages gathered.
+//
+// Shuffle files live in the session's store (SLUICE_STORE), not the table's: the session store
+// is where sluice keeps its own state (_sluice/), it is writable wherever sluice runs, and a
+// table may sit at a read-only path or in a bucket the query may only read. Every file of a
+// query is under `_sluice/shuffle/q-<query id>/s<stage>/<task>-<attempt>/part-<p>.arrow`; the
+// next stage reads only the files of the attempt whose report the pool returned, and the
+// query's folder is removed when the query ends, whether it succeeded or not.
+//
+// Thread-safety: one call at a time per plan; the pool's threads only read the encoded tasks.
+#pragma once
+
+#include <arrow/result.h>
+#include <arrow/table.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sql/binder.h"
+#include "sql/stage_planner.h"
+#include "storage/object_store.h"
+
+namespace sluice::sql {
+
+struct DistributedOptions {
+  /// Worker processes at a time (>= 1).
+  int workers = 1;
+  /// The session store, where the shuffle lives, and its URL (sent to workers).
+  std::shared_ptr<storage::ObjectStore> store;
+  std::string store_url;
+  /// The sluice binary whose `worker` subcommand runs a task; empty: this executable.
+  std::string worker_binary;
+  /// Attempts per task before the query fails.
+  int max_attempts = 3;
+};
+
+/// Runs `query` cut as `stages` (which must have at least one cut). With `analyze`, appends one
+/// line per stage and task (rows, bytes, time, shuffle bytes written and read, and which map
+/// attempts' files each final task read) for EXPLAIN ANALYZE.
+arrow::Result<std::shared_ptr<arrow::Table>> RunDistributed(const BoundQuery& query,
+                                                            const StagePlan& stages,
+                                                            const DistributedOptions& options,
+                                                            std::string* analyze = nullptr);
+
+}  // namespace sluice::sql
