@@ -126,7 +126,9 @@ arrow::Result<std::shared_ptr<TransformLibrary>> LoadFromSealedMemfd(
   }
   auto library = TransformLibrary::Open("/proc/self/fd/" + std::to_string(fd));
   if (!library.ok()) {
-    close(fd);
+    // dlopen may have succeeded before a later check failed, and a library the dynamic loader
+    // cannot unload (a C++ one with unique symbols) then stays known by this path; the
+    // descriptor stays open so no other artifact is ever given the same path.
     return AddContext(library.status(), where);
   }
   // The descriptor stays open (see LoadedLibraries); it is the library's name.

@@ -69,7 +69,7 @@ arrow::Result<OutputFile> WriteShuffleFile(storage::ObjectStore* store, const st
   ARROW_RETURN_NOT_OK(writer->Close());
   ARROW_ASSIGN_OR_RAISE(auto bytes, sink->Finish());
   ARROW_RETURN_NOT_OK(store->Put(key, bytes));
-  return OutputFile{key, table->num_rows(), bytes->size(), artifact::Blake3(*bytes).ToHex()};
+  return OutputFile{key, table->num_rows(), bytes->size(), artifact::Blake3(*bytes).ToHex(), ""};
 }
 
 arrow::Result<std::shared_ptr<arrow::Table>> ReadShuffleFile(storage::ObjectStore* store,

@@ -38,7 +38,8 @@ arrow::Result<OutputFile> WriteSinkPart(storage::ObjectStore* store, const std::
     return arrow::Status::Invalid("internal: unknown sink format '", format, "'");
   }
   ARROW_ASSIGN_OR_RAISE(auto bytes, sink->Finish());
-  OutputFile out{key, table->num_rows(), bytes->size(), artifact::Blake3(*bytes).ToHex()};
+  OutputFile out{key, table->num_rows(), bytes->size(), artifact::Blake3(*bytes).ToHex(),
+                 table->schema()->ToString(/*show_metadata=*/true)};
   ARROW_RETURN_NOT_OK(store->Put(key, bytes));
   return out;
 }

@@ -8,7 +8,11 @@ std::string TaskReport::ToJsonLine() const {
   auto files_json = [](const std::vector<OutputFile>& list) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& f : list) {
-      out.push_back({{"key", f.key}, {"rows", f.rows}, {"bytes", f.bytes}, {"blake3", f.blake3}});
+      out.push_back({{"key", f.key},
+                     {"rows", f.rows},
+                     {"bytes", f.bytes},
+                     {"blake3", f.blake3},
+                     {"schema", f.schema}});
     }
     return out;
   };
@@ -50,7 +54,8 @@ arrow::Result<TaskReport> TaskReport::FromJsonLine(const std::string& line) {
       auto& out = std::string(list) == "files" ? r.files : r.shuffle_files;
       for (const auto& f : doc.at(list)) {
         out.push_back({f.at("key").get<std::string>(), f.at("rows").get<int64_t>(),
-                       f.at("bytes").get<int64_t>(), f.at("blake3").get<std::string>()});
+                       f.at("bytes").get<int64_t>(), f.at("blake3").get<std::string>(),
+                       f.value("schema", std::string())});
       }
     }
   } catch (const nlohmann::json::exception& e) {

@@ -14,6 +14,9 @@ struct OutputFile {
   int64_t rows = 0;
   int64_t bytes = 0;
   std::string blake3;
+  /// A sink part's Arrow schema, as text with metadata: the driver refuses to commit parts
+  /// whose schemas differ (an `any` output is fixed per task, so tasks can disagree).
+  std::string schema;
 };
 
 struct TaskReport {

@@ -7,12 +7,16 @@
 #include "catalog/run_lease.h"
 #include "pipeline/run_files.h"
 #include "storage/object_store.h"
+#include "storage/sink_manifest.h"
 
 namespace sluice::pipeline {
 
 arrow::Result<GcResult> CollectGarbage(const Config& config) {
   ARROW_ASSIGN_OR_RAISE(auto store, storage::ObjectStore::Open(config.store_url));
   ARROW_ASSIGN_OR_RAISE(auto registry, catalog::Registry::Open(config.database_url));
+  // The shuffle folders are listed before the runs: an attempt claims its run before it writes
+  // a shuffle file, so every folder listed here belongs to a run the next listing shows.
+  ARROW_ASSIGN_OR_RAISE(auto shuffle, store->List(kShuffleRoot));
   ARROW_ASSIGN_OR_RAISE(auto runs, registry->ListRuns(std::numeric_limits<int32_t>::max()));
   GcResult result;
   const int64_t now = catalog::NowSeconds();
@@ -24,6 +28,18 @@ arrow::Result<GcResult> CollectGarbage(const Config& config) {
       live.insert(folder);
       continue;
     }
+    if (run.status == "running" && !run.sink_path.empty()) {
+      // A driver that died after writing its manifest but before recording the commit: the
+      // manifest is the truth, and its parts are the output.
+      ARROW_ASSIGN_OR_RAISE(auto manifest, storage::ReadSinkManifest(store.get(), run.sink_path));
+      if (manifest.has_value() && manifest->attempt_id == run.attempt_id) {
+        catalog::RunRecord committed = run;
+        committed.status = "committed";
+        committed.finished_at = catalog::NowUtc();
+        ARROW_RETURN_NOT_OK(registry->UpdateClaimedRun(committed).status());
+        continue;
+      }
+    }
     if ((run.status == "failed" || run.status == "running") && !run.sink_path.empty()) {
       ARROW_ASSIGN_OR_RAISE(int64_t parts,
                             RemoveAttemptParts(store.get(), run.sink_path, run.attempt_id));
@@ -31,7 +47,6 @@ arrow::Result<GcResult> CollectGarbage(const Config& config) {
     }
   }
   // Shuffle folders: everything under _sluice/shuffle/ that no live attempt owns.
-  ARROW_ASSIGN_OR_RAISE(auto shuffle, store->List(kShuffleRoot));
   std::set<std::string> folders;
   for (const auto& o : shuffle) {
     const size_t slash = o.key.find('/', sizeof(kShuffleRoot) - 1);

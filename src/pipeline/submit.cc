@@ -442,30 +442,14 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
 
   // A committed run id is a no-op with the same manifest, and refused with another.
   ARROW_ASSIGN_OR_RAISE(auto previous_run, registry->GetRun(options.run_id));
-  ARROW_ASSIGN_OR_RAISE(bool committed, store->Exists(manifest_key));
-  if (committed) {
-    ARROW_ASSIGN_OR_RAISE(auto bytes, store->Get(manifest_key));
-    json doc = json::parse(bytes->ToString(), nullptr, false);
-    auto field = [&](const char* name) -> const json* {
-      if (!doc.is_object()) return nullptr;
-      auto it = doc.find(name);
-      return it == doc.end() ? nullptr : &*it;
-    };
-    const json* run_field = field("run_id");
-    const json* digest_field = field("job_manifest_blake3");
-    const json* rows_field = field("rows");
-    if (run_field == nullptr || !run_field->is_string() || digest_field == nullptr ||
-        !digest_field->is_string() || (rows_field != nullptr && !rows_field->is_number_integer())) {
-      return arrow::Status::Invalid(
-          "sink manifest '", manifest_key,
-          "' is not a valid sluice sink manifest; refusing to run over it");
-    }
-    if (*run_field != options.run_id) {
+  ARROW_ASSIGN_OR_RAISE(auto committed, storage::ReadSinkManifest(store.get(), result.sink_path));
+  if (committed.has_value()) {
+    if (committed->run_id != options.run_id) {
       return arrow::Status::Invalid(options.manifest_path, ": dataflow.sink.path '",
                                     result.sink_path, "' holds the committed output of run '",
-                                    run_field->get<std::string>(), "'; choose another sink path");
+                                    committed->run_id, "'; choose another sink path");
     }
-    const std::string previous = digest_field->get<std::string>();
+    const std::string& previous = committed->job_manifest_blake3;
     if (previous != manifest_digest) {
       return arrow::Status::Invalid("run id '", options.run_id, "' was already committed at ",
                                     result.sink_path, " with a different manifest (blake3 ",
@@ -479,7 +463,7 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
       (void)registry->UpdateClaimedRun(*previous_run);
     }
     result.already_committed = true;
-    result.rows_out = rows_field != nullptr ? rows_field->get<int64_t>() : 0;
+    result.rows_out = committed->rows;
     return result;
   }
   std::string replaces_attempt;
@@ -534,7 +518,24 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     return arrow::Status::Invalid("run id '", options.run_id,
                                   "' was just claimed by another submit; nothing was done");
   }
+  // Two submits with different run ids and overlapping sink paths both passed the check above
+  // before either had claimed; now each sees the other as running, and neither writes.
+  if (arrow::Status st =
+          CheckSinkOwnership(job, options.run_id, result.sink_path, store.get(), registry.get());
+      !st.ok()) {
+    run.status = "failed";
+    run.error = st.ToString();
+    run.finished_at = catalog::NowUtc();
+    (void)registry->UpdateClaimedRun(run);
+    return st;
+  }
   LeaseKeeper lease(config.database_url, options.run_id, attempt_id);
+  // True while this attempt still holds the run: a driver whose lease lapsed (stalled for a
+  // minute) may have been taken over, and must then neither commit nor remove anything shared.
+  auto still_ours = [&]() -> arrow::Result<bool> {
+    ARROW_ASSIGN_OR_RAISE(auto now, registry->GetRun(options.run_id));
+    return now.has_value() && now->attempt_id == attempt_id;
+  };
   if (previous_run.has_value() && !previous_run->attempt_id.empty()) {
     // A failed or abandoned attempt of this run: its files go before this one starts.
     ARROW_RETURN_NOT_OK(
@@ -663,7 +664,29 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
   std::sort(result.files.begin(), result.files.end(),
             [](const auto& a, const auto& b) { return a.key < b.key; });
 
+  // Every part of one output has one schema. A stage that writes `any` fixes its schema in each
+  // task by the first stream emitted there, so tasks can disagree; such parts are never committed.
+  for (size_t i = 1; st.ok() && i < result.files.size(); ++i) {
+    const auto& first = result.files.front();
+    const auto& other = result.files[i];
+    if (!first.schema.empty() && !other.schema.empty() && other.schema != first.schema) {
+      st = arrow::Status::TypeError("the tasks of run '", options.run_id,
+                                    "' wrote parts with different schemas: '", first.key, "' has ",
+                                    first.schema, ", but '", other.key, "' has ", other.schema,
+                                    "; a stage that writes `any` must emit one schema");
+    }
+  }
   // Commit: the manifest object is written last; only then does the output exist.
+  if (st.ok()) {
+    auto ours = still_ours();
+    if (!ours.ok()) {
+      st = ours.status();
+    } else if (!*ours) {
+      st = arrow::Status::Invalid("run id '", options.run_id,
+                                  "' was taken over by another submit while this one ran (its "
+                                  "lease had lapsed); this attempt does not commit");
+    }
+  }
   if (st.ok()) {
     json files = json::array();
     for (const auto& f : result.files) {
@@ -693,7 +716,9 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     // Nothing half-written may look like output: remove the parts this attempt wrote, and
     // only those. The marker goes last, and only when every part is gone; otherwise it stays
     // and the path reads as "not committed".
-    if (RemoveAttemptParts(store.get(), result.sink_path, attempt_id).ok()) {
+    const bool parts_removed = RemoveAttemptParts(store.get(), result.sink_path, attempt_id).ok();
+    auto ours = still_ours();
+    if (parts_removed && ours.ok() && *ours) {
       (void)store->Delete(storage::SinkMarkerKey(result.sink_path));
     }
     run.status = "failed";
@@ -702,8 +727,8 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     return st;
   }
   run.status = "committed";
-  ARROW_ASSIGN_OR_RAISE(bool still_ours, registry->UpdateClaimedRun(run));
-  if (!still_ours) {
+  ARROW_ASSIGN_OR_RAISE(bool recorded, registry->UpdateClaimedRun(run));
+  if (!recorded) {
     return arrow::Status::Invalid("run id '", options.run_id,
                                   "' committed its output, but another submit took the run over "
                                   "in the registry meanwhile (this driver's lease had lapsed)");

@@ -112,6 +112,13 @@ arrow::Result<TableLocation> ResolveLocation(const std::string& location,
   if (!IsExternalLocation(location)) return TableLocation{std::move(session_store), "", location};
   ARROW_ASSIGN_OR_RAISE(Parsed p, Parse(location));
   const std::string canonical = Canonical(p);
+  if (!roots.empty() && !p.query.empty()) {
+    // The query names the endpoint; roots compare bucket and path only, so an allowed bucket
+    // on another endpoint (any host the server can reach) must not pass as the same root.
+    return arrow::Status::Invalid("location '", p.shown, "' carries its own S3 settings (?...), ",
+                                  "which ", kRootsSetting,
+                                  " does not allow: it reads through SLUICE_STORE's endpoint");
+  }
   if (!roots.empty()) {
     bool allowed = false;
     for (const auto& root : roots) allowed = allowed || Under(canonical, root);

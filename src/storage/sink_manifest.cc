@@ -35,16 +35,11 @@ bool IsNamed(const std::string& key, const char* name) {
   return key == name || key.ends_with(std::string("/") + name);
 }
 
-struct ManifestEntry {
-  std::string key;
-  int64_t bytes = -1;
-  std::string blake3;
-};
+using ManifestEntry = SinkManifest::File;
 
-// Reads one manifest, checking every field's type: manifests are untrusted bytes.
-arrow::Result<std::vector<ManifestEntry>> ReadManifest(ObjectStore* store, const std::string& key) {
-  ARROW_ASSIGN_OR_RAISE(auto bytes, store->Get(key));
-  json doc = json::parse(bytes->ToString(), nullptr, /*allow_exceptions=*/false);
+// Parses one manifest document, checking every field's type: manifests are untrusted bytes.
+arrow::Result<SinkManifest> ParseManifest(const arrow::Buffer& bytes, const std::string& key) {
+  json doc = json::parse(bytes.ToString(), nullptr, /*allow_exceptions=*/false);
   auto bad = [&](const std::string& what) {
     return arrow::Status::Invalid("sink manifest '", key, "': ", what);
   };
@@ -53,9 +48,21 @@ arrow::Result<std::vector<ManifestEntry>> ReadManifest(ObjectStore* store, const
   if (format == doc.end() || !format->is_string() || *format != kSinkManifestFormat) {
     return bad(std::string("field 'format' is not \"") + kSinkManifestFormat + "\"");
   }
+  SinkManifest out;
+  for (auto [field, target] :
+       {std::pair{"run_id", &out.run_id}, std::pair{"attempt_id", &out.attempt_id},
+        std::pair{"job_manifest_blake3", &out.job_manifest_blake3}}) {
+    auto v = doc.find(field);
+    if (v == doc.end()) continue;
+    if (!v->is_string()) return bad(std::string("field '") + field + "' is not a string");
+    *target = v->get<std::string>();
+  }
+  if (auto v = doc.find("rows"); v != doc.end()) {
+    if (!v->is_number_integer()) return bad("field 'rows' is not an integer");
+    out.rows = v->get<int64_t>();
+  }
   auto files = doc.find("files");
   if (files == doc.end() || !files->is_array()) return bad("field 'files' is not an array");
-  std::vector<ManifestEntry> out;
   for (size_t i = 0; i < files->size(); ++i) {
     const json& f = (*files)[i];
     const std::string entry = "files[" + std::to_string(i) + "]";
@@ -67,13 +74,12 @@ arrow::Result<std::vector<ManifestEntry>> ReadManifest(ObjectStore* store, const
     if (arrow::Status st = ObjectStore::ValidateKey(e.key); !st.ok()) {
       return bad(entry + ".key: " + st.message());
     }
-    for (const char* field : {"rows", "bytes"}) {
+    for (auto [field, target] : {std::pair{"rows", &e.rows}, std::pair{"bytes", &e.bytes}}) {
       auto v = f.find(field);
-      if (v != f.end() && !v->is_number_integer()) {
-        return bad(entry + "." + field + " is not an integer");
-      }
+      if (v == f.end()) continue;
+      if (!v->is_number_integer()) return bad(entry + "." + field + " is not an integer");
+      *target = v->get<int64_t>();
     }
-    if (auto b = f.find("bytes"); b != f.end()) e.bytes = b->get<int64_t>();
     if (auto h = f.find("blake3"); h != f.end()) {
       if (!h->is_string()) return bad(entry + ".blake3 is not a string");
       e.blake3 = h->get<std::string>();
@@ -81,15 +87,15 @@ arrow::Result<std::vector<ManifestEntry>> ReadManifest(ObjectStore* store, const
       if (!parsed.ok()) return bad(parsed.status().message());
       if (parsed->size() != BLAKE3_OUT_LEN) return bad(entry + ".blake3 is not 64 hex digits");
     }
-    out.push_back(std::move(e));
-  }
-  for (const char* field : {"rows"}) {
-    auto v = doc.find(field);
-    if (v != doc.end() && !v->is_number_integer()) {
-      return bad(std::string("field '") + field + "' is not an integer");
-    }
+    out.files.push_back(std::move(e));
   }
   return out;
+}
+
+arrow::Result<std::vector<ManifestEntry>> ReadManifest(ObjectStore* store, const std::string& key) {
+  ARROW_ASSIGN_OR_RAISE(auto bytes, store->Get(key));
+  ARROW_ASSIGN_OR_RAISE(auto manifest, ParseManifest(*bytes, key));
+  return std::move(manifest.files);
 }
 
 // A marker's run id, for messages; a marker that cannot be read still marks the folder.
@@ -168,6 +174,15 @@ arrow::Result<CommittedListing> ListCommitted(ObjectStore* store, const std::str
   }
   std::sort(out.files.begin(), out.files.end());
   return out;
+}
+
+arrow::Result<std::optional<SinkManifest>> ReadSinkManifest(ObjectStore* store,
+                                                            const std::string& sink_path) {
+  const std::string key = SinkManifestKey(sink_path);
+  ARROW_ASSIGN_OR_RAISE(bool exists, store->Exists(key));
+  if (!exists) return std::nullopt;
+  ARROW_ASSIGN_OR_RAISE(auto bytes, store->Get(key));
+  return ParseManifest(*bytes, key);
 }
 
 arrow::Result<std::vector<std::string>> CommittedFiles(ObjectStore* store,

@@ -9,6 +9,7 @@
 
 #include <arrow/result.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,26 @@ arrow::Result<CommittedListing> ListCommitted(ObjectStore* store, const std::str
 arrow::Result<std::vector<std::string>> CommittedFiles(ObjectStore* store,
                                                        const std::string& prefix,
                                                        const std::string& extension);
+
+/// A committed sink's manifest, every field type-checked.
+struct SinkManifest {
+  std::string run_id;
+  std::string attempt_id;  // "" in manifests written before attempts
+  std::string job_manifest_blake3;
+  int64_t rows = 0;
+  struct File {
+    std::string key;
+    int64_t rows = -1;
+    int64_t bytes = -1;
+    std::string blake3;
+  };
+  std::vector<File> files;
+};
+
+/// The manifest of the sink at `sink_path`, or nullopt when there is none. A document that is
+/// not a valid sink manifest is an Invalid error naming it and the field at fault.
+arrow::Result<std::optional<SinkManifest>> ReadSinkManifest(ObjectStore* store,
+                                                            const std::string& sink_path);
 
 /// The key of the marker and of the manifest under a sink path.
 std::string SinkMarkerKey(const std::string& sink_path);

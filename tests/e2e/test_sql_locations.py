@@ -145,3 +145,10 @@ def test_s3_url(sluice_bin, tmp_path, moto_endpoint):
                                f"'s3://{bucket}/tables/../store/x'", env=roots)
     assert proc.returncode == 1
     assert f"(s3://{bucket}/store/x) is outside the roots" in proc.stderr.decode()
+    # With roots set, a location may not name its own endpoint: roots compare bucket and path,
+    # so an allowed bucket name on another host would otherwise pass.
+    proc = sluice.run("query", f"CREATE EXTERNAL TABLE p3 STORED AS PARQUET LOCATION "
+                               f"'s3://{bucket}/tables/parts?endpoint_override=127.0.0.2:9'",
+                      env=roots)
+    assert proc.returncode == 1
+    assert "carries its own S3 settings" in proc.stderr.decode(), proc.stderr.decode()
