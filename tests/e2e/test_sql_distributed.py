@@ -1,0 +1,328 @@
+"""`sluice query --workers N`: aggregates cut into map and final stages that `sluice worker`
+processes run, with shuffle files between them. Every answer is checked against DuckDB on the
+same files and against the in-process path (--workers 0); the stage structure is checked through
+EXPLAIN and EXPLAIN ANALYZE, so a query that silently ran in-process fails these tests."""
+
+import decimal
+import math
+import os
+import random
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import ROOT, VENV_BIN, Sluice, base_env
+
+QUERIES = ROOT / "tests" / "tpch"
+TABLES = ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"]
+LINEITEM_FILES = 8
+
+
+def normalize(v):
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    return v
+
+
+def same(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        if a is None or b is None:
+            return a is b
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
+    return a == b
+
+
+def rows_of(table):
+    return [tuple(normalize(v) for v in r) for r in zip(*[c.to_pylist() for c in table.columns])]
+
+
+def assert_same_rows(ours, want, ordered, what):
+    if not ordered:
+        ours, want = sorted(ours, key=repr), sorted(want, key=repr)
+    assert len(ours) == len(want), f"{what}: {len(ours)} rows, expected {len(want)}"
+    for i, (a, b) in enumerate(zip(ours, want)):
+        assert len(a) == len(b), f"{what} row {i}: {a} vs {b}"
+        assert all(same(x, y) for x, y in zip(a, b)), f"{what} row {i}: {a} != {b}"
+
+
+def query(sluice, sql, out, workers, env=None):
+    """Runs a SELECT; returns (rows, stderr)."""
+    proc = sluice.run("query", "--workers", workers, "--format", "arrow", "-o", out, sql, env=env)
+    assert proc.returncode == 0, proc.stderr.decode()
+    with pa.ipc.open_stream(out) as reader:
+        return rows_of(reader.read_all()), proc.stderr.decode()
+
+
+def explain(sluice, sql, workers, analyze=False, env=None):
+    proc = sluice.run("query", "--workers", workers,
+                      ("EXPLAIN ANALYZE " if analyze else "EXPLAIN ") + sql, env=env)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc.stdout.decode()
+
+
+def shuffle_files(store):
+    root = store / "_sluice" / "shuffle"
+    return [p for p in root.rglob("*") if p.is_file()] if root.exists() else []
+
+
+@pytest.fixture(scope="module")
+def tpch(sluice_bin, tmp_path_factory):
+    """TPC-H SF 0.1 with lineitem written as 8 Parquet files."""
+    root = tmp_path_factory.mktemp("tpch-dist")
+    data = root / "data"
+    subprocess.run([str(VENV_BIN / "tpchgen-cli"), "parquet", "-s", "0.1", "--output-dir",
+                    str(data)], check=True, capture_output=True)
+    lineitem = pq.read_table(data / "lineitem.parquet")
+    (data / "lineitem").mkdir()
+    n = lineitem.num_rows
+    for i in range(LINEITEM_FILES):
+        lo, hi = i * n // LINEITEM_FILES, (i + 1) * n // LINEITEM_FILES
+        pq.write_table(lineitem.slice(lo, hi - lo), data / "lineitem" / f"part-{i}.parquet")
+    (data / "lineitem.parquet").unlink()
+    env = base_env(root / "home")
+    env["SLUICE_STORE"] = f"file://{data}"
+    sluice = Sluice(sluice_bin, env)
+    con = duckdb.connect()
+    for t in TABLES:
+        where = "lineitem" if t == "lineitem" else f"{t}.parquet"
+        out = sluice.run("query", f"CREATE EXTERNAL TABLE {t} STORED AS PARQUET LOCATION "
+                                  f"'{where}'", check=True).stdout.decode()
+        assert out.startswith(f"CREATE EXTERNAL TABLE {t} ("), out
+        path = f"{data}/lineitem/*.parquet" if t == "lineitem" else f"{data}/{t}.parquet"
+        con.execute(f"create view {t} as select * from read_parquet('{path}')")
+    return sluice, con, data
+
+
+def q(n):
+    return (QUERIES / f"q{n:02d}.sql").read_text()
+
+
+def test_q1_across_4_workers_equals_in_process(tpch, tmp_path):
+    sluice, _, data = tpch
+    sql = q(1)
+    plan = explain(sluice, sql, 4)
+    assert "distributed plan: 3 stages on 4 workers" in plan, plan
+    assert f"stage 1 (map): {LINEITEM_FILES} tasks over lineitem's {LINEITEM_FILES} files" in plan
+    assert "into 4 partitions" in plan, plan
+    distributed, _ = query(sluice, sql, tmp_path / "d.arrow", 4)
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    assert_same_rows(distributed, local, ordered=True, what="Q1 --workers 4 vs 0")
+    assert len(local) == 4
+
+    # Every final task read one file from every map task: the split really ran.
+    analyzed = explain(sluice, sql, 4, analyze=True)
+    finals = re.findall(r"stage 2 \(final\) task s2p\d+ attempt \d+: .*\[([^\]]*)\]", analyzed)
+    assert len(finals) == 4, analyzed
+    for read in finals:
+        tasks = sorted(re.sub(r"-\d+$", "", t) for t in read.split(","))
+        assert tasks == sorted(f"s1p{i}" for i in range(LINEITEM_FILES)), analyzed
+    maps = re.findall(r"stage 1 \(map\) task s1p\d+ attempt \d+: files=1 rows_in=(\d+)", analyzed)
+    assert len(maps) == LINEITEM_FILES, analyzed
+    assert "shuffle_written=" in analyzed and "shuffle_read=" in analyzed
+    assert shuffle_files(data) == []
+
+
+@pytest.mark.parametrize("n", range(1, 23))
+def test_tpch_at_2_workers_matches_duckdb(tpch, n, tmp_path):
+    sluice, con, data = tpch
+    sql = q(n)
+    ours, err = query(sluice, sql, tmp_path / "r.arrow", 2)
+    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    assert_same_rows(ours, want, ordered=bool(re.search(r"\border\s+by\b", sql, re.I)),
+                     what=f"Q{n}")
+    if n in (1, 6, 15, 18):  # an aggregate straight over lineitem: these must be cut
+        assert "running in-process" not in err, err
+        assert "distributed plan:" in explain(sluice, sql, 2)
+    assert shuffle_files(data) == []
+
+
+@pytest.fixture(scope="module")
+def mixed(sluice_bin, tmp_path_factory):
+    """A table of 5 files with NULLs in keys and values; string, integer, decimal and float keys."""
+    root = tmp_path_factory.mktemp("mixed")
+    data = root / "data"
+    (data / "t").mkdir(parents=True)
+    rng = random.Random(7)
+    schema = pa.schema([("g", pa.string()), ("k", pa.int32()), ("d", pa.decimal128(12, 2)),
+                        ("f", pa.float64()), ("v", pa.int64()), ("x", pa.float64()),
+                        ("s", pa.string())])
+    for part in range(5):
+        rows = []
+        for _ in range(400):
+            rows.append({
+                "g": None if rng.random() < 0.1 else rng.choice(["a", "b", "c", "dd", "eee"]),
+                "k": rng.randrange(20),
+                "d": decimal.Decimal(rng.randrange(-300, 300)) / 100,
+                "f": rng.choice([0.5, -1.25, 2.0, None]),
+                "v": None if rng.random() < 0.2 else rng.randrange(-1000, 1000),
+                "x": None if rng.random() < 0.2 else rng.uniform(-10, 10),
+                "s": None if rng.random() < 0.2 else rng.choice(["x", "yy", "zzz", "w"]),
+            })
+        pq.write_table(pa.Table.from_pylist(rows, schema), data / "t" / f"part-{part}.parquet")
+    env = base_env(root / "home")
+    env["SLUICE_STORE"] = f"file://{data}"
+    sluice = Sluice(sluice_bin, env)
+    sluice.run("query", "CREATE EXTERNAL TABLE t STORED AS PARQUET LOCATION 't'", check=True)
+    con = duckdb.connect()
+    con.execute(f"create view t as select * from read_parquet('{data}/t/*.parquet')")
+    return sluice, con, data
+
+
+MERGES = [
+    # every aggregate kind, grouped on a string key with NULL groups
+    "select g, sum(v), count(v), count(*), avg(x), min(v), max(v), min(s), max(s), min(x), "
+    "max(x) from t group by g",
+    "select g, count(distinct v) from t group by g",
+    # global aggregates: one final partition
+    "select sum(v), count(v), count(*), avg(x), min(s), max(s) from t",
+    "select count(distinct s) from t",
+    # empty input, grouped and global
+    "select g, sum(v), count(*) from t where v > 100000 group by g",
+    "select count(*), sum(v), avg(x), min(s) from t where v > 100000",
+    # decimal, float and multi-column keys
+    "select d, count(*), sum(v) from t group by d",
+    "select f, count(*), avg(v) from t group by f",
+    "select g, k, sum(d), min(d), max(x) from t group by g, k",
+    # HAVING, ORDER BY and LIMIT above the final aggregate run in the driver
+    "select g, sum(v) as total from t group by g having count(*) > 10 order by total desc, g "
+    "limit 3",
+    "select distinct g, k from t",
+]
+
+
+@pytest.mark.parametrize("sql", MERGES)
+def test_final_merge_across_3_partitions(mixed, sql, tmp_path):
+    sluice, con, data = mixed
+    plan = explain(sluice, sql, 3)
+    assert "distributed plan: 3 stages on 3 workers" in plan, plan
+    grouped = "group by" in sql or "distinct g" in sql
+    assert ("into 3 partitions" if grouped else "into 1 partitions") in plan, plan
+    ours, err = query(sluice, sql, tmp_path / "d.arrow", 3)
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    ordered = "order by" in sql
+    assert_same_rows(ours, want, ordered, what=f"{sql} vs DuckDB")
+    assert_same_rows(ours, local, ordered, what=f"{sql} vs --workers 0")
+    assert shuffle_files(data) == []
+
+
+def test_join_below_aggregate_runs_in_process_with_a_note(tpch, tmp_path):
+    sluice, con, _ = tpch
+    sql = ("select n_name, count(*) from customer join nation on c_nationkey = n_nationkey "
+           "group by n_name")
+    ours, err = query(sluice, sql, tmp_path / "r.arrow", 2)
+    assert "running in-process: every aggregate's input joins tables" in err, err
+    want = [tuple(r) for r in con.execute(sql).fetchall()]
+    assert_same_rows(ours, want, ordered=False, what="join aggregate")
+
+
+def worker_pids(parent):
+    """The `sluice worker` children of `parent`, from /proc."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and len(cmdline) > 1 and cmdline[1] == b"worker":
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_worker_sigkilled_at_a_random_moment(tpch, tmp_path):
+    sluice, con, data = tpch
+    sql = q(1)
+    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    rng = random.Random()
+    kills = 0
+    for attempt in range(6):
+        out = tmp_path / f"r{attempt}.arrow"
+        proc = subprocess.Popen([str(sluice.binary), "query", "--workers", "2", "--format",
+                                 "arrow", "-o", str(out), sql], env=sluice.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        killed = []
+
+        def killer():
+            delay = rng.uniform(0, 0.25)
+            seen = None
+            while proc.poll() is None:
+                pids = worker_pids(proc.pid)
+                if pids and seen is None:
+                    seen = time.monotonic()
+                if pids and time.monotonic() - seen >= delay:
+                    victim = rng.choice(pids)
+                    try:
+                        os.kill(victim, signal.SIGKILL)
+                        killed.append(victim)
+                    except ProcessLookupError:
+                        continue
+                    return
+                time.sleep(0.002)
+
+        t = threading.Thread(target=killer)
+        t.start()
+        _, err = proc.communicate(timeout=120)
+        t.join()
+        assert proc.returncode == 0, err.decode()
+        with pa.ipc.open_stream(out) as reader:
+            assert_same_rows(rows_of(reader.read_all()), want, ordered=True, what="Q1 after kill")
+        if killed:
+            kills += 1
+            assert "retrying" in err.decode(), err.decode()
+        if kills >= 2:
+            break
+    assert kills >= 1, "no worker was ever killed: the test did not test anything"
+    assert shuffle_files(data) == []
+
+
+@pytest.mark.parametrize("task", ["s1p0", "s2p1"])
+def test_failed_query_leaves_no_shuffle_files(tpch, task, tmp_path):
+    sluice, _, data = tpch
+    proc = sluice.run("query", "--workers", "2", "--format", "arrow", "-o", tmp_path / "r.arrow",
+                      q(1), env={"SLUICE_FAILPOINT": f"kill:{task}:*"})
+    err = proc.stderr.decode()
+    assert proc.returncode != 0
+    assert f"task {task} failed 3 times" in err, err
+    assert "stage " + task[1] in err, err
+    assert shuffle_files(data) == []
+
+
+def test_stale_output_of_an_earlier_attempt_is_never_read(tpch, tmp_path):
+    sluice, con, data = tpch
+    sql = q(1)
+    # Attempt 1 of map task s1p3 writes all its shuffle files and then dies.
+    env = {"SLUICE_FAILPOINT": "kill-after-write:s1p3:1"}
+    analyzed = explain(sluice, sql, 4, analyze=True, env=env)
+    finals = re.findall(r"stage 2 \(final\) task s2p\d+ attempt \d+: .*\[([^\]]*)\]", analyzed)
+    assert len(finals) == 4, analyzed
+    for read in finals:
+        assert "s1p3-2" in read.split(","), analyzed
+        assert "s1p3-1" not in read.split(","), analyzed
+    ours, err = query(sluice, sql, tmp_path / "r.arrow", 4, env=env)
+    assert "retrying" in err, err
+    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    assert_same_rows(ours, want, ordered=True, what="Q1 with a stale attempt")
+    assert shuffle_files(data) == []
+
+
+def test_every_attempt_dying_after_its_writes_leaves_nothing(tpch):
+    """Every attempt of map task s1p0 writes all its shuffle files and then dies: the query
+    fails, and the files of all three attempts (and of the other tasks) are removed."""
+    sluice, _, data = tpch
+    proc = sluice.run("query", "--workers", "2", q(6),
+                      env={"SLUICE_FAILPOINT": "kill-after-write:s1p0:*"})
+    assert proc.returncode != 0
+    assert "task s1p0 failed 3 times" in proc.stderr.decode()
+    assert shuffle_files(data) == []
