@@ -95,6 +95,7 @@ arrow::Result<std::vector<int32_t>> PartitionRowsByKeys(const arrow::RecordBatch
                                                         const std::vector<std::string>& keys,
                                                         int32_t partitions) {
   if (partitions < 1) return arrow::Status::Invalid("internal: ", partitions, " partitions");
+  if (keys.empty()) return std::vector<int32_t>(static_cast<size_t>(batch.num_rows()), 0);
   std::vector<uint64_t> hashes(static_cast<size_t>(batch.num_rows()), kFnvOffset);
   for (const std::string& key : keys) {
     std::shared_ptr<arrow::Array> column = batch.GetColumnByName(key);

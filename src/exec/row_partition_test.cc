@@ -1,0 +1,82 @@
+// Hash partitioning on several key columns: equal keys meet, whatever the batch they came in.
+#include "exec/row_partition.h"
+
+#include <arrow/api.h>
+#include <gtest/gtest.h>
+
+namespace sluice::exec {
+namespace {
+
+std::shared_ptr<arrow::RecordBatch> Batch(const std::vector<std::optional<std::string>>& g,
+                                          const std::vector<double>& f) {
+  arrow::StringBuilder gb;
+  arrow::DoubleBuilder fb;
+  for (const auto& v : g) EXPECT_TRUE((v ? gb.Append(*v) : gb.AppendNull()).ok());
+  for (double v : f) EXPECT_TRUE(fb.Append(v).ok());
+  auto schema =
+      arrow::schema({arrow::field("g", arrow::utf8()), arrow::field("f", arrow::float64())});
+  return arrow::RecordBatch::Make(schema, static_cast<int64_t>(g.size()),
+                                  {*gb.Finish(), *fb.Finish()});
+}
+
+TEST(RowPartitionTest, EqualKeysMeetAcrossBatches) {
+  auto a = Batch({"x", "y", std::nullopt, "x"}, {1.0, 2.0, 3.0, 0.0});
+  auto b = Batch({std::nullopt, "x", "x"}, {3.0, -0.0, 1.0});
+  auto pa = PartitionRowsByKeys(*a, {"g", "f"}, 7);
+  auto pb = PartitionRowsByKeys(*b, {"g", "f"}, 7);
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  EXPECT_EQ((*pa)[2], (*pb)[0]);  // (NULL, 3.0)
+  EXPECT_EQ((*pa)[3], (*pb)[1]);  // ("x", 0.0) and ("x", -0.0) group together
+  EXPECT_EQ((*pa)[0], (*pb)[2]);  // ("x", 1.0)
+}
+
+TEST(RowPartitionTest, ColumnsAreNotConcatenated) {
+  // ("ab", "c") and ("a", "bc") are different keys; the length prefix keeps them apart.
+  arrow::StringBuilder x, y;
+  ASSERT_TRUE(x.AppendValues({"ab", "a"}).ok());
+  ASSERT_TRUE(y.AppendValues({"c", "bc"}).ok());
+  auto schema = arrow::schema({arrow::field("x", arrow::utf8()), arrow::field("y", arrow::utf8())});
+  auto batch = arrow::RecordBatch::Make(schema, 2, {*x.Finish(), *y.Finish()});
+  bool differ = false;
+  for (int32_t n : {97, 101, 103}) {
+    auto p = PartitionRowsByKeys(*batch, {"x", "y"}, n);
+    ASSERT_TRUE(p.ok());
+    differ = differ || (*p)[0] != (*p)[1];
+  }
+  EXPECT_TRUE(differ);
+}
+
+TEST(RowPartitionTest, NoKeysIsOnePartitionAndSplitKeepsEveryRow) {
+  auto batch = Batch({"a", "b", "c", "d", "e"}, {1, 2, 3, 4, 5});
+  auto p = PartitionRowsByKeys(*batch, {}, 4);
+  ASSERT_TRUE(p.ok());
+  for (int32_t v : *p) EXPECT_EQ(v, 0);
+  auto table = *arrow::Table::FromRecordBatches({batch});
+  auto parts = HashPartitionByKeys(table, {"g"}, 3);
+  ASSERT_TRUE(parts.ok());
+  int64_t rows = 0;
+  for (const auto& t : *parts) {
+    EXPECT_TRUE(t->schema()->Equals(*table->schema()));
+    rows += t->num_rows();
+  }
+  EXPECT_EQ(rows, 5);
+}
+
+TEST(RowPartitionTest, UnsupportedKeyTypeNamesIt) {
+  auto values = std::make_shared<arrow::Int32Builder>();
+  arrow::ListBuilder builder(arrow::default_memory_pool(), values);
+  for (int32_t v : {1, 2}) {
+    ASSERT_TRUE(builder.Append().ok());
+    ASSERT_TRUE(values->Append(v).ok());
+  }
+  std::shared_ptr<arrow::Array> list = *builder.Finish();
+  auto batch =
+      arrow::RecordBatch::Make(arrow::schema({arrow::field("l", list->type())}), 2, {list});
+  auto p = PartitionRowsByKeys(*batch, {"l"}, 2);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("list<item: int32>"), std::string::npos)
+      << p.status().ToString();
+}
+
+}  // namespace
+}  // namespace sluice::exec
