@@ -15,6 +15,7 @@
 #include "exec/dedup.h"
 #include "exec/shuffle.h"
 #include "exec/sink_writer.h"
+#include "plan/session_spec.h"
 #include "storage/ipc_stream.h"
 #include "storage/jsonl_parser.h"
 
@@ -281,7 +282,9 @@ TaskReport RunFragment(const plan::Fragment& fragment, const ProgressFn& progres
   Runner runner(fragment, progress);
   runner.report.task = fragment.task_name();
   runner.report.attempt = fragment.attempt;
-  arrow::Status st = runner.Run();
+  // Nothing runs on a worker that cannot give the driver's answer.
+  arrow::Status st = plan::CheckParity(fragment.session.parity);
+  if (st.ok()) st = runner.Run();
   TaskReport report = std::move(runner.report);
   if (!st.ok()) {
     report.status = "error";

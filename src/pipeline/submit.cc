@@ -562,7 +562,7 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
 
   // Compile into stages of fragments.
   const int workers = std::max(1, options.workers);
-  const plan::SessionSpec session{config.store_url, config.home + "/cache"};
+  const plan::SessionSpec session{config.store_url, config.home + "/cache", {}};
   const std::string shuffle_root = ShuffleFolder(options.run_id, attempt_id);
   const std::string ext = job.sink.kind == "parquet" ? ".parquet" : ".arrow";
   auto part_key = [&](int p) { return PartKey(result.sink_path, p, attempt_id, ext); };
@@ -634,15 +634,17 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
 
   json timings = json::object();
   std::vector<exec::TaskReport> reports;
+  // One pool of long-lived workers for both stages; they end when it goes out of scope.
+  dist::WorkerPool workers_pool(pool);
   auto run_stages = [&]() -> arrow::Status {
     auto t0 = std::chrono::steady_clock::now();
-    ARROW_ASSIGN_OR_RAISE(auto map_reports, dist::RunStage(maps, pool));
+    ARROW_ASSIGN_OR_RAISE(auto map_reports, workers_pool.RunStage(maps));
     timings["s0"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     reports = map_reports;
     if (!reduces.empty()) {
       ARROW_RETURN_NOT_OK(AttachShuffleDigests(map_reports, &reduces));
       t0 = std::chrono::steady_clock::now();
-      ARROW_ASSIGN_OR_RAISE(auto reduce_reports, dist::RunStage(reduces, pool));
+      ARROW_ASSIGN_OR_RAISE(auto reduce_reports, workers_pool.RunStage(reduces));
       timings["s1"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       reports.insert(reports.end(), reduce_reports.begin(), reduce_reports.end());
     }

@@ -10,6 +10,7 @@
 #include <arrow/type_fwd.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <variant>
@@ -82,6 +83,9 @@ using Operator = std::variant<ScanObjects, ScanShuffle, CallTransform, HashExcha
 struct SessionSpec {
   std::string store_url;
   std::string cache_dir;
+  /// The driver's parity values (session_spec.h). EncodeFragment always writes the encoding
+  /// process's own; DecodeFragment reads what was sent, for the worker to check.
+  std::map<std::string, std::string> parity;
 };
 
 struct Fragment {

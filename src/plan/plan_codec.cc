@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/cbor_fields.h"
+#include "plan/session_spec.h"
 
 namespace sluice::plan {
 
@@ -71,6 +72,7 @@ arrow::Result<Operator> DecodeOperator(const json& v) {
     ARROW_ASSIGN_OR_RAISE(o.schema_id, Text(v, "schema_id"));
     ARROW_ASSIGN_OR_RAISE(const json* schema, Field(v, "schema"));
     ARROW_ASSIGN_OR_RAISE(o.schema, SchemaFrom(*schema));
+    if (o.schema == nullptr) return arrow::Status::Invalid("plan: ", op, " needs a schema");
     ARROW_ASSIGN_OR_RAISE(const json* skip, Field(v, "skip_bad_records"));
     if (!skip->is_boolean()) return arrow::Status::Invalid("plan: skip_bad_records not boolean");
     o.skip_bad_records = skip->get<bool>();
@@ -86,6 +88,7 @@ arrow::Result<Operator> DecodeOperator(const json& v) {
     }
     ARROW_ASSIGN_OR_RAISE(const json* schema, Field(v, "schema"));
     ARROW_ASSIGN_OR_RAISE(o.schema, SchemaFrom(*schema));
+    if (o.schema == nullptr) return arrow::Status::Invalid("plan: ", op, " needs a schema");
     return o;
   }
   if (op == "call_transform") {
@@ -142,7 +145,10 @@ arrow::Result<std::vector<uint8_t>> EncodeFragment(const Fragment& f) {
               {"stage_id", f.stage_id},
               {"partition", f.partition},
               {"attempt", f.attempt},
-              {"session", {{"store_url", f.session.store_url}, {"cache_dir", f.session.cache_dir}}},
+              {"session",
+               {{"store_url", f.session.store_url},
+                {"cache_dir", f.session.cache_dir},
+                {"parity", LocalParity()}}},
               {"operators", ops}};
   return WithMagic(kPlanMagic, doc);
 }
@@ -160,6 +166,16 @@ arrow::Result<Fragment> DecodeFragment(const uint8_t* data, size_t size) {
   ARROW_ASSIGN_OR_RAISE(const json* session, Field(doc, "session"));
   ARROW_ASSIGN_OR_RAISE(f.session.store_url, Text(*session, "store_url"));
   ARROW_ASSIGN_OR_RAISE(f.session.cache_dir, Text(*session, "cache_dir"));
+  ARROW_ASSIGN_OR_RAISE(const json* parity, Field(*session, "parity"));
+  if (!parity->is_object() || parity->size() > 64) {
+    return arrow::Status::Invalid("plan: session parity must be a map of at most 64 settings");
+  }
+  for (const auto& [key, value] : parity->items()) {
+    if (!value.is_string()) {
+      return arrow::Status::Invalid("plan: session parity '", key, "' is not text");
+    }
+    f.session.parity[key] = value.get<std::string>();
+  }
   ARROW_ASSIGN_OR_RAISE(const json* ops, Field(doc, "operators"));
   if (!ops->is_array() || ops->empty()) {
     return arrow::Status::Invalid("plan: operators must be a non-empty list");
@@ -168,7 +184,33 @@ arrow::Result<Fragment> DecodeFragment(const uint8_t* data, size_t size) {
     ARROW_ASSIGN_OR_RAISE(Operator decoded, DecodeOperator(op));
     f.operators.push_back(std::move(decoded));
   }
+  ARROW_RETURN_NOT_OK(CheckOperatorOrder(f.operators));
   return f;
+}
+
+arrow::Status CheckOperatorOrder(const std::vector<Operator>& ops) {
+  // The runner relies on this shape: a source first, a sink or exchange only last.
+  auto is = [](const Operator& op, auto tag) { return std::holds_alternative<decltype(tag)>(op); };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const bool source =
+        is(ops[i], ScanObjects{}) || is(ops[i], ScanShuffle{}) || is(ops[i], RunSqlStage{});
+    const bool last = is(ops[i], WriteSink{}) || is(ops[i], HashExchange{});
+    if (i == 0 && !source) {
+      return arrow::Status::Invalid("plan: a fragment must start with a scan, not operator ", i);
+    }
+    if (i > 0 && source) {
+      return arrow::Status::Invalid("plan: operator ", i,
+                                    " is a source, but only the first may be");
+    }
+    if (last && i + 1 != ops.size()) {
+      return arrow::Status::Invalid("plan: operator ", i, " ends a fragment, but ",
+                                    ops.size() - i - 1, " follow it");
+    }
+    if (is(ops[i], RunSqlStage{}) && ops.size() != 1) {
+      return arrow::Status::Invalid("plan: a SQL stage task has exactly one operator");
+    }
+  }
+  return arrow::Status::OK();
 }
 
 }  // namespace sluice::plan

@@ -20,4 +20,9 @@ inline constexpr char kPlanMagic[] = "SLUICE-PLAN/1\n";
 arrow::Result<std::vector<uint8_t>> EncodeFragment(const Fragment& fragment);
 arrow::Result<Fragment> DecodeFragment(const uint8_t* data, size_t size);
 
+/// The shape every fragment has: one source first (a scan, or a SQL stage alone), and a sink or
+/// exchange only last. DecodeFragment checks it, so a worker never runs an operator without
+/// its input.
+arrow::Status CheckOperatorOrder(const std::vector<Operator>& ops);
+
 }  // namespace sluice::plan

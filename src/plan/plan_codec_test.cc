@@ -17,14 +17,20 @@ Fragment Sample() {
   f.stage_id = 1;
   f.partition = 3;
   f.attempt = 2;
-  f.session = {"file:///tmp/store", "/tmp/cache"};
+  f.session = {"file:///tmp/store", "/tmp/cache", {}};
+  f.operators = {ScanObjects{"jsonl", {"raw/a.jsonl", "raw/b.jsonl"}, 10, "x.In", schema, true},
+                 CallTransform{"extract", std::string(64, 'a'), schema},
+                 HashExchange{"data_hash", 4, "tmp/shuffle/run-1/s0/p3"}};
+  return f;
+}
+
+// A reduce task: the operators the map task above does not have.
+Fragment ReduceSample() {
+  auto schema = arrow::schema({arrow::field("data_hash", arrow::fixed_size_binary(32), false)});
+  Fragment f = Sample();
   f.operators = {
-      ScanObjects{"jsonl", {"raw/a.jsonl", "raw/b.jsonl"}, 10, "x.In", schema, true},
-      CallTransform{"extract", std::string(64, 'a'), schema},
-      HashExchange{"data_hash", 4, "tmp/shuffle/run-1/s0/p3"},
       ScanShuffle{{"f1.arrow", "f2.arrow"}, {std::string(64, 'a'), std::string(64, 'b')}, schema},
-      DedupFirst{"data_hash"},
-      WriteSink{"parquet", "derived/x/run-1/part-00003.parquet"}};
+      DedupFirst{"data_hash"}, WriteSink{"parquet", "derived/x/run-1/part-00003.parquet"}};
   return f;
 }
 
@@ -38,16 +44,41 @@ TEST(PlanCodec, RoundTrip) {
   EXPECT_EQ(back->task_name(), "s1p3");
   EXPECT_EQ(back->attempt, 2);
   EXPECT_EQ(back->session.cache_dir, "/tmp/cache");
-  ASSERT_EQ(back->operators.size(), 6u);
+  ASSERT_EQ(back->operators.size(), 3u);
   const auto& scan = std::get<ScanObjects>(back->operators[0]);
   EXPECT_EQ(scan.keys, (std::vector<std::string>{"raw/a.jsonl", "raw/b.jsonl"}));
   EXPECT_EQ(scan.first_object_index, 10);
   EXPECT_TRUE(scan.skip_bad_records);
   EXPECT_TRUE(scan.schema->Equals(*std::get<ScanObjects>(f.operators[0]).schema, true));
   EXPECT_EQ(std::get<HashExchange>(back->operators[2]).partitions, 4);
-  EXPECT_EQ(std::get<WriteSink>(back->operators[5]).key, "derived/x/run-1/part-00003.parquet");
   // Encoding is deterministic.
   EXPECT_EQ(*EncodeFragment(*back), *bytes);
+  auto reduce = EncodeFragment(ReduceSample());
+  ASSERT_TRUE(reduce.ok());
+  auto reduce_back = DecodeFragment(reduce->data(), reduce->size());
+  ASSERT_TRUE(reduce_back.ok()) << reduce_back.status().ToString();
+  EXPECT_EQ(std::get<ScanShuffle>(reduce_back->operators[0]).blake3[1], std::string(64, 'b'));
+  EXPECT_EQ(std::get<WriteSink>(reduce_back->operators[2]).key,
+            "derived/x/run-1/part-00003.parquet");
+}
+
+// The runner trusts this shape; a fragment without a source, with a second source, or with
+// operators after its sink once crashed a worker.
+TEST(PlanCodec, OperatorsComeInTheirOrder) {
+  auto refused = [](std::vector<Operator> ops, const std::string& message) {
+    Fragment f = Sample();
+    f.operators = std::move(ops);
+    auto bytes = EncodeFragment(f);
+    ASSERT_TRUE(bytes.ok());
+    auto back = DecodeFragment(bytes->data(), bytes->size());
+    ASSERT_FALSE(back.ok());
+    EXPECT_NE(back.status().message().find(message), std::string::npos) << back.status().message();
+  };
+  refused({DedupFirst{"k"}}, "a fragment must start with a scan, not operator 0");
+  const auto shuffle = std::get<ScanShuffle>(ReduceSample().operators[0]);
+  refused({shuffle, shuffle}, "operator 1 is a source, but only the first may be");
+  refused({shuffle, WriteSink{"parquet", "a/b.parquet"}, DedupFirst{"k"}},
+          "operator 1 ends a fragment, but 1 follow it");
 }
 
 TEST(PlanCodec, RefusesOtherFormatsByName) {

@@ -9,6 +9,7 @@
 #include "exec/row_partition.h"
 #include "exec/shuffle.h"
 #include "plan/cbor_fields.h"
+#include "plan/session_spec.h"
 #include "sql/executor.h"
 #include "sql/query_plan_codec.h"
 #include "sql/stage_planner.h"
@@ -221,7 +222,9 @@ exec::TaskReport RunStageTask(const plan::Fragment& fragment, const exec::Progre
   exec::ProgressFn say = [&](const std::string& doing) {
     if (progress) progress(doing);
   };
-  arrow::Status st = Run(fragment, say, &report);
+  // Nothing runs on a worker that cannot give the driver's answer.
+  arrow::Status st = plan::CheckParity(fragment.session.parity);
+  if (st.ok()) st = Run(fragment, say, &report);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!st.ok()) {
     report.status = "error";

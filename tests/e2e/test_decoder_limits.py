@@ -73,3 +73,47 @@ def test_deep_but_accepted_query_runs(sluice, tmp_path):
     proc = query(sluice, "select k" + "+k" * 249 + " as n from one")
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stdout.decode().split() == ['"n"', "250"]
+
+
+def test_a_worker_refuses_a_task_from_a_driver_it_cannot_match(sluice_bin, tmp_path):
+    """Worker parity: the task carries the driver's engine version and result-changing settings;
+    a worker that differs refuses it naming every difference, before it runs anything."""
+    import cbor2
+
+    version = subprocess.run([str(sluice_bin), "--version"], capture_output=True,
+                             check=True).stdout.decode().splitlines()
+    engine = version[0]  # "sluice X.Y.Z"
+    arrow_version = version[1].split()[1]
+    parity = {"engine": engine, "arrow": arrow_version, "time_zone": "UTC",
+              "null_order": "postgresql", "decimal_rules": "arrow-decimal128"}
+
+    def task(parity):
+        return cbor2.dumps({"run_id": "r", "stage_id": 0, "partition": 0, "attempt": 1,
+                            "session": {"store_url": f"file://{tmp_path}/store",
+                                        "cache_dir": f"{tmp_path}/cache", "parity": parity},
+                            "operators": [{"op": "scan_shuffle", "keys": [], "blake3": [],
+                                           "schema": pa.schema([("k", pa.utf8())])
+                                           .serialize().to_pybytes()}]})
+
+    other = dict(parity, engine="sluice 0.0.0-other", null_order="nulls_last")
+    err = run_worker(sluice_bin, tmp_path, task(other))
+    assert "session spec: this worker cannot match the driver" in err, err
+    assert f"engine: the driver has 'sluice 0.0.0-other', this worker has '{engine}'" in err, err
+    assert "null_order: the driver has 'nulls_last', this worker has 'postgresql'" in err, err
+    # The same task with this worker's own values runs (it reads no shuffle file and writes
+    # nothing).
+    env = base_env(tmp_path / "home")
+    proc = subprocess.run([str(sluice_bin), "worker"], input=MAGIC + task(parity),
+                          capture_output=True, env=env, timeout=120)
+    report = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+    assert report["status"] == "ok", report
+
+
+def test_a_fragment_without_a_source_is_refused(sluice_bin, tmp_path):
+    import cbor2
+
+    body = cbor2.dumps({"run_id": "r", "stage_id": 0, "partition": 0, "attempt": 1,
+                        "session": {"store_url": f"file://{tmp_path}/store",
+                                    "cache_dir": f"{tmp_path}/cache", "parity": {}},
+                        "operators": [{"op": "dedup_first", "key": "k"}]})
+    assert "plan: a fragment must start with a scan" in run_worker(sluice_bin, tmp_path, body)
