@@ -13,6 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 # `make test-asan` runs this suite against the sanitized binary.
 SLUICE = Path(os.environ.get("SLUICE_E2E_BINARY", ROOT / "build" / "sluice"))
+# Under AddressSanitizer (abort_on_error=1) a segfault is reported and then aborts.
+SANITIZED = "SLUICE_E2E_BINARY" in os.environ and "asan" in os.environ["SLUICE_E2E_BINARY"]
 VENV_BIN = Path(sys.executable).parent
 
 
