@@ -4,9 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -16,15 +20,6 @@
 namespace sluice::dist {
 
 namespace {
-
-// The last non-empty line of a worker's stdout.
-std::string LastLine(const std::string& out) {
-  size_t end = out.size();
-  while (end > 0 && (out[end - 1] == '\n' || out[end - 1] == '\r')) --end;
-  const size_t start = out.rfind('\n', end == 0 ? 0 : end - 1);
-  return out.substr(start == std::string::npos ? 0 : start + 1,
-                    end - (start == std::string::npos ? 0 : start + 1));
-}
 
 // " while running stage 'x' on object 'k'", from the worker's last progress line.
 std::string WhileDoing(const ProcessResult& result) {
@@ -43,6 +38,14 @@ exec::TaskReport LimitReport(const plan::Fragment& fragment, std::string error) 
   return report;
 }
 
+// "signal 9 (Killed)" or "status 3", for a worker that ended by itself.
+std::string HowItEnded(const ProcessResult& result) {
+  if (result.end == ProcessResult::End::kSignaled) {
+    return "signal " + std::to_string(result.signal) + " (" + strsignal(result.signal) + ")";
+  }
+  return "status " + std::to_string(result.exit_code);
+}
+
 }  // namespace
 
 std::string SelfExecutable() {
@@ -58,56 +61,152 @@ int64_t TaskMemoryBytes(const PoolOptions& options) {
   return pages * page / std::max(1, options.workers);
 }
 
-arrow::Result<exec::TaskReport> RunInWorker(const plan::Fragment& fragment,
-                                            const PoolOptions& options,
-                                            const std::atomic<bool>* cancel) {
-  ARROW_ASSIGN_OR_RAISE(auto plan_bytes, plan::EncodeFragment(fragment));
-  ProcessLimits limits;
-  limits.timeout = std::chrono::seconds(options.task_timeout_seconds);
-  limits.memory_bytes = TaskMemoryBytes(options);
+// Starts every worker of a pool from one thread that lives as long as the pool. A worker asks
+// for SIGTERM when its parent dies (PR_SET_PDEATHSIG), and Linux means the *thread* that started
+// it: a worker started from a stage's thread would die when that stage ends.
+class WorkerPool::Launcher {
+ public:
+  using Started = arrow::Result<std::unique_ptr<SupervisedChild>>;
+
+  Launcher() : thread_([this] { Loop(); }) {}
+  ~Launcher() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+  Started Start(const std::vector<std::string>& argv) {
+    std::packaged_task<Started()> task([&argv] { return SupervisedChild::Start(argv); });
+    std::future<Started> started = task.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(task));
+    }
+    wake_.notify_one();
+    return started.get();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [this] { return done_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      std::packaged_task<Started()> task = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::packaged_task<Started()>> queue_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+WorkerPool::WorkerPool(PoolOptions options)
+    : options_(std::move(options)),
+      launcher_(std::make_unique<Launcher>()),
+      slots_(static_cast<size_t>(std::max(1, options_.workers))) {}
+
+WorkerPool::~WorkerPool() {
+  // Idle workers hold nothing worth a clean exit: they are killed at once.
+  for (auto& worker : slots_) {
+    if (worker == nullptr) continue;
+    const pid_t pid = worker->pid();
+    ProcessResult end = worker->Stop(std::chrono::milliseconds(0));
+    if (end.end == ProcessResult::End::kSignaled) {
+      std::fprintf(stderr, "sluice: worker %d ended by %s while idle; no task was lost\n",
+                   static_cast<int>(pid), HowItEnded(end).c_str());
+    }
+  }
+}
+
+arrow::Status WorkerPool::EnsureWorker(size_t slot) {
+  std::unique_ptr<SupervisedChild>& worker = slots_[slot];
+  if (worker != nullptr && !worker->Alive()) {
+    // Killed between tasks: no task was lost, so nothing is retried.
+    const pid_t pid = worker->pid();
+    ProcessResult end = worker->Stop(std::chrono::milliseconds(0));
+    std::fprintf(stderr, "sluice: worker %d ended by %s while idle; starting another\n",
+                 static_cast<int>(pid), HowItEnded(end).c_str());
+    worker.reset();
+  }
+  if (worker != nullptr) return arrow::Status::OK();
   // The worker dies with this process: it checks that its parent is still the pid it was given.
-  std::vector<std::string> argv = {options.worker_binary, "worker",
-                                   "--parent-pid",        std::to_string(getpid()),
-                                   "--progress-fd",       std::to_string(kProgressFd)};
-  for (const std::string& path : options.hidden_paths) {
+  std::vector<std::string> argv = {options_.worker_binary, "worker",
+                                   "--parent-pid",         std::to_string(getpid()),
+                                   "--progress-fd",        std::to_string(kProgressFd),
+                                   "--report-fd",          std::to_string(kReplyFd)};
+  for (const std::string& path : options_.hidden_paths) {
     argv.push_back("--hide");
     argv.push_back(path);
   }
-  auto run = RunSupervised(argv, plan_bytes, limits, cancel);
-  if (!run.ok()) {
+  ARROW_ASSIGN_OR_RAISE(worker, launcher_->Start(argv));
+  ++workers_started_;
+  return arrow::Status::OK();
+}
+
+arrow::Result<exec::TaskReport> WorkerPool::RunTask(size_t slot, const plan::Fragment& fragment,
+                                                    const std::atomic<bool>* cancel) {
+  ARROW_ASSIGN_OR_RAISE(auto plan_bytes, plan::EncodeFragment(fragment));
+  arrow::Status started = EnsureWorker(slot);
+  if (!started.ok()) {
     return arrow::Status::IOError("cannot start a worker for task ", fragment.task_name(), ": ",
-                                  run.status().message());
+                                  started.message());
   }
+  ProcessLimits limits;
+  limits.timeout = std::chrono::seconds(options_.task_timeout_seconds);
+  limits.memory_bytes = TaskMemoryBytes(options_);
+  ProcessResult run = slots_[slot]->Call(plan_bytes, limits, cancel);
+  if (run.end != ProcessResult::End::kReplied) slots_[slot].reset();  // dead: the next is fresh
   const std::string task = fragment.task_name() + " attempt " + std::to_string(fragment.attempt);
-  switch (run->end) {
+  switch (run.end) {
     case ProcessResult::End::kTimedOut:
       return LimitReport(
           fragment,
-          "task " + task + " was killed after " + std::to_string(options.task_timeout_seconds) +
-              " s, its time limit (dataflow.limits.task_timeout_seconds)," + WhileDoing(*run));
+          "task " + task + " was killed after " + std::to_string(options_.task_timeout_seconds) +
+              " s, its time limit (dataflow.limits.task_timeout_seconds)," + WhileDoing(run));
     case ProcessResult::End::kOverMemory:
       return LimitReport(fragment, "task " + task + " was killed when it used " +
-                                       Mib(run->peak_memory_bytes) + ", over its memory limit of " +
+                                       Mib(run.peak_memory_bytes) + ", over its memory limit of " +
                                        Mib(limits.memory_bytes) +
-                                       " (dataflow.limits.task_memory_mb)," + WhileDoing(*run));
+                                       " (dataflow.limits.task_memory_mb)," + WhileDoing(run));
     case ProcessResult::End::kCancelled:
       return arrow::Status::Cancelled("task ", task, " was cancelled");
     case ProcessResult::End::kSignaled:
-      return arrow::Status::IOError("worker for task ", task, " was killed by signal ", run->signal,
-                                    " (", strsignal(run->signal), ")", WhileDoing(*run));
+      return arrow::Status::IOError("worker for task ", task, " was killed by signal ", run.signal,
+                                    " (", strsignal(run.signal), ")", WhileDoing(run));
     case ProcessResult::End::kExited:
+      return arrow::Status::IOError("worker for task ", task, " exited with status ", run.exit_code,
+                                    " without a report", WhileDoing(run));
+    case ProcessResult::End::kReplied:
       break;
   }
-  auto report = exec::TaskReport::FromJsonLine(LastLine(run->stdout_text));
+  auto report = exec::TaskReport::FromJsonLine(run.stdout_text);
   if (!report.ok()) {
-    return arrow::Status::IOError("worker for task ", task, " exited with status ", run->exit_code,
-                                  " without a report", WhileDoing(*run));
+    slots_[slot].reset();
+    return arrow::Status::IOError("worker for task ", task, " sent a malformed report",
+                                  WhileDoing(run));
   }
   return report;
 }
 
 arrow::Result<std::vector<exec::TaskReport>> RunStage(std::vector<plan::Fragment> fragments,
                                                       const PoolOptions& options) {
+  WorkerPool pool(options);
+  return pool.RunStage(std::move(fragments));
+}
+
+arrow::Result<std::vector<exec::TaskReport>> WorkerPool::RunStage(
+    std::vector<plan::Fragment> fragments) {
+  const PoolOptions& options = options_;
   std::vector<exec::TaskReport> reports(fragments.size());
   std::mutex mutex;
   size_t next = 0;
@@ -115,7 +214,7 @@ arrow::Result<std::vector<exec::TaskReport>> RunStage(std::vector<plan::Fragment
   // Set at the first failure: no task starts after it, and running workers are killed.
   std::atomic<bool> stop{false};
 
-  auto work = [&] {
+  auto work = [&](size_t slot) {
     while (!stop) {
       size_t index;
       {
@@ -128,7 +227,7 @@ arrow::Result<std::vector<exec::TaskReport>> RunStage(std::vector<plan::Fragment
       bool done = false;
       for (int attempt = 1; attempt <= options.max_attempts && !stop; ++attempt) {
         fragment.attempt = attempt;
-        auto report = RunInWorker(fragment, options, &stop);
+        auto report = RunTask(slot, fragment, &stop);
         if (!report.ok()) {
           if (report.status().IsCancelled()) break;
           // Crashed or killed: try again in a new process.
@@ -163,8 +262,8 @@ arrow::Result<std::vector<exec::TaskReport>> RunStage(std::vector<plan::Fragment
     }
   };
   std::vector<std::thread> threads;
-  const int n = std::max(1, std::min<int>(options.workers, static_cast<int>(fragments.size())));
-  for (int i = 0; i < n; ++i) threads.emplace_back(work);
+  const size_t n = std::min(slots_.size(), std::max<size_t>(1, fragments.size()));
+  for (size_t slot = 0; slot < n; ++slot) threads.emplace_back(work, slot);
   for (auto& t : threads) t.join();
   ARROW_RETURN_NOT_OK(failure);
   return reports;

@@ -1,19 +1,23 @@
 // Runs a stage's tasks in `sluice worker` processes, at most `workers` at a time.
 //
-// Each task gets a fresh process (see worker_process.h for how it is started and watched): the
-// driver writes the encoded fragment to its stdin and reads the report from the last line of its
-// stdout (a transform's stray prints before it do not matter). While it runs, the worker says
-// what it is doing on its progress channel, so that every failure below names the stage and the
-// object even when the worker is killed.
+// A WorkerPool keeps up to `workers` long-lived worker processes (SupervisedChild in
+// worker_process.h: how each is started and watched) for all the stages a driver runs through it,
+// so a process start and Arrow's initialization are paid once per worker, not once per task. The
+// driver frames each task's encoded fragment on a worker's stdin and reads the framed report from
+// the worker's report descriptor (a transform's prints go to /dev/null and cannot pass for one).
+// While a task runs, the worker says what it is doing on its progress channel, so that every
+// failure below names the stage and the object even when the worker is killed.
 //
 // - A worker that crashes (abort, segfault), is killed by someone else, or exits without a report
-//   is retried in a new process with attempt + 1, up to max_attempts; each retry is announced on
-//   stderr, and the last failure names the task, the signal and what the worker was doing.
+//   fails only the task it was running, which is retried in a new process with attempt + 1, up to
+//   max_attempts; each retry is announced on stderr, and the last failure names the task, the
+//   signal and what the worker was doing.
 // - A worker that passes its time or memory limit is killed with its whole process group and is
 //   NOT retried: it would only do the same again. The stage fails naming the limit, the stage
 //   and the object.
 // - A report with status "error" is a user or data error: it is not retried either.
 // After any of these no further tasks start, running ones are killed, and the stage fails.
+// A worker that died while idle lost no task: it is replaced, with a note on stderr.
 //
 // Thread-safety: RunStage may be called from one thread at a time; on_report is called from the
 // pool's threads, one call at a time.
@@ -24,6 +28,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,16 +58,41 @@ struct PoolOptions {
   std::vector<std::string> hidden_paths{};
 };
 
-/// Runs every fragment; returns the reports in fragment order.
+class SupervisedChild;
+
+/// Long-lived workers for the stages of one run or query. Workers start when a stage first
+/// needs them; the destructor ends them all.
+class WorkerPool {
+ public:
+  explicit WorkerPool(PoolOptions options);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  /// Runs every fragment; returns the reports in fragment order.
+  arrow::Result<std::vector<exec::TaskReport>> RunStage(std::vector<plan::Fragment> fragments);
+
+  /// How many worker processes this pool has started so far.
+  int workers_started() const { return workers_started_.load(); }
+
+ private:
+  // Runs one fragment attempt on slot `slot`'s worker, starting one if it has none. A crash is
+  // an IOError (retryable); a task stopped at a limit, like a user error, comes back as a report
+  // with status "error". `cancel`, when set, kills the worker.
+  arrow::Result<exec::TaskReport> RunTask(size_t slot, const plan::Fragment& fragment,
+                                          const std::atomic<bool>* cancel);
+  arrow::Status EnsureWorker(size_t slot);
+
+  class Launcher;
+  PoolOptions options_;
+  std::unique_ptr<Launcher> launcher_;
+  std::vector<std::unique_ptr<SupervisedChild>> slots_;
+  std::atomic<int> workers_started_{0};
+};
+
+/// Runs every fragment on a pool of its own; returns the reports in fragment order.
 arrow::Result<std::vector<exec::TaskReport>> RunStage(std::vector<plan::Fragment> fragments,
                                                       const PoolOptions& options);
-
-/// Runs one fragment attempt in a child process under the options' limits. A crash is an
-/// IOError (retryable); a task stopped at a limit, like a user error, comes back as a report
-/// with status "error". `cancel`, when set, kills the worker.
-arrow::Result<exec::TaskReport> RunInWorker(const plan::Fragment& fragment,
-                                            const PoolOptions& options,
-                                            const std::atomic<bool>* cancel = nullptr);
 
 /// The memory limit that `options` give each task, in bytes.
 int64_t TaskMemoryBytes(const PoolOptions& options);

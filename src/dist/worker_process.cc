@@ -183,34 +183,28 @@ bool Allowed(std::string_view name) {
          name.substr(name.size() - kSanitizer.size()) == kSanitizer;
 }
 
-}  // namespace
-
-std::vector<std::string> WorkerEnvironment(const char* const* env) {
-  std::vector<std::string> out;
-  for (; env != nullptr && *env != nullptr; ++env) {
-    const std::string_view entry(*env);
-    const size_t eq = entry.find('=');
-    if (eq != std::string_view::npos && Allowed(entry.substr(0, eq))) out.emplace_back(entry);
-  }
-  return out;
-}
-
-arrow::Result<ProcessResult> RunSupervised(const std::vector<std::string>& argv,
-                                           const std::vector<uint8_t>& input,
-                                           const ProcessLimits& limits,
-                                           const std::atomic<bool>* cancel) {
-  Fd in_read, in_write, out_read, out_write, progress_read, progress_write;
-  ARROW_RETURN_NOT_OK(MakePipe(&in_read, &in_write));
-  ARROW_RETURN_NOT_OK(MakePipe(&out_read, &out_write));
-  ARROW_RETURN_NOT_OK(MakePipe(&progress_read, &progress_write));
-
+// Starts argv[0] with a scrubbed environment, in "/", in its own process group, with default
+// signal handling, and with no descriptors but stderr and `dups` (ours, onto the child's); a
+// standard descriptor not in `dups` is /dev/null.
+arrow::Result<pid_t> SpawnScrubbed(const std::vector<std::string>& argv,
+                                   const std::vector<std::pair<int, int>>& dups) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_read.get(), STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out_write.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, progress_write.get(), kProgressFd);
+  int highest = STDERR_FILENO;
+  for (int target : {STDIN_FILENO, STDOUT_FILENO}) {
+    const bool given =
+        std::any_of(dups.begin(), dups.end(), [&](const auto& d) { return d.second == target; });
+    if (!given) {
+      posix_spawn_file_actions_addopen(&actions, target, "/dev/null",
+                                       target == STDIN_FILENO ? O_RDONLY : O_WRONLY, 0);
+    }
+  }
+  for (const auto& [ours, theirs] : dups) {
+    posix_spawn_file_actions_adddup2(&actions, ours, theirs);
+    highest = std::max(highest, theirs);
+  }
   // Nothing else of ours (registry files, sockets) reaches the child.
-  posix_spawn_file_actions_addclosefrom_np(&actions, kProgressFd + 1);
+  posix_spawn_file_actions_addclosefrom_np(&actions, highest + 1);
   posix_spawn_file_actions_addchdir_np(&actions, "/");
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -239,6 +233,33 @@ arrow::Result<ProcessResult> RunSupervised(const std::vector<std::string>& argv,
   if (rc != 0) {
     return arrow::Status::IOError("cannot start '", argv[0], "': ", strerror(rc));
   }
+  return pid;
+}
+
+}  // namespace
+
+std::vector<std::string> WorkerEnvironment(const char* const* env) {
+  std::vector<std::string> out;
+  for (; env != nullptr && *env != nullptr; ++env) {
+    const std::string_view entry(*env);
+    const size_t eq = entry.find('=');
+    if (eq != std::string_view::npos && Allowed(entry.substr(0, eq))) out.emplace_back(entry);
+  }
+  return out;
+}
+
+arrow::Result<ProcessResult> RunSupervised(const std::vector<std::string>& argv,
+                                           const std::vector<uint8_t>& input,
+                                           const ProcessLimits& limits,
+                                           const std::atomic<bool>* cancel) {
+  Fd in_read, in_write, out_read, out_write, progress_read, progress_write;
+  ARROW_RETURN_NOT_OK(MakePipe(&in_read, &in_write));
+  ARROW_RETURN_NOT_OK(MakePipe(&out_read, &out_write));
+  ARROW_RETURN_NOT_OK(MakePipe(&progress_read, &progress_write));
+  ARROW_ASSIGN_OR_RAISE(const pid_t pid,
+                        SpawnScrubbed(argv, {{in_read.get(), STDIN_FILENO},
+                                             {out_write.get(), STDOUT_FILENO},
+                                             {progress_write.get(), kProgressFd}}));
   const auto start = Clock::now();
   in_read.Close();
   out_write.Close();
@@ -354,6 +375,195 @@ arrow::Result<ProcessResult> RunSupervised(const std::vector<std::string>& argv,
       result.exit_code = WEXITSTATUS(status);
     }
   }
+  return result;
+}
+
+std::string Frame(const void* bytes, size_t size) {
+  std::string out(8 + size, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((uint64_t{size} >> (8 * i)) & 0xff);
+  if (size > 0) std::memcpy(out.data() + 8, bytes, size);
+  return out;
+}
+
+struct SupervisedChild::Pipes {
+  Fd in_write, reply_read, progress_read, pidfd;
+  std::string progress_pending;
+
+  void ReadProgress(std::string* last) {
+    if (!progress_read.open()) return;
+    if (!ReadAvailable(progress_read.get(), &progress_pending)) progress_read.Close();
+    TakeProgressLines(&progress_pending, last);
+  }
+};
+
+SupervisedChild::SupervisedChild(pid_t pid, std::unique_ptr<Pipes> pipes)
+    : pid_(pid), pipes_(std::move(pipes)) {}
+
+arrow::Result<std::unique_ptr<SupervisedChild>> SupervisedChild::Start(
+    const std::vector<std::string>& argv) {
+  auto pipes = std::make_unique<Pipes>();
+  Fd in_read, progress_write, reply_write;
+  ARROW_RETURN_NOT_OK(MakePipe(&in_read, &pipes->in_write));
+  ARROW_RETURN_NOT_OK(MakePipe(&pipes->progress_read, &progress_write));
+  ARROW_RETURN_NOT_OK(MakePipe(&pipes->reply_read, &reply_write));
+  // Its stdout is /dev/null: a transform's prints go nowhere and cannot fill a pipe.
+  ARROW_ASSIGN_OR_RAISE(const pid_t pid, SpawnScrubbed(argv, {{in_read.get(), STDIN_FILENO},
+                                                              {progress_write.get(), kProgressFd},
+                                                              {reply_write.get(), kReplyFd}}));
+  SetNonBlocking(pipes->in_write.get());
+  SetNonBlocking(pipes->progress_read.get());
+  SetNonBlocking(pipes->reply_read.get());
+  pipes->pidfd.Reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  return std::unique_ptr<SupervisedChild>(new SupervisedChild(pid, std::move(pipes)));
+}
+
+SupervisedChild::~SupervisedChild() {
+  if (!reaped_) {
+    ProcessResult ignored;
+    Reap(false, &ignored);
+  }
+}
+
+bool SupervisedChild::Alive() { return !reaped_ && !HasExited(pid_); }
+
+void SupervisedChild::Reap(bool ended_by_itself, ProcessResult* result) {
+  // The child is a zombie or still running, so its group id is still ours.
+  kill(-pid_, SIGKILL);
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+  if (ended_by_itself) {
+    if (WIFSIGNALED(status)) {
+      result->end = ProcessResult::End::kSignaled;
+      result->signal = WTERMSIG(status);
+    } else {
+      result->end = ProcessResult::End::kExited;
+      result->exit_code = WEXITSTATUS(status);
+    }
+  }
+  pipes_->ReadProgress(&result->last_progress);
+  pipes_->in_write.Close();
+  pipes_->reply_read.Close();
+  pipes_->progress_read.Close();
+  pipes_->pidfd.Close();
+}
+
+ProcessResult SupervisedChild::Call(const std::vector<uint8_t>& request,
+                                    const ProcessLimits& limits, const std::atomic<bool>* cancel) {
+  ProcessResult result;
+  if (reaped_) {
+    result.end = ProcessResult::End::kCancelled;
+    return result;
+  }
+  Pipes& p = *pipes_;
+  p.progress_pending.clear();
+  const std::string out = Frame(request.data(), request.size());
+  size_t written = 0;
+  std::string reply;
+  const auto start = Clock::now();
+  std::vector<pid_t> members{pid_};
+  auto members_at = start;
+  bool exited = false;
+  bool broken = false;
+  while (true) {
+    const auto now = Clock::now();
+    if (limits.timeout.count() > 0 && now - start >= limits.timeout) {
+      result.end = ProcessResult::End::kTimedOut;
+      break;
+    }
+    if (cancel != nullptr && cancel->load()) {
+      result.end = ProcessResult::End::kCancelled;
+      break;
+    }
+    if (limits.memory_bytes > 0) {
+      if (now - members_at >= kMembershipInterval) {
+        members = GroupMembers(pid_);
+        members_at = now;
+      }
+      int64_t total = 0;
+      for (pid_t m : members) total += AnonymousResidentBytes(m);
+      result.peak_memory_bytes = std::max(result.peak_memory_bytes, total);
+      if (total > limits.memory_bytes) {
+        result.end = ProcessResult::End::kOverMemory;
+        break;
+      }
+    }
+    pollfd fds[4];
+    nfds_t n = 0;
+    if (written < out.size() && p.in_write.open()) fds[n++] = {p.in_write.get(), POLLOUT, 0};
+    if (p.reply_read.open()) fds[n++] = {p.reply_read.get(), POLLIN, 0};
+    if (p.progress_read.open()) fds[n++] = {p.progress_read.get(), POLLIN, 0};
+    if (p.pidfd.open()) fds[n++] = {p.pidfd.get(), POLLIN, 0};
+    auto wait = kSampleInterval;
+    if (limits.timeout.count() > 0) {
+      wait = std::min(wait, std::chrono::duration_cast<std::chrono::milliseconds>(limits.timeout -
+                                                                                  (now - start)) +
+                                std::chrono::milliseconds(1));
+    }
+    poll(fds, n, static_cast<int>(wait.count()));
+    while (written < out.size() && p.in_write.open()) {
+      const ssize_t w = write(p.in_write.get(), out.data() + written, out.size() - written);
+      if (w > 0) {
+        written += static_cast<size_t>(w);
+      } else if (w < 0 && errno == EINTR) {
+        continue;
+      } else {
+        if (w < 0 && errno != EAGAIN) p.in_write.Close();  // it closed stdin: it is ending
+        break;
+      }
+    }
+    if (p.reply_read.open() && !ReadAvailable(p.reply_read.get(), &reply)) p.reply_read.Close();
+    p.ReadProgress(&result.last_progress);
+    if (reply.size() >= 8) {
+      uint64_t size = 0;
+      for (int i = 0; i < 8; ++i) size |= uint64_t{static_cast<uint8_t>(reply[i])} << (8 * i);
+      if (size > kMaxFrameBytes || reply.size() > 8 + size) {
+        broken = true;  // not our protocol: a reply we did not ask for, or garbage
+        break;
+      }
+      if (reply.size() == 8 + size) {
+        result.end = ProcessResult::End::kReplied;
+        result.stdout_text = reply.substr(8);
+        break;
+      }
+    }
+    if (HasExited(pid_)) {
+      exited = true;
+      break;
+    }
+  }
+  if (result.end == ProcessResult::End::kReplied) {
+    // Progress lines written before the reply are in the pipe by now; none may reach the next
+    // request. Nothing the request started may outlive it either.
+    p.ReadProgress(&result.last_progress);
+    for (pid_t m : GroupMembers(pid_)) {
+      if (m != pid_) kill(m, SIGKILL);
+    }
+    return result;
+  }
+  Reap(exited, &result);
+  if (broken) {
+    result.end = ProcessResult::End::kExited;
+    result.exit_code = -1;
+  }
+  return result;
+}
+
+ProcessResult SupervisedChild::Stop(std::chrono::milliseconds grace) {
+  ProcessResult result;
+  result.end = ProcessResult::End::kExited;
+  if (reaped_) return result;
+  pipes_->in_write.Close();
+  const auto until = Clock::now() + grace;
+  bool exited = HasExited(pid_);
+  while (!exited && Clock::now() < until) {
+    pollfd fd = {pipes_->pidfd.get(), POLLIN, 0};
+    poll(&fd, pipes_->pidfd.open() ? 1 : 0, 10);
+    exited = HasExited(pid_);
+  }
+  if (!exited) result.end = ProcessResult::End::kCancelled;
+  Reap(exited, &result);
   return result;
 }
 

@@ -14,16 +14,24 @@
 // what the machine actually loses. The price: a task that allocates faster than the sampling
 // catches can overshoot by what it allocates in one interval.
 //
+// A SupervisedChild is the same child kept alive across requests: each request is framed on its
+// stdin and its reply framed on descriptor kReplyFd (see its comment); the limits apply to one
+// request at a time.
+//
 // Thread-safety: RunSupervised may be called from several threads at once, each for its own
-// child. The process must ignore SIGPIPE (sluice's main does): writing the input to a child that
-// died early must be an error, not a signal.
+// child; a SupervisedChild is used by one thread at a time. The process must ignore SIGPIPE
+// (sluice's main does): writing the input to a child that died early must be an error, not a
+// signal.
 #pragma once
 
 #include <arrow/result.h>
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,6 +57,7 @@ struct ProcessResult {
     kTimedOut,    // we killed it at limits.timeout
     kOverMemory,  // we killed it when its group passed limits.memory_bytes
     kCancelled,   // we killed it because the caller cancelled
+    kReplied,     // SupervisedChild only: it framed its reply and waits for the next request
   };
   End end = End::kExited;
   int exit_code = 0;
@@ -70,6 +79,57 @@ arrow::Result<ProcessResult> RunSupervised(const std::vector<std::string>& argv,
                                            const std::vector<uint8_t>& input,
                                            const ProcessLimits& limits,
                                            const std::atomic<bool>* cancel = nullptr);
+
+/// The descriptor on which a SupervisedChild frames its replies.
+inline constexpr int kReplyFd = 4;
+
+/// The largest frame either side accepts (a plan or a report); a larger length is a broken
+/// protocol, not a big task.
+inline constexpr uint64_t kMaxFrameBytes = uint64_t{1} << 30;
+
+/// A frame: `bytes` after their length as 8 bytes, little-endian.
+std::string Frame(const void* bytes, size_t size);
+
+/// A long-lived supervised child that answers requests one at a time. A request is framed
+/// (Frame) on its stdin; a zero length or EOF asks it to exit. It frames one reply per request on
+/// kReplyFd, a descriptor of its own, so nothing it or its children print can pass for a reply:
+/// its stdout is /dev/null and its stderr is ours. Progress lines on kProgressFd are kept per
+/// request. Like RunSupervised it starts scrubbed, in "/", in its own process group.
+class SupervisedChild {
+ public:
+  /// Starts argv[0] (an absolute path). An IOError when it cannot be started.
+  static arrow::Result<std::unique_ptr<SupervisedChild>> Start(
+      const std::vector<std::string>& argv);
+  /// Kills the group if it is still running (see Stop for a clean end).
+  ~SupervisedChild();
+  SupervisedChild(const SupervisedChild&) = delete;
+  SupervisedChild& operator=(const SupervisedChild&) = delete;
+
+  pid_t pid() const { return pid_; }
+  /// False once the child has exited or been killed.
+  bool Alive();
+
+  /// Sends one request and waits for its reply (end kReplied, the reply in stdout_text) under
+  /// `limits`, counted from now. On any other end the child is dead and its group killed. After
+  /// a reply, processes the request left behind in the group (a transform's children) are killed.
+  ProcessResult Call(const std::vector<uint8_t>& request, const ProcessLimits& limits,
+                     const std::atomic<bool>* cancel = nullptr);
+
+  /// Asks the child to exit (EOF on its stdin), waits up to `grace`, then kills its group.
+  /// Returns how it ended: kExited when it exited by itself, kSignaled when something else
+  /// killed it before or during the wait, kCancelled when it had to be killed.
+  ProcessResult Stop(std::chrono::milliseconds grace);
+
+ private:
+  struct Pipes;
+  SupervisedChild(pid_t pid, std::unique_ptr<Pipes> pipes);
+  // Kills the group, reaps the child and fills `result` from its status when it ended by itself.
+  void Reap(bool ended_by_itself, ProcessResult* result);
+
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  std::unique_ptr<Pipes> pipes_;
+};
 
 /// The environment a worker starts with: from `environ`-style `env`, only the variables on a
 /// short allow-list (PATH, HOME, LANG, LC_*, TZ, TMPDIR, the AWS_* settings an S3 store needs,

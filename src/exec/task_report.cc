@@ -27,6 +27,7 @@ std::string TaskReport::ToJsonLine() const {
                         {"rows_out", rows_out},
                         {"duplicates_dropped", duplicates_dropped},
                         {"seconds", seconds},
+                        {"worker_pid", worker_pid},
                         {"files", files_json(files)},
                         {"shuffle_files", files_json(shuffle_files)}};
   // dump() escapes newlines, so the report is always one line.
@@ -50,6 +51,7 @@ arrow::Result<TaskReport> TaskReport::FromJsonLine(const std::string& line) {
     r.rows_out = doc.at("rows_out").get<int64_t>();
     r.duplicates_dropped = doc.at("duplicates_dropped").get<int64_t>();
     r.seconds = doc.at("seconds").get<double>();
+    r.worker_pid = doc.value("worker_pid", int64_t{0});
     for (const char* list : {"files", "shuffle_files"}) {
       auto& out = std::string(list) == "files" ? r.files : r.shuffle_files;
       for (const auto& f : doc.at(list)) {

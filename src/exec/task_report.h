@@ -1,5 +1,5 @@
-// What a task reports back to the driver. A worker prints it as JSON on the last line of its
-// stdout; anything a transform prints before it is ignored.
+// What a task reports back to the driver, as one line of JSON: a long-lived worker frames it on
+// its report descriptor, a one-shot `sluice worker` prints it as the last line of its stdout.
 #pragma once
 
 #include <arrow/result.h>
@@ -31,6 +31,8 @@ struct TaskReport {
   int64_t rows_out = 0;
   int64_t duplicates_dropped = 0;
   double seconds = 0;
+  /// The worker process that ran the task; 0 when it ran in-process.
+  int64_t worker_pid = 0;
   std::vector<OutputFile> files;
   /// Shuffle files written by a map task, in partition order.
   std::vector<OutputFile> shuffle_files;

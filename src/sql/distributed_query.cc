@@ -153,7 +153,9 @@ arrow::Result<CutResult> RunCut(const AggregateCut& cut, const DistributedOption
     ARROW_ASSIGN_OR_RAISE(auto body, EncodeStageTask(task));
     maps.push_back(StageFragment(query_id, map_stage, t, options.store_url, std::move(body)));
   }
-  auto map_reports = dist::RunStage(std::move(maps), pool);
+  // One pool of long-lived workers for the map and the final stage.
+  dist::WorkerPool workers(pool);
+  auto map_reports = workers.RunStage(std::move(maps));
   if (!map_reports.ok()) {
     return map_reports.status().WithMessage("query q-", query_id, " stage ", map_stage,
                                             " (map): ", map_reports.status().message());
@@ -185,7 +187,7 @@ arrow::Result<CutResult> RunCut(const AggregateCut& cut, const DistributedOption
     ARROW_ASSIGN_OR_RAISE(auto body, EncodeStageTask(task));
     finals.push_back(StageFragment(query_id, final_stage, p, options.store_url, std::move(body)));
   }
-  auto final_reports = dist::RunStage(std::move(finals), pool);
+  auto final_reports = workers.RunStage(std::move(finals));
   if (!final_reports.ok()) {
     return final_reports.status().WithMessage("query q-", query_id, " stage ", final_stage,
                                               " (final): ", final_reports.status().message());

@@ -280,11 +280,35 @@ def test_worker_sigkilled_at_a_random_moment(tpch, tmp_path):
             assert_same_rows(rows_of(reader.read_all()), want, ordered=True, what="Q1 after kill")
         if killed:
             kills += 1
-            assert "retrying" in err.decode(), err.decode()
+            # A worker killed between tasks (long-lived workers wait for the next) lost none.
+            assert "retrying" in err.decode() or "while idle" in err.decode(), err.decode()
         if kills >= 2:
             break
     assert kills >= 1, "no worker was ever killed: the test did not test anything"
     assert shuffle_files(data) == []
+
+
+def test_more_tasks_than_workers_start_only_one_process_per_worker(tpch, tmp_path):
+    """Long-lived workers: Q1's 4 map and 2 final tasks on 2 workers run in 2 processes, and the
+    answer is the one a process per task gave."""
+    sluice, con, _ = tpch
+    sql = q(1)
+    plan = explain(sluice, sql, 2)
+    assert "stage 1 (map): 4 tasks" in plan and "into 2 partitions" in plan, plan
+    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    out = tmp_path / "r.arrow"
+    proc = subprocess.Popen([str(sluice.binary), "query", "--workers", "2", "--format", "arrow",
+                             "-o", str(out), sql], env=sluice.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    seen = set()
+    while proc.poll() is None:
+        seen.update(worker_pids(proc.pid))
+        time.sleep(0.001)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert 1 <= len(seen) <= 2, f"worker processes {sorted(seen)} for 6 tasks on 2 workers"
+    with pa.ipc.open_stream(out) as reader:
+        assert_same_rows(rows_of(reader.read_all()), want, ordered=True, what="Q1 on 2 workers")
 
 
 @pytest.mark.parametrize("task", ["s1p0", "s2p1"])
