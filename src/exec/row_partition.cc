@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "exec/compute_init.h"
+#include "exec/shuffle.h"
 
 namespace sluice::exec {
 
@@ -123,20 +124,7 @@ arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> HashPartitionByKeys(
   ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
   ARROW_ASSIGN_OR_RAISE(auto combined, table->CombineChunksToBatch());
   ARROW_ASSIGN_OR_RAISE(auto assignment, PartitionRowsByKeys(*combined, keys, partitions));
-  std::vector<arrow::Int64Builder> indices(static_cast<size_t>(partitions));
-  for (size_t i = 0; i < assignment.size(); ++i) {
-    ARROW_RETURN_NOT_OK(
-        indices[static_cast<size_t>(assignment[i])].Append(static_cast<int64_t>(i)));
-  }
-  std::vector<std::shared_ptr<arrow::Table>> out;
-  for (auto& b : indices) {
-    ARROW_ASSIGN_OR_RAISE(auto idx, b.Finish());
-    ARROW_ASSIGN_OR_RAISE(auto taken, arrow::compute::Take(combined, idx));
-    ARROW_ASSIGN_OR_RAISE(auto t,
-                          arrow::Table::FromRecordBatches(table->schema(), {taken.record_batch()}));
-    out.push_back(std::move(t));
-  }
-  return out;
+  return SplitRows(combined, assignment, partitions);
 }
 
 }  // namespace sluice::exec

@@ -46,6 +46,12 @@ arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> HashPartition(
   ARROW_ASSIGN_OR_RAISE(auto combined, table->CombineChunksToBatch());
   ARROW_ASSIGN_OR_RAISE(auto assignment,
                         PartitionRows(*combined->GetColumnByName(key), partitions));
+  return SplitRows(combined, assignment, partitions);
+}
+
+arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> SplitRows(
+    const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<int32_t>& assignment,
+    int32_t partitions) {
   std::vector<arrow::Int64Builder> indices(static_cast<size_t>(partitions));
   for (size_t i = 0; i < assignment.size(); ++i) {
     ARROW_RETURN_NOT_OK(
@@ -54,8 +60,9 @@ arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> HashPartition(
   std::vector<std::shared_ptr<arrow::Table>> out;
   for (auto& b : indices) {
     ARROW_ASSIGN_OR_RAISE(auto idx, b.Finish());
-    ARROW_ASSIGN_OR_RAISE(auto taken, arrow::compute::Take(combined, idx));
-    ARROW_ASSIGN_OR_RAISE(auto t, arrow::Table::FromRecordBatches({taken.record_batch()}));
+    ARROW_ASSIGN_OR_RAISE(auto taken, arrow::compute::Take(batch, idx));
+    ARROW_ASSIGN_OR_RAISE(auto t,
+                          arrow::Table::FromRecordBatches(batch->schema(), {taken.record_batch()}));
     out.push_back(std::move(t));
   }
   return out;

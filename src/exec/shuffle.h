@@ -27,6 +27,12 @@ arrow::Result<std::vector<int32_t>> PartitionRows(const arrow::Array& key, int32
 arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> HashPartition(
     const std::shared_ptr<arrow::Table>& table, const std::string& key, int32_t partitions);
 
+/// Splits a batch's rows into `partitions` tables, row i going to partition assignment[i]; every
+/// table has the batch's schema, also when empty.
+arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> SplitRows(
+    const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<int32_t>& assignment,
+    int32_t partitions);
+
 /// Writes a table as one IPC file object; returns its key, rows, size and BLAKE3 for the
 /// task report, from which the reader learns what to expect.
 arrow::Result<OutputFile> WriteShuffleFile(storage::ObjectStore* store, const std::string& key,
