@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 extern char** environ;
@@ -248,6 +249,45 @@ std::vector<std::string> WorkerEnvironment(const char* const* env) {
   return out;
 }
 
+namespace {
+
+// The limits of one task, checked once per sample: the time since `start`, cancellation, and
+// the anonymous resident memory of the process group of `pid` (whose members are listed again
+// every kMembershipInterval). Shared by one-shot workers and long-lived workers' tasks.
+class LimitWatch {
+ public:
+  LimitWatch(pid_t pid, Clock::time_point start)
+      : pid_(pid), start_(start), members_{pid}, members_at_(start) {}
+
+  /// How the task ends now, or nullopt while it is within its limits.
+  std::optional<ProcessResult::End> Check(Clock::time_point now, const ProcessLimits& limits,
+                                          const std::atomic<bool>* cancel, int64_t* peak_memory) {
+    if (limits.timeout.count() > 0 && now - start_ >= limits.timeout) {
+      return ProcessResult::End::kTimedOut;
+    }
+    if (cancel != nullptr && cancel->load()) return ProcessResult::End::kCancelled;
+    if (limits.memory_bytes > 0) {
+      if (now - members_at_ >= kMembershipInterval) {
+        members_ = GroupMembers(pid_);
+        members_at_ = now;
+      }
+      int64_t total = 0;
+      for (pid_t m : members_) total += AnonymousResidentBytes(m);
+      *peak_memory = std::max(*peak_memory, total);
+      if (total > limits.memory_bytes) return ProcessResult::End::kOverMemory;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  pid_t pid_;
+  Clock::time_point start_;
+  std::vector<pid_t> members_;
+  Clock::time_point members_at_;
+};
+
+}  // namespace
+
 arrow::Result<ProcessResult> RunSupervised(const std::vector<std::string>& argv,
                                            const std::vector<uint8_t>& input,
                                            const ProcessLimits& limits,
@@ -275,8 +315,7 @@ arrow::Result<ProcessResult> RunSupervised(const std::vector<std::string>& argv,
   std::string progress_pending;
   size_t written = 0;
   if (input.empty()) in_write.Close();
-  std::vector<pid_t> members{pid};
-  auto members_at = start;
+  LimitWatch watch(pid, start);
   bool exited = false;
 
   auto read_outputs = [&] {
@@ -294,26 +333,9 @@ arrow::Result<ProcessResult> RunSupervised(const std::vector<std::string>& argv,
 
   while (true) {
     const auto now = Clock::now();
-    if (limits.timeout.count() > 0 && now - start >= limits.timeout) {
-      result.end = ProcessResult::End::kTimedOut;
+    if (auto end = watch.Check(now, limits, cancel, &result.peak_memory_bytes)) {
+      result.end = *end;
       break;
-    }
-    if (cancel != nullptr && cancel->load()) {
-      result.end = ProcessResult::End::kCancelled;
-      break;
-    }
-    if (limits.memory_bytes > 0) {
-      if (now - members_at >= kMembershipInterval) {
-        members = GroupMembers(pid);
-        members_at = now;
-      }
-      int64_t total = 0;
-      for (pid_t m : members) total += AnonymousResidentBytes(m);
-      result.peak_memory_bytes = std::max(result.peak_memory_bytes, total);
-      if (total > limits.memory_bytes) {
-        result.end = ProcessResult::End::kOverMemory;
-        break;
-      }
     }
     pollfd fds[4];
     nfds_t n = 0;
@@ -462,32 +484,14 @@ ProcessResult SupervisedChild::Call(const std::vector<uint8_t>& request,
   size_t written = 0;
   std::string reply;
   const auto start = Clock::now();
-  std::vector<pid_t> members{pid_};
-  auto members_at = start;
+  LimitWatch watch(pid_, start);
   bool exited = false;
   bool broken = false;
   while (true) {
     const auto now = Clock::now();
-    if (limits.timeout.count() > 0 && now - start >= limits.timeout) {
-      result.end = ProcessResult::End::kTimedOut;
+    if (auto end = watch.Check(now, limits, cancel, &result.peak_memory_bytes)) {
+      result.end = *end;
       break;
-    }
-    if (cancel != nullptr && cancel->load()) {
-      result.end = ProcessResult::End::kCancelled;
-      break;
-    }
-    if (limits.memory_bytes > 0) {
-      if (now - members_at >= kMembershipInterval) {
-        members = GroupMembers(pid_);
-        members_at = now;
-      }
-      int64_t total = 0;
-      for (pid_t m : members) total += AnonymousResidentBytes(m);
-      result.peak_memory_bytes = std::max(result.peak_memory_bytes, total);
-      if (total > limits.memory_bytes) {
-        result.end = ProcessResult::End::kOverMemory;
-        break;
-      }
     }
     pollfd fds[4];
     nfds_t n = 0;
