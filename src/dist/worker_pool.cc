@@ -192,8 +192,8 @@ arrow::Result<exec::TaskReport> WorkerPool::RunTask(size_t slot, const plan::Fra
   auto report = exec::TaskReport::FromJsonLine(run.stdout_text);
   if (!report.ok()) {
     slots_[slot].reset();
-    return arrow::Status::IOError("worker for task ", task, " sent a malformed report",
-                                  WhileDoing(run));
+    return arrow::Status::IOError("worker for task ", task, " sent a malformed report (",
+                                  report.status().message(), ")", WhileDoing(run));
   }
   return report;
 }

@@ -1,11 +1,14 @@
 #include "sql/distributed_query.h"
 
+#include <unistd.h>
+
 #include <arrow/filesystem/filesystem.h>
 
 #include <chrono>
 #include <cstdio>
 #include <random>
 
+#include "common/progress.h"
 #include "dist/worker_pool.h"
 #include "exec/shuffle.h"
 #include "sql/executor.h"
@@ -153,9 +156,27 @@ arrow::Result<CutResult> RunCut(const AggregateCut& cut, const DistributedOption
     ARROW_ASSIGN_OR_RAISE(auto body, EncodeStageTask(task));
     maps.push_back(StageFragment(query_id, map_stage, t, options.store_url, std::move(body)));
   }
+  // A progress line per stage, on a terminal only: a query's stderr stays clean elsewhere.
+  std::unique_ptr<Progress> progress;
+  const bool tty = isatty(fileno(stderr)) != 0;
+  auto start_progress = [&](int stage, const char* role, size_t tasks) {
+    if (!tty) return;
+    Progress::Options o;
+    o.total = static_cast<int64_t>(tasks);
+    o.unit = "tasks";
+    o.secondary_unit = "rows";
+    progress = std::make_unique<Progress>(
+        "query q-" + query_id + " stage " + std::to_string(stage) + " (" + role + ")", o);
+  };
+  pool.on_report = [&progress](const exec::TaskReport& r) {
+    if (progress) progress->Advance(1, r.rows_out);
+  };
   // One pool of long-lived workers for the map and the final stage.
   dist::WorkerPool workers(pool);
+  start_progress(map_stage, "map", maps.size());
   auto map_reports = workers.RunStage(std::move(maps));
+  if (progress) progress->Finish();
+  progress.reset();
   if (!map_reports.ok()) {
     return map_reports.status().WithMessage("query q-", query_id, " stage ", map_stage,
                                             " (map): ", map_reports.status().message());
@@ -187,7 +208,10 @@ arrow::Result<CutResult> RunCut(const AggregateCut& cut, const DistributedOption
     ARROW_ASSIGN_OR_RAISE(auto body, EncodeStageTask(task));
     finals.push_back(StageFragment(query_id, final_stage, p, options.store_url, std::move(body)));
   }
+  start_progress(final_stage, "final", finals.size());
   auto final_reports = workers.RunStage(std::move(finals));
+  if (progress) progress->Finish();
+  progress.reset();
   if (!final_reports.ok()) {
     return final_reports.status().WithMessage("query q-", query_id, " stage ", final_stage,
                                               " (final): ", final_reports.status().message());

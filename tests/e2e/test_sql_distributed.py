@@ -350,3 +350,31 @@ def test_every_attempt_dying_after_its_writes_leaves_nothing(tpch):
     assert proc.returncode != 0
     assert "task s1p0 failed 3 times" in proc.stderr.decode()
     assert shuffle_files(data) == []
+
+
+def test_a_terminal_shows_a_progress_line_per_stage(tpch):
+    """On a TTY each stage draws a progress line on stderr; piped, stderr stays clean."""
+    import pty
+
+    sluice, _, _ = tpch
+    sql = "select l_returnflag, count(*) from lineitem group by l_returnflag"
+    primary, secondary = pty.openpty()
+    proc = subprocess.run([str(sluice.binary), "query", "--workers", "2", sql], env=sluice.env,
+                          stdout=subprocess.PIPE, stderr=secondary, timeout=120)
+    os.close(secondary)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(primary)
+    assert proc.returncode == 0
+    text = drawn.decode(errors="replace")
+    assert re.search(r"stage 1 \(map\) .*(\d+)/\1 tasks", text), text
+    assert re.search(r"stage 2 \(final\) .*2/2 tasks", text), text
+    piped = sluice.run("query", "--workers", "2", sql, check=True)
+    assert b"tasks" not in piped.stderr, piped.stderr
