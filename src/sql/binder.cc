@@ -12,6 +12,8 @@
 
 #include "exec/compute_init.h"
 #include "sluice/schemas/codec.hpp"
+#include "sql/optimizer/cardinality.h"
+#include "sql/optimizer/conjuncts.h"
 #include "sql/sql_parser.h"
 
 namespace sluice::sql {
@@ -120,24 +122,6 @@ void SplitAnd(const json& node, std::vector<const json*>* out) {
   out->push_back(&node);
 }
 
-// The operands of nested calls to `function` (Arrow nests a AND b AND c as and(and(a, b), c)).
-void Flatten(const cp::Expression& e, const std::string& function,
-             std::vector<cp::Expression>* out) {
-  const cp::Expression::Call* call = e.call();
-  if (call != nullptr &&
-      (call->function_name == function || call->function_name == function + "_kleene")) {
-    for (const auto& a : call->arguments) Flatten(a, function, out);
-    return;
-  }
-  out->push_back(e);
-}
-
-// The conjuncts of an AND tree and the disjuncts of an OR tree.
-void Conjuncts(const cp::Expression& e, std::vector<cp::Expression>* out) {
-  Flatten(e, "and", out);
-}
-void Disjuncts(const cp::Expression& e, std::vector<cp::Expression>* out) { Flatten(e, "or", out); }
-
 // (a AND x) OR (b AND x) is x AND ((a) OR (b)): TPC-H Q19 repeats its join key in every branch.
 std::vector<cp::Expression> FactorOr(const cp::Expression& e) {
   std::vector<cp::Expression> disjuncts;
@@ -183,19 +167,9 @@ struct ColumnInfo {
 };
 
 // A bound FROM item or query: its plan, its columns, and estimates for join ordering.
-struct Relation {
+struct Relation : Cardinality {
   std::unique_ptr<PlanNode> plan;
   std::vector<ColumnInfo> columns;
-  // Rows before any filter (what join ordering compares), and an estimate of the rows the plan
-  // produces (what decides which side of a semi join to hash).
-  double rows = 1;
-  double estimate = 1;
-  std::map<std::string, int64_t> distinct;  // by id, where statistics know a bound
-  std::map<std::string, std::pair<int64_t, int64_t>> ranges;  // integer and date min/max
-  double DistinctBound(const std::string& id) const {
-    auto it = distinct.find(id);
-    return it == distinct.end() ? rows : std::min<double>(rows, static_cast<double>(it->second));
-  }
 };
 
 // State shared by every query level of one statement.
@@ -273,121 +247,6 @@ cp::Expression DateToDays(const cp::Expression& date) {
 cp::Expression DaysToDate(const cp::Expression& days) {
   return cp::call("cast", {cp::call("cast", {days}, cp::CastOptions::Safe(arrow::int32()))},
                   cp::CastOptions::Safe(arrow::date32()));
-}
-
-// The fraction of rows a condition keeps, by the classic defaults (System R's): an equality
-// keeps one distinct value's share, a range a third, LIKE a tenth. Only a guide for choosing
-// which side of a join to hash, never for results.
-// `column < constant` and the like, on a column whose range statistics know (dates as days).
-struct RangeCondition {
-  std::string column;
-  double value;
-  bool upper;  // keeps values below `value`
-};
-
-std::optional<RangeCondition> AsRange(const cp::Expression& e, const Relation& r) {
-  const cp::Expression::Call* call = e.call();
-  if (call == nullptr || call->arguments.size() != 2) return std::nullopt;
-  const std::string& f = call->function_name;
-  if (f != "less" && f != "less_equal" && f != "greater" && f != "greater_equal") {
-    return std::nullopt;
-  }
-  const auto* ref = call->arguments[0].field_ref();
-  const auto* lit = call->arguments[1].literal();
-  bool column_left = true;
-  if (ref == nullptr) {
-    ref = call->arguments[1].field_ref();
-    lit = call->arguments[0].literal();
-    column_left = false;
-  }
-  if (ref == nullptr || ref->name() == nullptr || lit == nullptr || !lit->is_scalar() ||
-      !lit->scalar()->is_valid || !r.ranges.count(*ref->name())) {
-    return std::nullopt;
-  }
-  const auto& scalar = *lit->scalar();
-  double v;
-  if (scalar.type->id() == arrow::Type::INT64) {
-    v = static_cast<double>(static_cast<const arrow::Int64Scalar&>(scalar).value);
-  } else if (scalar.type->id() == arrow::Type::INT32) {
-    v = static_cast<const arrow::Int32Scalar&>(scalar).value;
-  } else if (scalar.type->id() == arrow::Type::DATE32) {
-    v = static_cast<const arrow::Date32Scalar&>(scalar).value;
-  } else {
-    return std::nullopt;
-  }
-  return RangeCondition{*ref->name(), v, (f == "less" || f == "less_equal") == column_left};
-}
-
-double Selectivity(const cp::Expression& e, const Relation& r);
-
-// The fraction of rows all of `conjuncts` keep. Range conditions on one column intersect (a
-// month of seven years is 1/84, not the product of its two halves); the rest multiply.
-double ConjunctionSelectivity(const std::vector<cp::Expression>& conjuncts, const Relation& r) {
-  std::map<std::string, std::pair<double, double>> windows;  // column -> [low, high]
-  double s = 1;
-  bool any_range_term = false;
-  for (const auto& c : conjuncts) {
-    auto range = AsRange(c, r);
-    if (!range) {
-      s *= Selectivity(c, r);
-      continue;
-    }
-    any_range_term = true;
-    const auto& [lo, hi] = r.ranges.at(range->column);
-    auto [it, inserted] = windows.emplace(
-        range->column, std::make_pair(static_cast<double>(lo), static_cast<double>(hi)));
-    if (range->upper) {
-      it->second.second = std::min(it->second.second, range->value);
-    } else {
-      it->second.first = std::max(it->second.first, range->value);
-    }
-  }
-  if (!any_range_term) return s;
-  for (const auto& [column, window] : windows) {
-    const auto& [lo, hi] = r.ranges.at(column);
-    const double width = static_cast<double>(hi) - static_cast<double>(lo) + 1;
-    s *= std::clamp((window.second - window.first + 1) / width, 1e-4, 1.0);
-  }
-  return s;
-}
-
-double Selectivity(const cp::Expression& e, const Relation& r) {
-  const cp::Expression::Call* call = e.call();
-  if (call == nullptr) return 0.5;
-  const std::string& f = call->function_name;
-  auto column_distinct = [&]() -> double {
-    for (const auto& a : call->arguments) {
-      if (const auto* ref = a.field_ref(); ref != nullptr && ref->name() != nullptr) {
-        if (r.distinct.count(*ref->name())) return std::max(1.0, r.DistinctBound(*ref->name()));
-      }
-    }
-    return 10;
-  };
-  if (f == "and_kleene" || f == "and") {
-    std::vector<cp::Expression> conjuncts;
-    Conjuncts(e, &conjuncts);
-    return ConjunctionSelectivity(conjuncts, r);
-  }
-  if (f == "or_kleene" || f == "or") {
-    double s = 0;
-    for (const auto& a : call->arguments) s += Selectivity(a, r);
-    return std::min(1.0, s);
-  }
-  if (f == "invert") return 1 - Selectivity(call->arguments[0], r);
-  if (f == "equal") return 1 / column_distinct();
-  if (f == "not_equal") return 1 - 1 / column_distinct();
-  if (f == "less" || f == "less_equal" || f == "greater" || f == "greater_equal") {
-    return AsRange(e, r) ? ConjunctionSelectivity({e}, r) : 1.0 / 3;
-  }
-  if (f == "match_like") return 0.1;
-  if (f == "is_in") {
-    const auto* options = static_cast<const cp::SetLookupOptions*>(call->options.get());
-    const double n = options != nullptr && options->value_set.is_array()
-                         ? static_cast<double>(options->value_set.length())
-                         : 1;
-    return std::min(1.0, n / column_distinct());
-  }
-  return 0.5;
 }
 
 class Binder {
@@ -1767,7 +1626,7 @@ arrow::Result<Relation> Binder::PlanJoins(std::vector<Relation> relations,
       key_distinct =
           std::max({key_distinct, left_distinct, relations[best].DistinctBound(right_col)});
     }
-    plan.estimate = std::max(1.0, plan.estimate * relations[best].estimate / key_distinct);
+    plan.estimate = JoinEstimate(plan.estimate, relations[best].estimate, key_distinct);
     for (auto& e : edges) {
       if (joined[e.a] && e.b == best) {
         join->left_keys.push_back(e.a_col);
@@ -1995,7 +1854,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       if (!elsewhere && reads.size() == 1 && *reads.begin() != largest) {
         Relation& r = items.relations[*reads.begin()];
         r.plan = ApplySemiJoin(std::move(r.plan), std::move(sj), r.estimate, &ctx_.largest_build);
-        r.estimate = std::max(1.0, r.estimate / 2);
+        r.estimate = SemiJoinEstimate(r.estimate);
       } else {
         later.push_back(std::move(sj));
       }
@@ -2015,7 +1874,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
   double estimate = joined.estimate;
   for (auto& s : semi_joins_) {
     plan = ApplySemiJoin(std::move(plan), std::move(s), estimate, &ctx_.largest_build);
-    estimate = std::max(1.0, estimate / 2);
+    estimate = SemiJoinEstimate(estimate);
   }
   semi_joins_.clear();
   ARROW_ASSIGN_OR_RAISE(plan, ApplyScalarJoins(std::move(plan), &row_scalars_));
@@ -2228,7 +2087,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
   }
   out.rows = !aggregated ? input_rows : group_keys_.empty() ? 1 : input_rows;
   out.estimate = !aggregated ? joined_estimate : group_keys_.empty() ? 1 : joined_estimate;
-  if (aggregated && !having.Equals(cp::literal(true))) out.estimate /= 3;
+  if (aggregated && !having.Equals(cp::literal(true))) out.estimate = HavingEstimate(out.estimate);
   output_names_ = names;
   return out;
 }
