@@ -14,6 +14,8 @@
 #include "sluice/schemas/codec.hpp"
 #include "sql/optimizer/cardinality.h"
 #include "sql/optimizer/conjuncts.h"
+#include "sql/optimizer/optimizer.h"
+#include "sql/optimizer/physical_choices.h"
 #include "sql/sql_parser.h"
 
 namespace sluice::sql {
@@ -177,8 +179,6 @@ struct Context {
   const std::string& sql;
   const TableResolver& resolve;
   int next_id = 0;
-  // Every plan column some expression reads: scans drop the others.
-  std::set<std::string> used;
   // The most rows any hash join is estimated to build: scans size their batches by it.
   double largest_build = 0;
   std::string NewId(const std::string& base) { return base + "#" + std::to_string(next_id++); }
@@ -221,15 +221,13 @@ struct SemiJoin {
   double estimate = 1;  // the subquery's rows
 };
 
-// Hashes the outer side when it is estimated clearly (4x) smaller: TPC-H Q21's EXISTS over all
-// of lineitem is answered by hashing the few outer rows and streaming lineitem past them.
-// Estimates are rough, so a near tie keeps hashing the subquery, whose result is often small
-// in ways no estimate sees (Q18's HAVING keeps 57 of 1.5M groups).
+// The outer plan semi or anti joined to a subquery, hashing the side HashOuterSide picks, and
+// noting the rows built in `largest_build`.
 std::unique_ptr<PlanNode> ApplySemiJoin(std::unique_ptr<PlanNode> plan, SemiJoin semi,
                                         double outer_estimate, double* largest_build) {
   auto join = std::make_unique<PlanNode>();
   join->kind = PlanNode::Kind::kJoin;
-  join->build_input = outer_estimate * 4 < semi.estimate;
+  join->build_input = HashOuterSide(outer_estimate, semi.estimate);
   *largest_build = std::max(*largest_build, join->build_input ? outer_estimate : semi.estimate);
   join->join_type = semi.anti ? JoinType::kAnti : JoinType::kSemi;
   join->left_keys = std::move(semi.outer_keys);
@@ -536,7 +534,6 @@ arrow::Result<cp::Expression> Binder::Column(const json& ref, Scope scope) {
         return Unsupported(ref, "a reference to a column two or more query levels out");
       }
       ++outer_refs_;
-      ctx_.used.insert(column->id());
       return cp::field_ref(column->id());
     }
     if (parts.size() == 2) {
@@ -568,7 +565,6 @@ arrow::Result<cp::Expression> Binder::Column(const json& ref, Scope scope) {
                           "\" must appear in the GROUP BY clause or be used in an aggregate "
                           "function");
   }
-  ctx_.used.insert(column->id());
   return cp::field_ref(column->id());
 }
 
@@ -1287,7 +1283,7 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
   if (!right_only.empty()) {
     for (const auto& c : right_only) right.estimate *= Selectivity(c, right);
   }
-  node->build_input = left.estimate * 4 < right.estimate;
+  node->build_input = HashOuterSide(left.estimate, right.estimate);
   ctx_.largest_build =
       std::max(ctx_.largest_build, node->build_input ? left.estimate : right.estimate);
   node->input = std::move(left.plan);
@@ -1436,7 +1432,6 @@ arrow::Result<cp::Expression> Binder::ScalarSubquery(const json& link, Scope sco
     row_fields_.push_back(value);
     row_schema_ = nullptr;
   }
-  ctx_.used.insert(value->name());
   if (child.count_result()) {
     return cp::call("coalesce", {cp::field_ref(value->name()), cp::literal(int64_t{0})});
   }
@@ -1458,7 +1453,6 @@ arrow::Result<std::unique_ptr<PlanNode>> Binder::ApplyScalarJoins(std::unique_pt
         p->expressions.push_back(cp::literal(int64_t{1}));
         p->names.push_back(id);
         keys->push_back(id);
-        ctx_.used.insert(id);
         p->input = std::move(input);
         return p;
       };
@@ -1794,7 +1788,6 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
         }
         for (const auto& c : columns_) {
           if (!qualifier.empty() && c.qualifier != qualifier) continue;
-          ctx_.used.insert(c.id());
           outputs.push_back(cp::field_ref(c.id()));
           names.push_back(c.name);
         }
@@ -1952,7 +1945,6 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     out_ids.push_back(ctx_.NewId(names[i]));
     project->expressions.push_back(outputs[i]);
     project->names.push_back(out_ids.back());
-    ctx_.used.insert(out_ids.back());
   }
   project->input = std::move(plan);
   plan = std::move(project);
@@ -2034,7 +2026,6 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       for (size_t i = 0; i < hidden.size(); ++i) {
         main->expressions.push_back(hidden[i]);
         main->names.push_back(hidden_ids[i]);
-        ctx_.used.insert(hidden_ids[i]);
       }
     }
     if (!nulls_first_keys.empty()) {
@@ -2044,7 +2035,6 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       for (const auto& [valid, target] : nulls_first_keys) {
         p->expressions.push_back(cp::is_valid(cp::field_ref(target)));
         p->names.push_back(valid);
-        ctx_.used.insert(valid);
       }
       p->input = std::move(plan);
       plan = std::move(p);
@@ -2092,54 +2082,31 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
   return out;
 }
 
-// A hash join estimated to build at least this many rows takes long enough that the batches
-// streaming toward it pile up: scans then read 32K-row batches instead of 128K. TPC-H SF1 peak
-// RSS: Q3 272 -> 189 MiB, Q5 305 -> 175, Q8 365 -> 189, Q9 665 -> 335, for 5-10 % more time;
-// plans that only build small, filtered sides (Q12, Q14, Q19: 25-50 % slower with small
-// batches) and join-free ones (Q1, Q6) keep 128K.
-constexpr double kLargeBuildRows = 100'000;
-
-// Drops the columns no expression reads from every scan, and sets scan batch sizes.
-void PruneScans(PlanNode* node, const std::set<std::string>& used, bool small_batches) {
-  if (node == nullptr) return;
-  if (node->kind == PlanNode::Kind::kScan) {
-    if (small_batches) node->batch_rows = 32 * 1024;
-    std::vector<std::string> columns, names;
-    for (size_t i = 0; i < node->names.size(); ++i) {
-      if (used.count(node->names[i])) {
-        columns.push_back(node->columns[i]);
-        names.push_back(node->names[i]);
-      }
-    }
-    if (columns.empty() && !node->columns.empty()) {  // count(*): read the first column only
-      columns.push_back(node->columns[0]);
-      names.push_back(node->names[0]);
-    }
-    node->columns = std::move(columns);
-    node->names = std::move(names);
-  }
-  PruneScans(node->input.get(), used, small_batches);
-  PruneScans(node->right.get(), used, small_batches);
-}
-
 }  // namespace
 
-arrow::Result<BoundQuery> BindSelect(const json& select, const std::string& sql,
-                                     const TableResolver& resolve) {
+arrow::Result<BoundQuery> BindLogical(const json& select, const std::string& sql,
+                                      const TableResolver& resolve) {
   // Type checking binds compute expressions, which needs Arrow's kernels registered.
   ARROW_RETURN_NOT_OK(exec::EnsureComputeInitialized());
-  Context ctx{sql, resolve, 0, {}, 0};
+  Context ctx{sql, resolve, 0, 0};
   Binder binder(ctx, nullptr, nullptr);
   // The binder reads libpg_query's tree by its documented shapes; a shape it does not expect
   // (nlohmann throws on those) is a construct it does not support, not a crash.
   try {
     ARROW_ASSIGN_OR_RAISE(Relation r, binder.Bind(select, Purpose::kQuery));
-    PruneScans(r.plan.get(), ctx.used, ctx.largest_build >= kLargeBuildRows);
-    return BoundQuery{std::move(r.plan), binder.output_names()};
+    return BoundQuery{std::move(r.plan), binder.output_names(), ctx.largest_build};
   } catch (const std::exception& e) {
     return arrow::Status::NotImplemented(
         "not supported: a query construct the binder does not handle (", e.what(), ")");
   }
+}
+
+arrow::Result<BoundQuery> BindSelect(const json& select, const std::string& sql,
+                                     const TableResolver& resolve) {
+  ARROW_ASSIGN_OR_RAISE(BoundQuery bound, BindLogical(select, sql, resolve));
+  ARROW_RETURN_NOT_OK(
+      Optimize(bound.plan.get(), PlanFacts{bound.largest_build_rows}, DefaultPasses()));
+  return bound;
 }
 
 }  // namespace sluice::sql

@@ -3,8 +3,9 @@
 // names resolve to the nearest level, and a name from an outer level makes a subquery
 // correlated. Subqueries become joins: IN and EXISTS semi or anti joins, scalar subqueries
 // left joins (grouped by their correlation columns). Types are checked by binding Arrow
-// compute expressions, constants are folded, filters and needed columns are pushed into scans,
-// and joins are ordered from estimates. Errors carry the SQL position; an unknown column
+// compute expressions, constants are folded, filters are pushed into scans, and joins are
+// ordered from estimates (sql/optimizer/cardinality.h); column pruning and batch sizes are
+// optimizer passes that run after binding. Errors carry the SQL position; an unknown column
 // suggests the closest name. Anything the engine does not support is a "not supported: ..."
 // error, never a wrong answer.
 #pragma once
@@ -28,8 +29,18 @@ struct BoundQuery {
   std::unique_ptr<PlanNode> plan;
   /// Output column names, in order.
   std::vector<std::string> names;
+  /// The most rows any hash join of `plan` is estimated to build (for the optimizer's
+  /// PlanFacts, until estimates live on the plan).
+  double largest_build_rows = 0;
 };
 
+/// The plan as bound, before the optimizer's passes: every scan reads all of its table's
+/// columns with the default batch size.
+arrow::Result<BoundQuery> BindLogical(const nlohmann::json& select, const std::string& sql,
+                                      const TableResolver& resolve);
+
+/// BindLogical, then the optimizer's DefaultPasses (sql/optimizer/optimizer.h): the plan a
+/// query runs.
 arrow::Result<BoundQuery> BindSelect(const nlohmann::json& select, const std::string& sql,
                                      const TableResolver& resolve);
 

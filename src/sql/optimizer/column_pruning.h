@@ -1,0 +1,21 @@
+// Column pruning: every scan reads only the columns some operator above it reads. Columns are
+// named uniquely in the whole plan ("l_orderkey#3"), so one set of names read anywhere decides
+// for every scan; operators other than scans keep their columns, since the binder only
+// projects what the query asks for.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "sql/plan_node.h"
+
+namespace sluice::sql {
+
+/// The plan columns that the expressions, keys and filters of `plan`'s operators read.
+std::set<std::string> ColumnsRead(const PlanNode& plan);
+
+/// Drops from every scan in `plan` the columns not in ColumnsRead(*plan). A scan none of whose
+/// columns is read (count(*)) keeps its first, so that it still produces rows.
+void PruneColumns(PlanNode* plan);
+
+}  // namespace sluice::sql

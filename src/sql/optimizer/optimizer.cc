@@ -1,0 +1,34 @@
+#include "sql/optimizer/optimizer.h"
+
+#include "sql/optimizer/column_pruning.h"
+#include "sql/optimizer/physical_choices.h"
+
+namespace sluice::sql {
+
+const std::vector<Pass>& DefaultPasses() {
+  static const std::vector<Pass> passes = {
+      {"column_pruning",
+       [](PlanNode* plan, const PlanFacts&) {
+         PruneColumns(plan);
+         return arrow::Status::OK();
+       }},
+      {"scan_batch_rows",
+       [](PlanNode* plan, const PlanFacts& facts) {
+         ChooseScanBatchRows(plan, facts.largest_build_rows);
+         return arrow::Status::OK();
+       }},
+  };
+  return passes;
+}
+
+arrow::Status Optimize(PlanNode* plan, const PlanFacts& facts, const std::vector<Pass>& passes,
+                       std::vector<std::string>* ran) {
+  if (plan == nullptr) return arrow::Status::Invalid("internal: optimizing no plan");
+  for (const auto& pass : passes) {
+    ARROW_RETURN_NOT_OK(pass.run(plan, facts));
+    if (ran != nullptr) ran->push_back(pass.name);
+  }
+  return arrow::Status::OK();
+}
+
+}  // namespace sluice::sql
