@@ -4,6 +4,7 @@
 
 #include <arrow/filesystem/filesystem.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -140,6 +141,11 @@ arrow::Result<CutResult> RunCut(const AggregateCut& cut, const DistributedOption
   const int map_tasks = MapTaskCount(files.size(), options.workers);
   std::vector<plan::Fragment> maps;
   const std::vector<std::string> partial_names = cut.partial->OutputNames();
+  const std::vector<const PlanNode*> scans = ScansOf(*cut.partial);
+  const auto at = std::find(scans.begin(), scans.end(), cut.scan);
+  if (at == scans.end())
+    return arrow::Status::Invalid("internal: the split scan is not in its cut");
+  const auto split_scan = static_cast<int32_t>(at - scans.begin());
   for (int t = 0; t < map_tasks; ++t) {
     const size_t begin = files.size() * static_cast<size_t>(t) / static_cast<size_t>(map_tasks);
     const size_t end = files.size() * static_cast<size_t>(t + 1) / static_cast<size_t>(map_tasks);
@@ -150,6 +156,7 @@ arrow::Result<CutResult> RunCut(const AggregateCut& cut, const DistributedOption
                          std::vector<std::string>(files.begin() + begin, files.begin() + end));
       ARROW_ASSIGN_OR_RAISE(task.plan, EncodeQueryPlan(*cut.partial, partial_names));
     }
+    task.split_scan = split_scan;
     task.partition_keys = cut.final_aggregate->keys;
     task.partitions = partitions;
     task.output_prefix = StagePrefix(folder, map_stage);

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -51,6 +52,11 @@ arrow::Result<StageTask> Decode(const uint8_t* data, size_t size) {
     return arrow::Status::Invalid("stage task: partitions ", partitions, " out of range");
   }
   t.partitions = static_cast<int32_t>(partitions);
+  ARROW_ASSIGN_OR_RAISE(int64_t split_scan, plan::Int(doc, "split_scan"));
+  if (split_scan < 0 || split_scan > 65536) {
+    return arrow::Status::Invalid("stage task: split scan ", split_scan, " out of range");
+  }
+  t.split_scan = static_cast<int32_t>(split_scan);
   ARROW_ASSIGN_OR_RAISE(t.output_prefix, plan::Text(doc, "output_prefix"));
   ARROW_RETURN_NOT_OK(CheckShuffleKey(t.output_prefix, "output prefix"));
   ARROW_ASSIGN_OR_RAISE(t.input_keys, plan::TextList(doc, "input_keys"));
@@ -100,14 +106,31 @@ arrow::Status RunMap(const plan::Fragment& f, const StageTask& task, const Bound
                      storage::ObjectStore* store, const exec::ProgressFn& say,
                      exec::TaskReport* report) {
   const PlanNode& partial = *q.plan;
-  const PlanNode* scan = partial.input ? SingleTablePipeline(*partial.input) : nullptr;
-  if (partial.kind != PlanNode::Kind::kAggregate || partial.final_phase || scan == nullptr) {
-    return arrow::Status::Invalid(
-        "stage task: a map plan must be a partial aggregate over one table's pipeline");
+  if (partial.kind != PlanNode::Kind::kAggregate || partial.final_phase ||
+      partial.input == nullptr) {
+    return arrow::Status::Invalid("stage task: a map plan must be a partial aggregate");
   }
-  std::string files;
+  // The driver chose the split; the worker checks it is one that splits the output.
+  const std::string refused = MapShapeRefusal(*partial.input);
+  const std::vector<const PlanNode*> scans = ScansOf(*partial.input);
+  const std::vector<const PlanNode*> splittable = SplittableScans(*partial.input);
+  if (!refused.empty()) {
+    return arrow::Status::Invalid("stage task: a map plan cannot be split: ", refused);
+  }
+  if (task.split_scan >= static_cast<int32_t>(scans.size()) ||
+      std::find(splittable.begin(), splittable.end(),
+                scans[static_cast<size_t>(task.split_scan)]) == splittable.end()) {
+    return arrow::Status::Invalid("stage task: split scan ", task.split_scan,
+                                  " is not a scan whose rows split the map plan's output");
+  }
+  const PlanNode* scan = scans[static_cast<size_t>(task.split_scan)];
+  std::string files, broadcast;
   for (const auto& k : scan->table->files) files += (files.empty() ? "" : ", ") + k;
-  say("running map task " + f.task_name() + " on " + scan->table->name + " files " + files);
+  for (const PlanNode* s : scans) {
+    if (s != scan) broadcast += (broadcast.empty() ? "" : ", ") + s->table->name;
+  }
+  say("running map task " + f.task_name() + " on " + scan->table->name + " files " + files +
+      (broadcast.empty() ? "" : ", reading whole " + broadcast));
   OperatorProbes probes;
   ARROW_ASSIGN_OR_RAISE(auto produced, Execute(partial, partial.OutputNames(), &probes));
   ARROW_ASSIGN_OR_RAISE(auto declared, OutputSchema(partial));
@@ -194,6 +217,7 @@ arrow::Result<std::vector<uint8_t>> EncodeStageTask(const StageTask& t) {
               {"plan", json::binary(t.plan)},
               {"partition_keys", t.partition_keys},
               {"partitions", t.partitions},
+              {"split_scan", t.split_scan},
               {"output_prefix", t.output_prefix},
               {"input_keys", t.input_keys},
               {"input_blake3", t.input_blake3}};

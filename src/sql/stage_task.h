@@ -7,8 +7,9 @@
 // untrusted: every field is checked, the plan must have the shape its role runs, and every key
 // must be a valid store key under the query's shuffle folder.
 //
-// A map task runs its plan (a partial aggregate over one table's file subset), splits the rows
-// by the hash of the partition keys and writes one IPC file per partition; a final task reads
+// A map task runs its plan (a partial aggregate over a subtree in which one scan, the split scan,
+// holds this task's subset of its table's files and every other scan its whole table), splits the
+// rows by the hash of the partition keys and writes one IPC file per partition; a final task reads
 // its partition's file of every map task, checks each digest and schema, runs its plan (the
 // final aggregate) on them and writes the result as one IPC file. A task writes under
 // `<output_prefix>/<task>-<attempt>/`, so two attempts never share a file name and the driver
@@ -35,12 +36,16 @@ inline constexpr char kShufflePrefix[] = "_sluice/shuffle/";
 struct StageTask {
   enum class Role { kMap, kFinal };
   Role role = Role::kMap;
-  /// SLUICE-SQL-PLAN/1 bytes. Map: a partial aggregate over a scan/filter/project pipeline of
-  /// one table whose file list is this task's subset. Final: a final aggregate over a partial
-  /// one, whose partial rows come from `input_keys` instead of running the partial's subtree.
+  /// SLUICE-SQL-PLAN/1 bytes. Map: a partial aggregate over a subtree the stage planner accepts
+  /// (ChooseSplit), whose split scan's file list is this task's subset. Final: a final aggregate
+  /// over a partial one, whose partial rows come from `input_keys` instead of running the partial's
+  /// subtree.
   std::vector<uint8_t> plan;
   /// Map: the columns the partial rows are partitioned on (the final aggregate's keys).
   std::vector<std::string> partition_keys;
+  /// Map: the split scan, as an index into ScansOf(plan) (pre-order). The worker checks that it
+  /// is a scan whose splitting splits the plan's output.
+  int32_t split_scan = 0;
   /// Map: the number of shuffle files to write.
   int32_t partitions = 1;
   /// The folder of this stage's output: `_sluice/shuffle/q-<query id>/s<stage>`.

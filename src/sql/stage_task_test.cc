@@ -4,10 +4,22 @@
 
 #include <gtest/gtest.h>
 
+#include <arrow/api.h>
+#include <arrow/io/file.h>
+#include <parquet/arrow/writer.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "plan/cbor_fields.h"
+#include "plan/session_spec.h"
+#include "sql/binder.h"
+#include "sql/query_plan_codec.h"
+#include "sql/sql_parser.h"
+#include "sql/stage_planner.h"
+#include "sql/table_source.h"
 
 namespace sluice::sql {
 namespace {
@@ -51,6 +63,25 @@ TEST(StageTaskTest, RoundTrips) {
   EXPECT_EQ(t->output_prefix, "_sluice/shuffle/q-1/s2");
 }
 
+TEST(StageTaskTest, MapTaskRoundTripsItsSplitScan) {
+  StageTask map = FinalTask();
+  map.role = StageTask::Role::kMap;
+  map.input_keys.clear();
+  map.input_blake3.clear();
+  map.partition_keys = {"g"};
+  map.partitions = 3;
+  map.split_scan = 2;
+  auto bytes = EncodeStageTask(map);
+  ASSERT_TRUE(bytes.ok());
+  auto t = DecodeStageTask(bytes->data(), bytes->size());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->role, StageTask::Role::kMap);
+  EXPECT_EQ(t->partitions, 3);
+  EXPECT_EQ(t->split_scan, 2);
+  EXPECT_EQ(DecodeError(Reencoded(map, [](auto& d) { d["split_scan"] = -1; })),
+            "stage task: split scan -1 out of range");
+}
+
 TEST(StageTaskTest, RefusesAnotherVersionByName) {
   auto bytes = EncodeStageTask(FinalTask());
   ASSERT_TRUE(bytes.ok());
@@ -65,7 +96,8 @@ TEST(StageTaskTest, RefusesDamagedFields) {
             "stage task: unknown role 'reduce'");
   EXPECT_EQ(DecodeError(Reencoded(FinalTask(), [](auto& d) { d["partitions"] = 0; })),
             "stage task: partitions 0 out of range");
-  EXPECT_EQ(DecodeError(Reencoded(FinalTask(), [](auto& d) { d["input_blake3"] = nlohmann::json::array(); })),
+  EXPECT_EQ(DecodeError(Reencoded(FinalTask(),
+                                  [](auto& d) { d["input_blake3"] = nlohmann::json::array(); })),
             "stage task: 1 input files but 0 digests");
   EXPECT_EQ(DecodeError(Reencoded(FinalTask(),
                                   [](auto& d) { d["input_keys"] = {"tables/t/part-0.parquet"}; })),
@@ -86,6 +118,103 @@ TEST(StageTaskTest, AttemptsNeverShareAFileName) {
   EXPECT_EQ(ShuffleFileKey("_sluice/shuffle/q-1/s1", "s1p3", 2, 0),
             "_sluice/shuffle/q-1/s1/s1p3-2/part-0.arrow");
   EXPECT_NE(ShuffleFileKey("p", "s1p3", 1, 0), ShuffleFileKey("p", "s1p3", 2, 0));
+}
+
+// A worker runs a map plan only with a split the stage planner would choose: the bytes come from
+// elsewhere, and splitting a build side or a sorted input would give a wrong answer silently.
+class MapTaskTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("sluice-map-task-" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    auto store = storage::ObjectStore::Open("file://" + dir_.string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = *store;
+    Write("t.parquet", "k", 40);
+    Write("u.parquet", "uk", 10);
+    auto statement = ParseStatement(kSql);
+    ASSERT_TRUE(statement.ok());
+    auto bound =
+        BindSelect(std::get<SelectStatement>(*statement).select, kSql,
+                   [&](const std::string& name) -> arrow::Result<std::shared_ptr<TableSource>> {
+                     return OpenTable(store_, name, name + ".parquet", "parquet");
+                   });
+    ASSERT_TRUE(bound.ok()) << bound.status().ToString();
+    query_ = std::move(*bound);
+    stages_ = PlanStages(*query_.plan);
+    ASSERT_EQ(stages_.cuts.size(), 1u) << stages_.not_cut_reason;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  void Write(const std::string& key, const std::string& column, int rows) {
+    arrow::Int64Builder b;
+    for (int i = 0; i < rows; ++i) ASSERT_TRUE(b.Append(i % 10).ok());
+    auto table = arrow::Table::Make(arrow::schema({arrow::field(column, arrow::int64())}),
+                                    {b.Finish().ValueOrDie()});
+    auto out = arrow::io::FileOutputStream::Open((dir_ / key).string());
+    ASSERT_TRUE(out.ok());
+    ASSERT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), *out, 100).ok());
+    ASSERT_TRUE((*out)->Close().ok());
+  }
+
+  // Runs the cut's partial aggregate as map task s1p0 with `split_scan`; the report's error.
+  std::string RunMap(int32_t split_scan) {
+    const PlanNode& partial = *stages_.cuts[0].partial;
+    StageTask task;
+    task.role = StageTask::Role::kMap;
+    task.plan = EncodeQueryPlan(partial, partial.OutputNames()).ValueOrDie();
+    task.split_scan = split_scan;
+    task.partition_keys = stages_.cuts[0].final_aggregate->keys;
+    task.partitions = 2;
+    task.output_prefix = "_sluice/shuffle/q-1/s1";
+    plan::Fragment f;
+    f.run_id = "q-1";
+    f.stage_id = 1;
+    f.partition = 0;
+    f.session.store_url = "file://" + dir_.string();
+    f.session.parity = plan::LocalParity();
+    f.operators.push_back(plan::RunSqlStage{EncodeStageTask(task).ValueOrDie()});
+    exec::TaskReport report = RunStageTask(f, {});
+    return report.status == "error" ? report.error : "ok";
+  }
+
+  // The index of `scan` in ScansOf(partial): what split_scan names.
+  int32_t IndexOf(const PlanNode* scan) {
+    const auto scans = ScansOf(*stages_.cuts[0].partial);
+    return static_cast<int32_t>(std::find(scans.begin(), scans.end(), scan) - scans.begin());
+  }
+
+  static constexpr char kSql[] = "SELECT k, count(*) FROM t JOIN u ON k = uk GROUP BY k";
+  std::filesystem::path dir_;
+  std::shared_ptr<storage::ObjectStore> store_;
+  BoundQuery query_;
+  StagePlan stages_;
+};
+
+TEST_F(MapTaskTest, RunsTheChosenSplit) { EXPECT_EQ(RunMap(IndexOf(stages_.cuts[0].scan)), "ok"); }
+
+TEST_F(MapTaskTest, RefusesToSplitABuildSide) {
+  ASSERT_EQ(stages_.cuts[0].broadcast.size(), 1u);
+  const std::string error = RunMap(IndexOf(stages_.cuts[0].broadcast[0]));
+  EXPECT_NE(error.find("is not a scan whose rows split the map plan's output"), std::string::npos)
+      << error;
+  EXPECT_NE(RunMap(7).find("split scan 7 is not a scan"), std::string::npos);
+}
+
+TEST_F(MapTaskTest, RefusesAMapPlanWithASortBelowTheAggregate) {
+  // A sort above the split scan: the stage planner never sends this, a forged task might.
+  auto* join = const_cast<PlanNode*>(stages_.cuts[0].partial);
+  while (join->kind != PlanNode::Kind::kJoin) join = join->input.get();
+  auto sort = std::make_unique<PlanNode>();
+  sort->kind = PlanNode::Kind::kSort;
+  sort->sort_keys = {arrow::compute::SortKey(join->input->OutputNames()[0])};
+  sort->input = std::move(join->input);
+  join->input = std::move(sort);
+  const std::string error = RunMap(IndexOf(stages_.cuts[0].scan));
+  EXPECT_NE(error.find("a map plan cannot be split: a sort below the partial aggregate"),
+            std::string::npos)
+      << error;
 }
 
 }  // namespace
