@@ -143,8 +143,9 @@ arrow::Result<CutResult> RunCut(const AggregateCut& cut, const DistributedOption
   const std::vector<std::string> partial_names = cut.partial->OutputNames();
   const std::vector<const PlanNode*> scans = ScansOf(*cut.partial);
   const auto at = std::find(scans.begin(), scans.end(), cut.scan);
-  if (at == scans.end())
+  if (at == scans.end()) {
     return arrow::Status::Invalid("internal: the split scan is not in its cut");
+  }
   const auto split_scan = static_cast<int32_t>(at - scans.begin());
   for (int t = 0; t < map_tasks; ++t) {
     const size_t begin = files.size() * static_cast<size_t>(t) / static_cast<size_t>(map_tasks);
