@@ -14,8 +14,10 @@
 #include "sluice/schemas/codec.hpp"
 #include "sql/optimizer/cardinality.h"
 #include "sql/optimizer/conjuncts.h"
+#include "sql/optimizer/join_order.h"
 #include "sql/optimizer/optimizer.h"
 #include "sql/optimizer/physical_choices.h"
+#include "sql/relation.h"
 #include "sql/sql_parser.h"
 
 namespace sluice::sql {
@@ -124,56 +126,6 @@ void SplitAnd(const json& node, std::vector<const json*>* out) {
   out->push_back(&node);
 }
 
-// (a AND x) OR (b AND x) is x AND ((a) OR (b)): TPC-H Q19 repeats its join key in every branch.
-std::vector<cp::Expression> FactorOr(const cp::Expression& e) {
-  std::vector<cp::Expression> disjuncts;
-  Disjuncts(e, &disjuncts);
-  if (disjuncts.size() < 2) return {e};
-  std::vector<std::vector<cp::Expression>> branches;
-  for (const auto& a : disjuncts) {
-    std::vector<cp::Expression> c;
-    Conjuncts(a, &c);
-    branches.push_back(std::move(c));
-  }
-  std::vector<cp::Expression> common;
-  for (const auto& candidate : branches[0]) {
-    bool everywhere = true;
-    for (size_t b = 1; b < branches.size() && everywhere; ++b) {
-      everywhere = std::any_of(branches[b].begin(), branches[b].end(),
-                               [&](const cp::Expression& x) { return x.Equals(candidate); });
-    }
-    if (everywhere) common.push_back(candidate);
-  }
-  if (common.empty()) return {e};
-  std::vector<cp::Expression> rest;
-  for (auto& branch : branches) {
-    std::vector<cp::Expression> kept;
-    for (auto& x : branch) {
-      if (!std::any_of(common.begin(), common.end(),
-                       [&](const cp::Expression& c) { return c.Equals(x); })) {
-        kept.push_back(x);
-      }
-    }
-    rest.push_back(kept.empty() ? cp::literal(true) : cp::and_(kept));
-  }
-  common.push_back(cp::or_(rest));
-  return common;
-}
-
-// A column as SQL sees it: qualifier and name, and its unique name in plans.
-struct ColumnInfo {
-  std::string qualifier;
-  std::string name;
-  std::shared_ptr<arrow::Field> field;  // named by the plan id
-  const std::string& id() const { return field->name(); }
-};
-
-// A bound FROM item or query: its plan, its columns, and estimates for join ordering.
-struct Relation : Cardinality {
-  std::unique_ptr<PlanNode> plan;
-  std::vector<ColumnInfo> columns;
-};
-
 // State shared by every query level of one statement.
 struct Context {
   const std::string& sql;
@@ -186,21 +138,6 @@ struct Context {
 
 // What a subquery is bound for: its shape and how the outer query joins it.
 enum class Purpose { kQuery, kScalar, kExists };
-
-// `input` filtered by the AND of `conjuncts` (none: `input` itself). A filter right over a
-// scan is also pushed into it, to skip row groups; the Filter still drops the rows.
-std::unique_ptr<PlanNode> WithFilter(std::unique_ptr<PlanNode> input,
-                                     const std::vector<cp::Expression>& conjuncts,
-                                     bool push_into_scan = false) {
-  if (conjuncts.empty()) return input;
-  const cp::Expression predicate = conjuncts.size() == 1 ? conjuncts[0] : cp::and_(conjuncts);
-  if (push_into_scan && input->kind == PlanNode::Kind::kScan) input->scan_filter = predicate;
-  auto f = std::make_unique<PlanNode>();
-  f->kind = PlanNode::Kind::kFilter;
-  f->predicate = predicate;
-  f->input = std::move(input);
-  return f;
-}
 
 // A scalar subquery joined into the outer plan: an uncorrelated one (a single aggregate row)
 // on a constant key, a correlated one grouped by its correlation columns and left-joined on
@@ -320,10 +257,6 @@ class Binder {
   arrow::Status BindExists(const json& sublink, bool negated);
   arrow::Status BindIn(const json& sublink, bool negated);
   arrow::Result<cp::Expression> ScalarSubquery(const json& sublink, Scope scope);
-  // Greedy join order over FROM items; conditions no item join can take are left in `rest`.
-  arrow::Result<Relation> PlanJoins(std::vector<Relation> relations,
-                                    const std::vector<cp::Expression>& conditions,
-                                    std::vector<cp::Expression>* rest);
   arrow::Result<std::unique_ptr<PlanNode>> ApplyScalarJoins(std::unique_ptr<PlanNode> plan,
                                                             std::vector<ScalarJoin>* joins);
 
@@ -1220,7 +1153,7 @@ arrow::Result<Relation> Binder::Combine(FromItems items) {
     return Unsupported(*items.conditions.front(), "EXISTS or IN in the ON clause of an outer join");
   }
   std::vector<cp::Expression> rest;
-  ARROW_ASSIGN_OR_RAISE(Relation r, PlanJoins(std::move(items.relations), conditions, &rest));
+  ARROW_ASSIGN_OR_RAISE(Relation r, OrderJoins(std::move(items.relations), conditions, &rest, &ctx_.largest_build));
   r.plan = WithFilter(std::move(r.plan), rest);
   return r;
 }
@@ -1476,181 +1409,6 @@ arrow::Result<std::unique_ptr<PlanNode>> Binder::ApplyScalarJoins(std::unique_pt
   return plan;
 }
 
-arrow::Result<Relation> Binder::PlanJoins(std::vector<Relation> relations,
-                                          const std::vector<cp::Expression>& conditions,
-                                          std::vector<cp::Expression>* rest) {
-  std::map<std::string, size_t> owner;
-  for (size_t i = 0; i < relations.size(); ++i) {
-    for (const auto& c : relations[i].columns) owner[c.id()] = i;
-  }
-  std::vector<cp::Expression> conjuncts;
-  for (const auto& condition : conditions) {
-    std::vector<cp::Expression> raw;
-    Conjuncts(condition, &raw);
-    for (const auto& c : raw) {
-      for (auto& f : FactorOr(c)) Conjuncts(f, &conjuncts);
-    }
-  }
-  // Per-relation filters, equi-join edges, and what remains.
-  std::vector<std::vector<cp::Expression>> local(relations.size());
-  struct Edge {
-    size_t a, b;
-    std::string a_col, b_col;
-    bool used = false;
-  };
-  std::vector<Edge> edges;
-  std::vector<cp::Expression> residual;
-  for (const auto& c : conjuncts) {
-    if (c.Equals(cp::literal(true))) continue;
-    std::set<size_t> tables;
-    bool foreign = false;  // reads a scalar subquery's result, joined later
-    for (const auto& ref : cp::FieldsInExpression(c)) {
-      auto it = owner.find(*ref.name());
-      if (it == owner.end()) {
-        foreign = true;
-      } else {
-        tables.insert(it->second);
-      }
-    }
-    if (foreign) {
-      rest->push_back(c);
-      continue;
-    }
-    if (tables.size() == 1) {
-      local[*tables.begin()].push_back(c);
-      continue;
-    }
-    const cp::Expression::Call* call = c.call();
-    if (tables.size() == 2 && call != nullptr && call->function_name == "equal" &&
-        call->arguments[0].field_ref() != nullptr && call->arguments[1].field_ref() != nullptr) {
-      const std::string l = *call->arguments[0].field_ref()->name();
-      const std::string r = *call->arguments[1].field_ref()->name();
-      edges.push_back({owner.at(l), owner.at(r), l, r, false});
-      continue;
-    }
-    residual.push_back(c);
-    // (a1 AND b1) OR (a2 AND b2) over relations A and B implies (a1 OR a2) on A alone: a weaker
-    // copy filters A before the joins (TPC-H Q7 keeps 2 of 25 nations, Q19 a sliver of part).
-    std::vector<cp::Expression> disjuncts;
-    Disjuncts(c, &disjuncts);
-    if (disjuncts.size() < 2) continue;
-    for (size_t t : tables) {
-      std::vector<cp::Expression> per_branch;
-      for (const auto& d : disjuncts) {
-        std::vector<cp::Expression> conj, mine;
-        Conjuncts(d, &conj);
-        for (const auto& x : conj) {
-          bool only_t = true;
-          for (const auto& ref : cp::FieldsInExpression(x)) {
-            auto it = owner.find(*ref.name());
-            only_t = only_t && it != owner.end() && it->second == t;
-          }
-          if (only_t) mine.push_back(x);
-        }
-        if (mine.empty()) break;
-        per_branch.push_back(mine.size() == 1 ? mine[0] : cp::and_(mine));
-      }
-      if (per_branch.size() == disjuncts.size()) local[t].push_back(cp::or_(per_branch));
-    }
-  }
-  // Each relation with its filter pushed down (into the Parquet scan, when it is one).
-  for (size_t i = 0; i < relations.size(); ++i) {
-    if (local[i].empty()) continue;
-    relations[i].estimate *= ConjunctionSelectivity(local[i], relations[i]);
-    relations[i].plan = WithFilter(std::move(relations[i].plan), local[i], /*push_into_scan=*/true);
-  }
-  // Greedy join order. The relation estimated largest after its filters probes (TPC-H Q12's
-  // lineitem, filtered to 2 %, is hashed and orders stream past it). Each step builds the connected
-  // relation whose join multiplies the rows least: one joined on a key with about one row per value
-  // (fanout = rows / distinct bound of the key, from Parquet statistics) before one joined on a
-  // low-cardinality column, which is how TPC-H Q5 avoids customer x lineitem on nationkey.
-  // Ties go to the smaller relation. No cross product is planned while an edge exists.
-  const size_t n = relations.size();
-  std::vector<bool> joined(n, false);
-  size_t start = 0;
-  for (size_t i = 1; i < n; ++i) {
-    if (relations[i].estimate > relations[start].estimate) start = i;
-  }
-  Relation plan = std::move(relations[start]);
-  joined[start] = true;
-  for (size_t step = 1; step < n; ++step) {
-    size_t best = n;
-    double best_fanout = 0;
-    for (size_t t = 0; t < n; ++t) {
-      if (joined[t]) continue;
-      double distinct = 0;  // the most selective key's bound, 0 if not connected
-      for (const auto& e : edges) {
-        std::string column;
-        if (joined[e.a] && e.b == t) column = e.b_col;
-        if (joined[e.b] && e.a == t) column = e.a_col;
-        if (!column.empty()) distinct = std::max(distinct, relations[t].DistinctBound(column));
-      }
-      if (distinct == 0) continue;
-      // Rows after its filters per key value: a filtered dimension (Q9's part LIKE '%green%')
-      // shrinks the stream and goes first.
-      const double fanout = relations[t].estimate / distinct;
-      if (best == n || fanout < best_fanout ||
-          (fanout == best_fanout && relations[t].rows < relations[best].rows)) {
-        best = t;
-        best_fanout = fanout;
-      }
-    }
-    if (best == n) {
-      for (size_t t = 0; t < n; ++t) {
-        if (!joined[t] && !relations[t].columns.empty()) {
-          return arrow::Status::NotImplemented(
-              "not supported: a cross join (\"", relations[t].columns[0].qualifier,
-              "\" has no equality condition with the other FROM items)");
-        }
-      }
-      return arrow::Status::NotImplemented("not supported: a cross join");
-    }
-    auto join = std::make_unique<PlanNode>();
-    join->kind = PlanNode::Kind::kJoin;
-    // |A join B| = |A| |B| / max(distinct keys of either side), by the most selective key.
-    double key_distinct = 1;
-    for (const auto& e : edges) {
-      const bool a_in = joined[e.a] && e.b == best, b_in = joined[e.b] && e.a == best;
-      if (!a_in && !b_in) continue;
-      const Relation& left_side = a_in ? relations[e.a] : relations[e.b];
-      const std::string& left_col = a_in ? e.a_col : e.b_col;
-      const std::string& right_col = a_in ? e.b_col : e.a_col;
-      const double left_distinct =
-          plan.distinct.count(left_col) ? plan.DistinctBound(left_col) : left_side.rows;
-      key_distinct =
-          std::max({key_distinct, left_distinct, relations[best].DistinctBound(right_col)});
-    }
-    plan.estimate = JoinEstimate(plan.estimate, relations[best].estimate, key_distinct);
-    for (auto& e : edges) {
-      if (joined[e.a] && e.b == best) {
-        join->left_keys.push_back(e.a_col);
-        join->right_keys.push_back(e.b_col);
-        e.used = true;
-      } else if (joined[e.b] && e.a == best) {
-        join->left_keys.push_back(e.b_col);
-        join->right_keys.push_back(e.a_col);
-        e.used = true;
-      }
-    }
-    join->input = std::move(plan.plan);
-    join->right = std::move(relations[best].plan);
-    ctx_.largest_build = std::max(ctx_.largest_build, relations[best].estimate);
-    joined[best] = true;
-    plan.plan = std::move(join);
-    for (auto& c : relations[best].columns) plan.columns.push_back(std::move(c));
-    plan.distinct.insert(relations[best].distinct.begin(), relations[best].distinct.end());
-    plan.ranges.insert(relations[best].ranges.begin(), relations[best].ranges.end());
-  }
-  for (const auto& c : residual) plan.estimate *= Selectivity(c, plan);
-  // An equality between two relations that were joined by other keys is a filter after the
-  // join.
-  for (const auto& e : edges) {
-    if (!e.used) residual.push_back(cp::equal(cp::field_ref(e.a_col), cp::field_ref(e.b_col)));
-  }
-  plan.plan = WithFilter(std::move(plan.plan), residual);
-  return plan;
-}
-
 arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
   const bool top = parent_ == nullptr && cte_parent_ == nullptr;
   if (select.contains("windowClause")) return Unsupported(select.at("windowClause"), "WINDOW");
@@ -1857,7 +1615,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
 
   // The plan, bottom-up: joins, semi joins, scalar subqueries, the rest of WHERE.
   std::vector<cp::Expression> rest;
-  ARROW_ASSIGN_OR_RAISE(Relation joined, PlanJoins(std::move(items.relations), conditions, &rest));
+  ARROW_ASSIGN_OR_RAISE(Relation joined, OrderJoins(std::move(items.relations), conditions, &rest, &ctx_.largest_build));
   const double input_rows = joined.rows;
   double joined_estimate = joined.estimate;
   for (const auto& c : rest) joined_estimate *= Selectivity(c, joined);

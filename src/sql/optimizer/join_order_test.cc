@@ -1,0 +1,143 @@
+// Join order on plan text: hand-built relations with hand-set estimates, so each case shows
+// which number decided the order.
+#include "sql/optimizer/join_order.h"
+
+#include <arrow/api.h>
+#include <arrow/compute/api.h>
+#include <gtest/gtest.h>
+
+#include "exec/compute_init.h"
+
+namespace sluice::sql {
+namespace {
+
+namespace cp = arrow::compute;
+
+class JoinOrderTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(exec::EnsureComputeInitialized().ok()); }
+
+  // A relation scanning table `name` with int64 columns `ids`, `rows` rows before filters.
+  static Relation Scan(const std::string& name, const std::vector<std::string>& ids, double rows) {
+    auto table = std::make_shared<TableSource>();
+    table->name = name;
+    table->files = {name + "/part-0"};
+    Relation r;
+    r.plan = std::make_unique<PlanNode>();
+    r.plan->kind = PlanNode::Kind::kScan;
+    r.plan->table = table;
+    for (const auto& id : ids) {
+      r.plan->columns.push_back(id.substr(0, id.find('#')));
+      r.plan->names.push_back(id);
+      r.columns.push_back({name, id.substr(0, id.find('#')), arrow::field(id, arrow::int64())});
+    }
+    r.rows = rows;
+    r.estimate = rows;
+    return r;
+  }
+
+  static cp::Expression Eq(const std::string& a, const std::string& b) {
+    return cp::equal(cp::field_ref(a), cp::field_ref(b));
+  }
+};
+
+TEST_F(JoinOrderTest, LargestProbesAndTheFilteredDimensionJoinsFirst) {
+  std::vector<Relation> relations;
+  relations.push_back(Scan("dim_b", {"b_k#4"}, 10'000));
+  relations.push_back(Scan("fact", {"f_a#0", "f_b#1"}, 1'000'000));
+  relations.push_back(Scan("dim_a", {"a_k#2", "a_x#3"}, 100));
+  // dim_a keeps a tenth (an equality on a column without statistics): 10 rows over 100 key
+  // values, fanout 0.1, before dim_b's 10,000 rows over 10,000 values, fanout 1.
+  std::vector<cp::Expression> rest;
+  double largest_build = 0;
+  auto joined = OrderJoins(std::move(relations),
+                           {cp::and_({Eq("f_a#0", "a_k#2"), Eq("f_b#1", "b_k#4"),
+                                      cp::equal(cp::field_ref("a_x#3"), cp::literal(int64_t{7}))})},
+                           &rest, &largest_build);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(joined->plan->Explain(),
+            "HashJoin inner on f_b#1 = b_k#4\n"
+            "  HashJoin inner on f_a#0 = a_k#2\n"
+            "    Scan fact (1 files) columns=[f_a#0, f_b#1]\n"
+            "    Filter (a_x#3 == 7)\n"
+            "      Scan dim_a (1 files) columns=[a_k#2, a_x#3] pushdown=(a_x#3 == 7)\n"
+            "  Scan dim_b (1 files) columns=[b_k#4]\n");
+  EXPECT_TRUE(rest.empty());
+  EXPECT_DOUBLE_EQ(largest_build, 10'000);
+  // Without statistics a key has as many distinct values as its relation has rows: fact's
+  // 1M x dim_a's 10 / 1M = 10, then 10 x 10,000 / 1M, at least one row.
+  EXPECT_DOUBLE_EQ(joined->estimate, 1);
+  // Columns follow the join order.
+  ASSERT_EQ(joined->columns.size(), 5u);
+  EXPECT_EQ(joined->columns[2].id(), "a_k#2");
+}
+
+TEST_F(JoinOrderTest, ForeignColumnsWaitAndNonKeyConditionsFilterAfterTheJoin) {
+  std::vector<Relation> relations;
+  relations.push_back(Scan("l", {"x#0", "y#1"}, 1000));
+  relations.push_back(Scan("r", {"k#2", "z#3"}, 10));
+  std::vector<cp::Expression> rest;
+  double largest_build = 0;
+  auto joined = OrderJoins(std::move(relations),
+                           {Eq("x#0", "k#2"), cp::less(cp::field_ref("y#1"), cp::field_ref("z#3")),
+                            cp::greater(cp::field_ref("y#1"), cp::field_ref("scalar#9"))},
+                           &rest, &largest_build);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(joined->plan->Explain(),
+            "Filter (y#1 < z#3)\n"
+            "  HashJoin inner on x#0 = k#2\n"
+            "    Scan l (1 files) columns=[x#0, y#1]\n"
+            "    Scan r (1 files) columns=[k#2, z#3]\n");
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].ToString(), "(y#1 > scalar#9)");
+}
+
+TEST_F(JoinOrderTest, AnOrOverTwoRelationsFiltersEachBeforeTheJoin) {
+  std::vector<Relation> relations;
+  relations.push_back(Scan("l", {"x#0", "y#1"}, 1000));
+  relations.push_back(Scan("r", {"k#2", "z#3"}, 10));
+  auto branch = [](int64_t a, int64_t b) {
+    return cp::and_(cp::equal(cp::field_ref("y#1"), cp::literal(a)),
+                    cp::equal(cp::field_ref("z#3"), cp::literal(b)));
+  };
+  std::vector<cp::Expression> rest;
+  double largest_build = 0;
+  auto joined =
+      OrderJoins(std::move(relations), {Eq("x#0", "k#2"), cp::or_(branch(1, 2), branch(3, 4))},
+                 &rest, &largest_build);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  // (y = 1 AND z = 2) OR (y = 3 AND z = 4) implies y IN (1, 3) on l and z IN (2, 4) on r.
+  EXPECT_EQ(joined->plan->Explain(),
+            "Filter (((y#1 == 1) and (z#3 == 2)) or ((y#1 == 3) and (z#3 == 4)))\n"
+            "  HashJoin inner on x#0 = k#2\n"
+            "    Filter ((y#1 == 1) or (y#1 == 3))\n"
+            "      Scan l (1 files) columns=[x#0, y#1] pushdown=((y#1 == 1) or (y#1 == 3))\n"
+            "    Filter ((z#3 == 2) or (z#3 == 4))\n"
+            "      Scan r (1 files) columns=[k#2, z#3] pushdown=((z#3 == 2) or (z#3 == 4))\n");
+}
+
+TEST_F(JoinOrderTest, NoEqualityIsACrossJoinError) {
+  std::vector<Relation> relations;
+  relations.push_back(Scan("l", {"x#0"}, 1000));
+  relations.push_back(Scan("r", {"k#2"}, 10));
+  std::vector<cp::Expression> rest;
+  double largest_build = 0;
+  auto joined = OrderJoins(std::move(relations), {}, &rest, &largest_build);
+  ASSERT_FALSE(joined.ok());
+  EXPECT_EQ(joined.status().message(),
+            "not supported: a cross join (\"r\" has no equality condition with the other FROM "
+            "items)");
+}
+
+TEST_F(JoinOrderTest, FactorOrPullsOutWhatEveryBranchRepeats) {
+  const auto key = Eq("x#0", "k#2");
+  const auto a = cp::equal(cp::field_ref("y#1"), cp::literal(int64_t{1}));
+  const auto b = cp::equal(cp::field_ref("y#1"), cp::literal(int64_t{2}));
+  const auto factored = FactorOr(cp::or_(cp::and_(key, a), cp::and_(key, b)));
+  ASSERT_EQ(factored.size(), 2u);
+  EXPECT_EQ(factored[0].ToString(), key.ToString());
+  EXPECT_EQ(factored[1].ToString(), cp::or_(a, b).ToString());
+}
+
+}  // namespace
+}  // namespace sluice::sql
