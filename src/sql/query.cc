@@ -11,6 +11,7 @@
 #include "sql/binder.h"
 #include "sql/distributed_query.h"
 #include "sql/executor.h"
+#include "sql/optimizer/optimizer.h"
 #include "sql/run_with_stack.h"
 #include "sql/sql_parser.h"
 #include "sql/stage_planner.h"
@@ -104,7 +105,12 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
     return arrow::Status::Invalid("relation \"", name,
                                   "\" does not exist; declare it with CREATE EXTERNAL TABLE");
   };
-  ARROW_ASSIGN_OR_RAISE(BoundQuery bound, BindSelect(select.select, sql, resolve));
+  // Binding, then the optimizer's passes (BindSelect in two steps, to name the passes in
+  // EXPLAIN).
+  ARROW_ASSIGN_OR_RAISE(BoundQuery bound, BindLogical(select.select, sql, resolve));
+  std::vector<std::string> passes;
+  ARROW_RETURN_NOT_OK(
+      Optimize(bound.plan.get(), PlanFacts{bound.largest_build_rows}, DefaultPasses(), &passes));
   if (options.workers > 0) {
     StagePlan stages = PlanStages(*bound.plan);
     if (!stages.cuts.empty()) {
@@ -119,7 +125,10 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
   if (select.explain) {
     ARROW_ASSIGN_OR_RAISE(auto decl, ToDeclaration(*bound.plan));
     if (!select.analyze) {
-      result.message = "logical plan:\n" + bound.plan->Explain(1) + "physical plan (Acero):\n" +
+      std::string ran;
+      for (const auto& pass : passes) ran += (ran.empty() ? "" : ", ") + pass;
+      result.message = "logical plan (after optimizer passes: " + ran + "):\n" +
+                       bound.plan->Explain(1) + "physical plan (Acero):\n" +
                        arrow::acero::DeclarationToString(decl).ValueOr("?") + "\n";
       return result;
     }
