@@ -17,6 +17,7 @@
 #include "sql/optimizer/join_order.h"
 #include "sql/optimizer/optimizer.h"
 #include "sql/optimizer/physical_choices.h"
+#include "sql/optimizer/semi_joins.h"
 #include "sql/relation.h"
 #include "sql/sql_parser.h"
 
@@ -147,33 +148,6 @@ struct ScalarJoin {
   std::vector<std::string> outer_keys;
   std::vector<std::string> inner_keys;
 };
-
-// An EXISTS or IN subquery in WHERE, run as a semi or anti join.
-struct SemiJoin {
-  std::unique_ptr<PlanNode> plan;
-  std::vector<std::string> outer_keys;
-  std::vector<std::string> inner_keys;
-  cp::Expression filter = cp::literal(true);
-  bool anti = false;
-  double estimate = 1;  // the subquery's rows
-};
-
-// The outer plan semi or anti joined to a subquery, hashing the side HashOuterSide picks, and
-// noting the rows built in `largest_build`.
-std::unique_ptr<PlanNode> ApplySemiJoin(std::unique_ptr<PlanNode> plan, SemiJoin semi,
-                                        double outer_estimate, double* largest_build) {
-  auto join = std::make_unique<PlanNode>();
-  join->kind = PlanNode::Kind::kJoin;
-  join->build_input = HashOuterSide(outer_estimate, semi.estimate);
-  *largest_build = std::max(*largest_build, join->build_input ? outer_estimate : semi.estimate);
-  join->join_type = semi.anti ? JoinType::kAnti : JoinType::kSemi;
-  join->left_keys = std::move(semi.outer_keys);
-  join->right_keys = std::move(semi.inner_keys);
-  join->join_filter = std::move(semi.filter);
-  join->input = std::move(plan);
-  join->right = std::move(semi.plan);
-  return join;
-}
 
 // Dates as day numbers and back: Arrow casts date32 to and from int32 without a copy.
 cp::Expression DateToDays(const cp::Expression& date) {
@@ -1153,7 +1127,8 @@ arrow::Result<Relation> Binder::Combine(FromItems items) {
     return Unsupported(*items.conditions.front(), "EXISTS or IN in the ON clause of an outer join");
   }
   std::vector<cp::Expression> rest;
-  ARROW_ASSIGN_OR_RAISE(Relation r, OrderJoins(std::move(items.relations), conditions, &rest, &ctx_.largest_build));
+  ARROW_ASSIGN_OR_RAISE(
+      Relation r, OrderJoins(std::move(items.relations), conditions, &rest, &ctx_.largest_build));
   r.plan = WithFilter(std::move(r.plan), rest);
   return r;
 }
@@ -1577,56 +1552,23 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     return Unsupported(select, "a correlated reference outside the subquery's WHERE clause");
   }
 
-  // A semi or anti join on the columns of one FROM item other than the largest runs on that
-  // item before the joins: it shrinks a build side (TPC-H Q18's IN keeps 57 of 1.5M orders
-  // before they meet lineitem). On the largest item, the joins usually filter more first.
+  // Semi joins that fit on one FROM item run on it before the joins.
   if (items.relations.size() > 1 && !semi_joins_.empty()) {
-    std::map<std::string, size_t> owner;
-    size_t largest = 0;
-    for (size_t i = 0; i < items.relations.size(); ++i) {
-      for (const auto& c : items.relations[i].columns) owner[c.id()] = i;
-      if (items.relations[i].rows > items.relations[largest].rows) largest = i;
-    }
-    std::vector<SemiJoin> later;
-    for (auto& sj : semi_joins_) {
-      std::set<size_t> reads;
-      bool elsewhere = false;
-      for (const auto& k : sj.outer_keys) {
-        auto it = owner.find(k);
-        if (it == owner.end()) {
-          elsewhere = true;
-        } else {
-          reads.insert(it->second);
-        }
-      }
-      for (const auto& ref : cp::FieldsInExpression(sj.filter)) {
-        if (auto it = owner.find(*ref.name()); it != owner.end()) reads.insert(it->second);
-      }
-      if (!elsewhere && reads.size() == 1 && *reads.begin() != largest) {
-        Relation& r = items.relations[*reads.begin()];
-        r.plan = ApplySemiJoin(std::move(r.plan), std::move(sj), r.estimate, &ctx_.largest_build);
-        r.estimate = SemiJoinEstimate(r.estimate);
-      } else {
-        later.push_back(std::move(sj));
-      }
-    }
-    semi_joins_ = std::move(later);
+    semi_joins_ = PlaceSemiJoins(&items.relations, std::move(semi_joins_), &ctx_.largest_build);
   }
 
   // The plan, bottom-up: joins, semi joins, scalar subqueries, the rest of WHERE.
   std::vector<cp::Expression> rest;
-  ARROW_ASSIGN_OR_RAISE(Relation joined, OrderJoins(std::move(items.relations), conditions, &rest, &ctx_.largest_build));
+  ARROW_ASSIGN_OR_RAISE(Relation joined, OrderJoins(std::move(items.relations), conditions, &rest,
+                                                    &ctx_.largest_build));
   const double input_rows = joined.rows;
   double joined_estimate = joined.estimate;
   for (const auto& c : rest) joined_estimate *= Selectivity(c, joined);
   std::unique_ptr<PlanNode> plan = std::move(joined.plan);
   // Semi joins only drop rows, and read no scalar subquery's result: they go first, so that a
   // correlated scalar subquery is joined to fewer rows (Q20: 8.5K partsupp rows, not 800K).
-  double estimate = joined.estimate;
-  for (auto& s : semi_joins_) {
-    plan = ApplySemiJoin(std::move(plan), std::move(s), estimate, &ctx_.largest_build);
-    estimate = SemiJoinEstimate(estimate);
-  }
+  plan =
+      ApplySemiJoins(std::move(plan), std::move(semi_joins_), joined.estimate, &ctx_.largest_build);
   semi_joins_.clear();
   ARROW_ASSIGN_OR_RAISE(plan, ApplyScalarJoins(std::move(plan), &row_scalars_));
   plan = WithFilter(std::move(plan), rest);
