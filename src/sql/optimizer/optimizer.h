@@ -1,8 +1,9 @@
 // The optimizer: an ordered list of named passes, each a rewrite of a bound plan in its own
 // file with plan-text tests. The query path runs them after binding. Today they are column
-// pruning and the scan batch size; join order, semi-join placement and build sides are still
-// decided by the binder from its estimates (sql/binder.cc PlanJoins, ApplySemiJoin), and move
-// here once estimates live on the plan.
+// pruning and the scan batch size. Join order (join_order.h), semi-join placement and build
+// sides (semi_joins.h, physical_choices.h) have their own files too, but the binder still calls
+// them as it binds each query level, since they need its estimates; they become passes here
+// once estimates live on the plan.
 #pragma once
 
 #include <arrow/status.h>
