@@ -4,7 +4,6 @@ same files and against the in-process path (--workers 0); the stage structure is
 EXPLAIN and EXPLAIN ANALYZE, so a query that silently ran in-process fails these tests."""
 
 import decimal
-import math
 import os
 import random
 import re
@@ -20,24 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT, VENV_BIN, Sluice, base_env
+from test_sql import normalize, same  # one comparison rule for every SQL oracle test
 
 QUERIES = ROOT / "tests" / "tpch"
 TABLES = ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"]
 LINEITEM_FILES = 8
-
-
-def normalize(v):
-    if isinstance(v, decimal.Decimal):
-        return float(v)
-    return v
-
-
-def same(a, b):
-    if isinstance(a, float) or isinstance(b, float):
-        if a is None or b is None:
-            return a is b
-        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
-    return a == b
 
 
 def rows_of(table):
