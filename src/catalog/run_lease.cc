@@ -4,7 +4,8 @@
 
 #include <chrono>
 #include <fstream>
-#include <sstream>
+
+#include "common/proc_stat.h"
 
 namespace sluice::catalog {
 
@@ -20,21 +21,9 @@ std::string BootId() {
 }  // namespace
 
 std::string ProcessStart(int64_t pid) {
-  if (pid <= 0) return "";
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return "";
-  // The command name (field 2) may hold spaces and parentheses; fields resume after the last ')'.
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return "";
-  std::istringstream fields(stat.substr(close + 1));
-  std::string field;
-  // Field 3 is the state; the start time is field 22.
-  for (int i = 3; i <= 22; ++i) {
-    if (!(fields >> field)) return "";
-    if (i == 3 && field == "Z") return "";  // a zombie has finished
-  }
-  return BootId() + ":" + field;
+  auto stat = ReadProcStat(static_cast<pid_t>(pid));
+  if (!stat.has_value() || stat->state == 'Z') return "";  // gone, or finished (a zombie)
+  return BootId() + ":" + std::to_string(stat->start_ticks);
 }
 
 DriverIdentity ThisDriver() {

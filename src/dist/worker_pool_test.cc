@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/proc_stat.h"
 #include "dist/worker_pool.h"
 #include "dist/worker_process.h"
 
@@ -132,13 +133,8 @@ class FakeWorkerTest : public ::testing::Test {
 
 bool Dead(pid_t pid) {
   for (int i = 0; i < 200; ++i) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) return true;
-    const size_t paren = line.rfind(')');
-    if (paren != std::string::npos && line.size() > paren + 2 && line[paren + 2] == 'Z') {
-      return true;
-    }
+    auto stat = ReadProcStat(pid);
+    if (!stat.has_value() || stat->state == 'Z') return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;

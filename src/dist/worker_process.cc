@@ -16,6 +16,8 @@
 #include <optional>
 #include <string_view>
 
+#include "common/proc_stat.h"
+
 extern char** environ;
 
 namespace sluice::dist {
@@ -119,24 +121,10 @@ int64_t AnonymousResidentBytes(pid_t pid) {
   return std::max<long long>(0, resident - shared) * page;
 }
 
-// The process group id of `pid`, from /proc/<pid>/stat; -1 if it is gone.
+// The process group id of `pid` (a /proc entry name); -1 if it is gone.
 pid_t ProcessGroupOf(const char* pid) {
-  const std::string path = std::string("/proc/") + pid + "/stat";
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char buf[512];
-  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = '\0';
-  // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so start after the
-  // last ')'.
-  const char* close_paren = std::strrchr(buf, ')');
-  if (close_paren == nullptr) return -1;
-  char state = 0;
-  int ppid = 0, pgrp = -1;
-  if (std::sscanf(close_paren + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) return -1;
-  return pgrp;
+  auto stat = ReadProcStat(static_cast<pid_t>(std::atoi(pid)));
+  return stat.has_value() ? stat->pgrp : -1;
 }
 
 std::vector<pid_t> GroupMembers(pid_t pgid) {

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <thread>
 
+#include "common/proc_stat.h"
+
 namespace sluice::dist {
 namespace {
 
@@ -26,13 +28,8 @@ ProcessResult Sh(const std::string& script, const ProcessLimits& limits = {},
 // True once `pid` is gone or a zombie (killed, waiting for init to reap it).
 bool Dead(pid_t pid) {
   for (int i = 0; i < 200; ++i) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) return true;
-    const size_t paren = line.rfind(')');
-    if (paren != std::string::npos && line.size() > paren + 2 && line[paren + 2] == 'Z') {
-      return true;
-    }
+    auto stat = ReadProcStat(pid);
+    if (!stat.has_value() || stat->state == 'Z') return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
