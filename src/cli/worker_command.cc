@@ -157,6 +157,9 @@ arrow::Status RunWorker(const WorkerOptions& options) {
   setrlimit(RLIMIT_CORE, &no_core);
   exec::ProgressFn progress;
   if (options.progress_fd >= 0) {
+    // A transform's children must not inherit it (they could write lines the driver would
+    // quote, or hold the pipe open).
+    (void)fcntl(options.progress_fd, F_SETFD, FD_CLOEXEC);
     progress = [fd = options.progress_fd](const std::string& doing) {
       const std::string line = doing + "\n";
       // One write of a short line is atomic on a pipe; a driver that is gone is not our problem.

@@ -195,6 +195,14 @@ arrow::Result<exec::TaskReport> WorkerPool::RunTask(size_t slot, const plan::Fra
     return arrow::Status::IOError("worker for task ", task, " sent a malformed report (",
                                   report.status().message(), ")", WhileDoing(run));
   }
+  // A long-lived worker answers one task at a time; an answer for another task or attempt would
+  // hand the next stage the wrong files, so the worker is replaced and the task tried again.
+  if (report->status == "ok" &&
+      (report->task != fragment.task_name() || report->attempt != fragment.attempt)) {
+    slots_[slot].reset();
+    return arrow::Status::IOError("worker for task ", task, " answered for task ", report->task,
+                                  " attempt ", report->attempt);
+  }
   return report;
 }
 

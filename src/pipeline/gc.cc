@@ -5,6 +5,7 @@
 
 #include "catalog/registry.h"
 #include "catalog/run_lease.h"
+#include "dist/driver_tag.h"
 #include "pipeline/run_files.h"
 #include "storage/object_store.h"
 #include "storage/sink_manifest.h"
@@ -54,6 +55,16 @@ arrow::Result<GcResult> CollectGarbage(const Config& config) {
   }
   for (const auto& folder : folders) {
     if (live.contains(folder)) continue;
+    const std::string name = folder.substr(sizeof(kShuffleRoot) - 1);
+    if (name.starts_with("q-")) {
+      // A query's folder: "q-<driver tag>-<random>". Only a driver known to be gone lets go of
+      // it; a live one removes its own, and another host's cannot be judged from here.
+      const size_t dash = name.rfind('-');
+      if (dash <= 2 ||
+          dist::OwnerOf(std::string_view(name).substr(2, dash - 2)) != dist::TagOwner::kGone) {
+        continue;
+      }
+    }
     ARROW_ASSIGN_OR_RAISE(int64_t n, RemoveOwnedPrefix(store.get(), folder + "/"));
     result.shuffle_objects += n;
   }

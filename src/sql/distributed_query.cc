@@ -10,6 +10,7 @@
 #include <random>
 
 #include "common/progress.h"
+#include "dist/driver_tag.h"
 #include "dist/worker_pool.h"
 #include "exec/shuffle.h"
 #include "sql/executor.h"
@@ -20,12 +21,14 @@ namespace sluice::sql {
 
 namespace {
 
+// "<driver tag>-<random>": the tag lets `sluice gc` remove the shuffle folder of a query whose
+// driver was killed, and never one whose driver still runs.
 std::string NewQueryId() {
   std::random_device rd;
   std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd());
   char id[17];
   std::snprintf(id, sizeof(id), "%016llx", static_cast<unsigned long long>(gen()));
-  return id;
+  return dist::DriverTag() + "-" + id;
 }
 
 std::string Kib(int64_t bytes) {

@@ -489,3 +489,43 @@ def test_a_terminal_shows_a_progress_line_per_stage(tpch):
     assert re.search(r"stage 2 \(final\) .*2/2 tasks", text), text
     piped = sluice.run("query", "--workers", "2", sql, check=True)
     assert b"tasks" not in piped.stderr, piped.stderr
+
+
+def test_a_null_group_key_is_partitioned_like_any_other(tpch, tmp_path):
+    sluice, con, _ = tpch
+    sql = "select null as k, count(*) as n from lineitem group by k"
+    ours, _ = query(sluice, sql, tmp_path / "r.arrow", 2)
+    want = [tuple(r) for r in con.execute(sql).fetchall()]
+    assert_same_rows(ours, want, ordered=False, what="null key")
+
+
+def test_gc_removes_the_shuffle_of_a_killed_query_and_spares_a_live_one(tpch):
+    """A killed `sluice query` cannot remove its shuffle folder; gc does, and only when the
+    folder's driver (named in the query id) is gone."""
+    sluice, _, data = tpch
+    shuffle = data / "_sluice" / "shuffle"
+
+    def host_hash():
+        h = 2166136261
+        for c in os.uname().nodename.encode():
+            h = ((h ^ c) * 16777619) & 0xFFFFFFFF
+        return f"{h:08x}"
+
+    def start_ticks(pid):
+        text = Path(f"/proc/{pid}/stat").read_text()
+        return text[text.rfind(")") + 2:].split()[19]
+
+    victim = subprocess.Popen(["sleep", "60"])
+    dead_tag = f"{host_hash()}.{victim.pid}.{start_ticks(victim.pid)}"
+    victim.kill()
+    victim.wait()
+    live_tag = f"{host_hash()}.{os.getpid()}.{start_ticks(os.getpid())}"
+    for tag in (dead_tag, live_tag):
+        folder = shuffle / f"q-{tag}-0123456789abcdef" / "s1" / "s1p0-1"
+        folder.mkdir(parents=True)
+        (folder / "part-0.arrow").write_bytes(b"x")
+    sluice.run("gc", check=True)
+    assert not [p for p in (shuffle / f"q-{dead_tag}-0123456789abcdef").rglob("*") if p.is_file()]
+    assert (shuffle / f"q-{live_tag}-0123456789abcdef" / "s1" / "s1p0-1" / "part-0.arrow").exists()
+    import shutil
+    shutil.rmtree(shuffle / f"q-{live_tag}-0123456789abcdef")
