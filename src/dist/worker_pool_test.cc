@@ -64,9 +64,14 @@ while True:
     if b"fork" in body:
         extra = str(subprocess.Popen(["sleep", "1000"]).pid)
     m = re.search(rb"attempt([\x00-\x17])", body)  # a small CBOR integer after its key
+    stage = re.search(rb"stage_id([\x00-\x17])", body)
+    part = re.search(rb"partition([\x00-\x17])", body)
+    task = "s%dp%d" % (stage.group(1)[0], part.group(1)[0]) if stage and part else "t"
+    if b"wrong-task" in body:
+        task = "zz"
     sys.stdout.write(report(objects=999).decode() + "\n")
     sys.stdout.flush()
-    line = report(attempt=m.group(1)[0] if m else 1, error=extra)
+    line = report(task=task, attempt=m.group(1)[0] if m else 1, error=extra)
     os.write(4, len(line).to_bytes(8, "little") + line)
 )PY";
 
@@ -175,6 +180,20 @@ TEST_F(FakeWorkerTest, ACrashRetriesOnlyItsTaskOnAFreshWorker) {
   EXPECT_NE((*reports)[1].worker_pid, (*reports)[2].worker_pid);
   EXPECT_EQ((*reports)[2].worker_pid, (*reports)[3].worker_pid);
   EXPECT_EQ(pool.workers_started(), 2);
+}
+
+// A report for another task would hand the next stage the wrong files: the worker is replaced
+// and the task tried again, and a worker that keeps doing it fails the stage.
+TEST_F(FakeWorkerTest, AReportForAnotherTaskIsNotTaken) {
+  WorkerPool pool(Options(1));
+  auto reports = pool.RunStage(Fragments({"a", "wrong-task"}));
+  ASSERT_FALSE(reports.ok());
+  EXPECT_NE(reports.status().message().find("worker for task s0p1 attempt 3 answered for task zz"),
+            std::string::npos)
+      << reports.status().message();
+  auto good = pool.RunStage(Fragments({"a", "b"}));
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ((*good)[1].task, "s0p1");
 }
 
 TEST_F(FakeWorkerTest, AWorkerKilledWhileIdleIsReplacedWithoutARetry) {
