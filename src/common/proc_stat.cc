@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 namespace sluice {
 
@@ -35,6 +36,16 @@ std::optional<ProcStat> ReadProcStat(pid_t pid) {
   stat.pgrp = pgrp;
   stat.start_ticks = start;
   return stat;
+}
+
+bool WaitUntilGone(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    auto stat = ReadProcStat(pid);
+    if (!stat.has_value() || stat->state == 'Z') return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 }  // namespace sluice

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 
@@ -22,5 +23,8 @@ struct ProcStat {
 
 /// The stat line of `pid`, or nullopt when there is no such process.
 std::optional<ProcStat> ReadProcStat(pid_t pid);
+
+/// True once `pid` is gone or a zombie (finished, not yet reaped), polling up to `timeout`.
+bool WaitUntilGone(pid_t pid, std::chrono::milliseconds timeout);
 
 }  // namespace sluice

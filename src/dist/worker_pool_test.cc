@@ -136,14 +136,7 @@ class FakeWorkerTest : public ::testing::Test {
   std::string binary_;
 };
 
-bool Dead(pid_t pid) {
-  for (int i = 0; i < 200; ++i) {
-    auto stat = ReadProcStat(pid);
-    if (!stat.has_value() || stat->state == 'Z') return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
+bool Dead(pid_t pid) { return WaitUntilGone(pid, std::chrono::seconds(10)); }
 
 TEST_F(FakeWorkerTest, OneWorkerRunsEveryTaskAndStdoutCannotForgeAReport) {
   WorkerPool pool(Options(1));

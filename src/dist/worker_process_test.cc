@@ -26,14 +26,7 @@ ProcessResult Sh(const std::string& script, const ProcessLimits& limits = {},
 }
 
 // True once `pid` is gone or a zombie (killed, waiting for init to reap it).
-bool Dead(pid_t pid) {
-  for (int i = 0; i < 200; ++i) {
-    auto stat = ReadProcStat(pid);
-    if (!stat.has_value() || stat->state == 'Z') return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
+bool Dead(pid_t pid) { return WaitUntilGone(pid, std::chrono::seconds(10)); }
 
 TEST(WorkerEnvironment, KeepsOnlyTheAllowList) {
   const char* env[] = {"PATH=/usr/bin",
