@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 
 @dataclass
@@ -149,15 +150,20 @@ def chart(workloads: list[Workload], results: list[Measurement], path: Path) -> 
     plt.close(fig)
 
 
-def report(workloads: list[Workload], out_dir: Path, title: str, notes: str = "") -> Path:
+def report(workloads: list[Workload], out_dir: Path, title: str, notes: str = "",
+           sections: Callable[[list[Measurement]], str] | None = None) -> Path:
+    """Measures every workload and writes report.md and ratios.png; `sections`, given the
+    measurements, returns more markdown to put after the main table."""
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
     for w in workloads:
         results.extend(measure(w))
     png = out_dir / "ratios.png"
     chart(workloads, results, png)
+    more = sections(results) if sections else ""
     md = out_dir / "report.md"
     md.write_text(
-        f"# {title}\n\n{notes}\n\n{markdown(workloads, results)}\n![ratios]({png.name})\n"
+        f"# {title}\n\n{notes}\n\n{markdown(workloads, results)}\n{more}"
+        f"![ratios]({png.name})\n"
     )
     return md

@@ -33,23 +33,44 @@ def make_blob(path: Path, size: int) -> Path:
     return path
 
 
-def workloads():
+def selector(only: str):
+    """BENCH_ONLY: a workload's exact name selects that workload alone (tpch-sf1-q1, not q10-q19
+    too), anything else every workload whose name contains it (tpch: all of TPC-H)."""
+    import tpch
+
+    names = ["tpch-startup", *[query_name(n) for n in tpch.SUPPORTED], "pipeline", "blake3-512MiB"]
+    if only in names:
+        return lambda name: name == only
+    return lambda name: only in name
+
+
+def query_name(n: int) -> str:
+    import tpch
+
+    return f"tpch-sf{tpch.SF}-q{n}"
+
+
+def workloads(keep):
+    """The workloads whose names `keep` accepts, each group's data prepared only when one of
+    its workloads runs. A query's start-up workload runs whenever the query does."""
     import pipeline
     import tpch
 
-    blob = str(make_blob(DATA / "blob-512MiB.bin", 512 << 20))
-    raw, input_bytes = pipeline.prepare()
-    tpch.prepare()
-    return [
+    selected = []
+    queries = [
+        Workload(name=query_name(n), commands=tpch.commands(n), startup="tpch-startup")
+        for n in tpch.SUPPORTED
+    ]
+    queries = [w for w in queries if keep(w.name)]
+    if queries or keep("tpch-startup"):
+        tpch.prepare()
         # Start-up cost of each engine's process (Python + import for the peers), then the queries.
-        Workload(name="tpch-startup", commands=tpch.commands(0)),
-        *[
-            Workload(name=f"tpch-sf1-q{n}", commands=tpch.commands(n), startup="tpch-startup")
-            for n in tpch.SUPPORTED
-        ],
+        selected += [Workload(name="tpch-startup", commands=tpch.commands(0)), *queries]
+    if keep("pipeline"):
+        raw, input_bytes = pipeline.prepare()
         # The main job: JSONL -> extract -> dedup -> Parquet, sluice with 1 and 2 workers
         # against DuckDB doing the same in SQL with 2 threads.
-        Workload(
+        selected.append(Workload(
             name="pipeline",
             commands={
                 "sluice": pipeline.sluice_command(2),
@@ -57,10 +78,12 @@ def workloads():
                 "duckdb": pipeline.duckdb_command(raw, DATA / "duckdb-out.parquet"),
             },
             input_bytes=input_bytes,
-        ),
+        ))
+    if keep("blake3-512MiB"):
+        blob = str(make_blob(DATA / "blob-512MiB.bin", 512 << 20))
         # BLAKE3 over a large file: sluice's C implementation with SIMD dispatch (one thread)
         # against b3sum (Rust, limited to one thread for a fair comparison) and Python blake3.
-        Workload(
+        selected.append(Workload(
             name="blake3-512MiB",
             commands={
                 "sluice": [SLUICE, "hash", blob],
@@ -74,8 +97,81 @@ def workloads():
                     blob,
                 ],
             },
-        ),
+        ))
+    return selected
+
+
+def distributed(selected, results) -> str:
+    """TPC-H with `--workers 2` ("sluice-w2") against in-process sluice, per query and in total
+    (sum of medians), against the issue's targets, with each query's stages and shuffle bytes
+    from one untimed EXPLAIN ANALYZE run."""
+    import tpch
+
+    queries = [(n, query_name(n)) for n in tpch.SUPPORTED]
+    queries = [(n, name) for n, name in queries if name in {w.name for w in selected}]
+    if not queries:
+        return ""
+
+    def median(name, engine):
+        m = next((r for r in results if r.workload == name and r.engine == engine), None)
+        return m.median if m and m.seconds else None
+
+    def mib(b):
+        return "n/a" if b is None else f"{b / 2**20:.3f}"
+
+    def secs(t):
+        return "failed" if t is None else f"{t:.3f}"
+
+    lines = [
+        "| query | sluice s | sluice-w2 s | sluice-w2 / sluice | stages | shuffle written MiB "
+        "| shuffle read MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
+    total_in, total_w2, measured, ratios = 0.0, 0.0, 0, {}
+    written, read = [], []
+    for n, name in queries:
+        print(f"  {name} / EXPLAIN ANALYZE --workers {tpch.WORKERS} ...", file=sys.stderr,
+              flush=True)
+        stages, w, r = tpch.explain(n)
+        if stages == "in-process":
+            shuffle = "- | -"  # nothing shuffled: the query ran in one process
+        else:
+            shuffle = f"{mib(w)} | {mib(r)}"
+            written.append(w)
+            read.append(r)
+        base, w2 = median(name, "sluice"), median(name, "sluice-w2")
+        if base and w2:
+            ratios[n] = w2 / base
+            total_in, total_w2, measured = total_in + base, total_w2 + w2, measured + 1
+        ratio = f"{ratios[n]:.2f}" if n in ratios else "n/a"
+        lines.append(f"| {name} | {secs(base)} | {secs(w2)} | {ratio} | {stages} | {shuffle} |")
+    total = total_w2 / total_in if measured else None
+    sums = [f"{sum(b) / 2**20:.3f}" if None not in b else "n/a" for b in (written, read)]
+    label = f"total ({measured} {'query' if measured == 1 else 'queries'})"
+    lines.append(
+        f"| {label} | {total_in:.3f} | {total_w2:.3f} | "
+        f"{'n/a' if total is None else f'{total:.2f}'} | | {sums[0]} | {sums[1]} |"
+    )
+
+    def verdict(value, target, missing):
+        if value is None:
+            return f"not measured ({missing})"
+        return f"{value:.2f}x, {'met' if value <= target else 'missed'}"
+
+    full = measured == len(tpch.SUPPORTED)
+    q1 = verdict(ratios.get(1), 1.15, "Q1 not run or failed")
+    whole = verdict(total if full else None, 1.3,
+                    f"{measured} of {len(tpch.SUPPORTED)} queries measured with both")
+    scale = "" if tpch.SF == "1" else f" (the targets are for SF 1; this run is SF {tpch.SF})"
+    return (
+        f"## TPC-H SF {tpch.SF}: sluice with `--workers {tpch.WORKERS}` against in-process\n\n"
+        f"Targets{scale}: sluice-w2 within 1.15x of in-process sluice on Q1: {q1}; within 1.3x "
+        f"in total (sum of the 22 queries' medians): {whole}.\n\n"
+        "Stages and shuffle bytes come from one untimed `EXPLAIN ANALYZE` with "
+        f"`--workers {tpch.WORKERS}` per query: the stage count of the distributed plan, or "
+        "in-process for a query that is not cut (then nothing is shuffled: -); n/a where the "
+        "output has no `total shuffle:` line.\n\n" + "\n".join(lines) + "\n\n"
+    )
 
 
 def abi_overhead() -> str:
@@ -106,16 +202,19 @@ def abi_overhead() -> str:
 
 
 def main():
-    # BENCH_ONLY=tpch (a substring of workload names) runs just those workloads.
+    # BENCH_ONLY=tpch (a substring of workload names) runs just those workloads; an exact name
+    # (tpch-sf1-q1) runs that one alone.
     only = os.environ.get("BENCH_ONLY", "")
-    selected = [w for w in workloads() if only in w.name]
+    selected = workloads(selector(only))
     notes = (
         f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}. "
         "Median of 3 runs after one warm-up; peak MiB is the process's max RSS. Every TPC-H "
         "command is a Python launcher (bench/tpch.py) that runs the engine; 'net' subtracts "
-        "each engine's tpch-startup median (launcher, process start, imports, catalog)."
+        "each engine's tpch-startup median (launcher, process start, imports, catalog). "
+        "sluice-w2 is sluice with `--workers 2` (distributed), sluice the default (in-process)."
     )
-    md = report(selected, OUT, "sluice benchmarks", notes)
+    md = report(selected, OUT, "sluice benchmarks", notes,
+                lambda results: distributed(selected, results))
     if not only:
         md.write_text(md.read_text() + "\n" + abi_overhead())
     print(md.read_text())

@@ -1,7 +1,10 @@
-"""TPC-H at SF 1 (tpchgen-cli Parquet): the queries sluice runs, in sluice, DuckDB, DataFusion
-and Polars, each limited to 2 threads, on the same files. Run through bench/run.py."""
+"""TPC-H at SF 1 (tpchgen-cli Parquet): the queries sluice runs, in sluice (in-process and with
+`--workers 2`), DuckDB, DataFusion and Polars, each limited to 2 threads, on the same files. Run
+through bench/run.py. BENCH_TPCH_SF=0.1 runs the same at another scale factor (its own data
+folder; the workloads are named after it), for trying the bench out on a small machine."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -9,8 +12,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SLUICE = str(ROOT / "build" / "sluice")
-DATA = HERE / "data" / "tpch-sf1"
-HOME = HERE / "data" / "tpch-home"
+SF = os.environ.get("BENCH_TPCH_SF", "1")
+DATA = HERE / "data" / f"tpch-sf{SF}"
+HOME = HERE / "data" / ("tpch-home" if SF == "1" else f"tpch-home-sf{SF}")
+# The workers of the distributed variant ("sluice-w2"); 2, like every engine's threads.
+WORKERS = 2
 QUERIES = ROOT / "tests" / "tpch"
 # The queries sluice supports today: all 22 (tests/e2e/test_sql.py checks them against DuckDB).
 SUPPORTED = list(range(1, 23))
@@ -26,7 +32,7 @@ def env():
 
 def prepare():
     if not all((DATA / f"{t}.parquet").exists() for t in TABLES):
-        subprocess.run([str(Path(sys.executable).parent / "tpchgen-cli"), "parquet", "-s", "1",
+        subprocess.run([str(Path(sys.executable).parent / "tpchgen-cli"), "parquet", "-s", SF,
                         "--output-dir", str(DATA)], check=True)
     for t in TABLES:
         subprocess.run([SLUICE, "query", f"CREATE EXTERNAL TABLE {t} STORED AS PARQUET "
@@ -45,6 +51,7 @@ def commands(n):
     me = [sys.executable, str(Path(__file__))]
     return {
         "sluice": [*me, "sluice", str(n)],
+        "sluice-w2": [*me, "sluice-w2", str(n)],
         "duckdb": [*me, "duckdb", str(n)],
         "datafusion": [*me, "datafusion", str(n)],
         "polars": [*me, "polars", str(n)],
@@ -53,9 +60,10 @@ def commands(n):
 
 def run(engine, n):
     text = sql(n)
-    if engine == "sluice":
-        subprocess.run([SLUICE, "query", "--format", "csv", text], env=env(), check=True,
-                       stdout=subprocess.DEVNULL)
+    if engine in ("sluice", "sluice-w2"):
+        workers = ["--workers", str(WORKERS)] if engine == "sluice-w2" else []
+        subprocess.run([SLUICE, "query", *workers, "--format", "csv", text], env=env(),
+                       check=True, stdout=subprocess.DEVNULL)
     elif engine == "duckdb":
         import duckdb
 
@@ -80,6 +88,31 @@ def run(engine, n):
             for n in ["1", "3", "90"]:
                 text = text.replace(f"interval '{n}' {unit}", f"interval '{n} {unit}s'")
         ctx.execute(text, eager=True)
+
+
+def explain(n):
+    """Runs query n once with --workers 2 under EXPLAIN ANALYZE (not timed) and returns (stages,
+    shuffle bytes written, shuffle bytes read): stages is the stage count, "in-process" for a
+    query that is not cut, or "failed (...)"; the bytes are None where the output has no
+    `total shuffle:` line. Never raises: a failure is something to report."""
+    try:
+        proc = subprocess.run([SLUICE, "query", "--workers", str(WORKERS),
+                               f"EXPLAIN ANALYZE {sql(n)}"], env=env(), capture_output=True,
+                              text=True, timeout=3600)
+    except Exception as e:
+        print(f"  EXPLAIN ANALYZE of q{n}: {e}", file=sys.stderr, flush=True)
+        return "failed", None, None
+    out = proc.stdout + "\n" + proc.stderr
+    if proc.returncode != 0:
+        print(f"  EXPLAIN ANALYZE of q{n} exited {proc.returncode}: {proc.stderr.strip()[-500:]}",
+              file=sys.stderr, flush=True)
+        return f"failed (exit {proc.returncode})", None, None
+    plan = re.search(r"^distributed plan: (\d+) stages on (\d+) workers", out, re.MULTILINE)
+    stages = plan.group(1) if plan else "in-process"
+    total = re.search(r"total shuffle: (\d+) bytes written, (\d+) bytes read", out)
+    if not total:
+        return stages, None, None
+    return stages, int(total.group(1)), int(total.group(2))
 
 
 if __name__ == "__main__":
