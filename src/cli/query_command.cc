@@ -30,6 +30,7 @@ struct QueryOptions {
   std::string format;  // table | csv | json | parquet | arrow; empty: table on a TTY, else csv
   std::string output;
   int workers = 0;
+  int64_t broadcast_limit = -1;
 };
 
 // Binary columns in text output are written as PostgreSQL writes bytea, "\x" and hex: as raw
@@ -185,6 +186,7 @@ arrow::Status RunQueryCommand(QueryOptions o) {
   ARROW_ASSIGN_OR_RAISE(Config config, Config::FromEnvironment());
   sql::RunOptions run;
   run.workers = o.workers;
+  run.broadcast_limit_bytes = o.broadcast_limit;
   ARROW_ASSIGN_OR_RAISE(auto result, sql::RunQuery(config, o.sql, run));
   if (!result.message.empty()) {
     std::cout << result.message;
@@ -226,6 +228,12 @@ void AddQueryCommand(CLI::App& app, Action& action) {
                    "Run aggregates across this many worker processes; 0 (the default) runs "
                    "the query in this process")
       ->check(CLI::Range(0, 256));
+  query
+      ->add_option("--broadcast-limit", options->broadcast_limit,
+                   "With --workers: a join side whose tables weigh more bytes than this is "
+                   "hash-partitioned with the other side instead of read whole by every task "
+                   "(default 16 MiB)")
+      ->check(CLI::NonNegativeNumber);
   query->callback([&action, options] { action = [options] { return RunQueryCommand(*options); }; });
 }
 

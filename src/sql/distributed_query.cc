@@ -121,177 +121,263 @@ arrow::Status CheckReportFiles(const exec::TaskReport& report, const std::string
   return arrow::Status::OK();
 }
 
-struct CutResult {
-  std::shared_ptr<arrow::Table> table;
-  int64_t shuffle_bytes = 0;
-};
-
-arrow::Result<CutResult> RunCut(const AggregateCut& cut, const DistributedOptions& options,
-                                const std::string& query_id, const ShuffleFolder& folder,
-                                std::string* analyze) {
-  dist::PoolOptions pool;
-  pool.workers = options.workers;
-  pool.max_attempts = options.max_attempts;
-  pool.worker_binary =
-      options.worker_binary.empty() ? dist::SelfExecutable() : options.worker_binary;
-  const int map_stage = cut.map_stage;
-  const int final_stage = cut.map_stage + 1;
-  const int partitions = FinalPartitionCount(cut, options.workers);
-  CutResult out;
-
-  // Map stage: contiguous groups of the table's files.
-  const std::vector<std::string>& files = cut.scan->table->files;
-  const int map_tasks = MapTaskCount(files.size(), options.workers);
-  std::vector<plan::Fragment> maps;
-  const std::vector<std::string> partial_names = cut.partial->OutputNames();
-  const std::vector<const PlanNode*> scans = ScansOf(*cut.partial);
-  const auto at = std::find(scans.begin(), scans.end(), cut.scan);
-  if (at == scans.end()) {
-    return arrow::Status::Invalid("internal: the split scan is not in its cut");
-  }
-  const auto split_scan = static_cast<int32_t>(at - scans.begin());
-  for (int t = 0; t < map_tasks; ++t) {
-    const size_t begin = files.size() * static_cast<size_t>(t) / static_cast<size_t>(map_tasks);
-    const size_t end = files.size() * static_cast<size_t>(t + 1) / static_cast<size_t>(map_tasks);
-    StageTask task;
-    task.role = StageTask::Role::kMap;
-    {
-      ScopedFiles subset(cut.scan,
-                         std::vector<std::string>(files.begin() + begin, files.begin() + end));
-      ARROW_ASSIGN_OR_RAISE(task.plan, EncodeQueryPlan(*cut.partial, partial_names));
-    }
-    task.split_scan = split_scan;
-    task.partition_keys = cut.final_aggregate->keys;
-    task.partitions = partitions;
-    task.output_prefix = StagePrefix(folder, map_stage);
-    ARROW_ASSIGN_OR_RAISE(auto body, EncodeStageTask(task));
-    maps.push_back(StageFragment(query_id, map_stage, t, options.store_url, std::move(body)));
-  }
-  // A progress line per stage, on a terminal only: a query's stderr stays clean elsewhere.
-  std::unique_ptr<Progress> progress;
-  const bool tty = isatty(fileno(stderr)) != 0;
-  auto start_progress = [&](int stage, const char* role, size_t tasks) {
-    if (!tty) return;
-    Progress::Options o;
-    o.total = static_cast<int64_t>(tasks);
-    o.unit = "tasks";
-    o.secondary_unit = "rows";
-    progress = std::make_unique<Progress>(
-        "query q-" + query_id + " stage " + std::to_string(stage) + " (" + role + ")", o);
-  };
-  pool.on_report = [&progress](const exec::TaskReport& r) {
-    if (progress) progress->Advance(1, r.rows_out);
-  };
-  // One pool of long-lived workers for the map and the final stage.
-  dist::WorkerPool workers(pool);
-  start_progress(map_stage, "map", maps.size());
-  auto map_reports = workers.RunStage(std::move(maps));
-  if (progress) progress->Finish();
-  progress.reset();
-  if (!map_reports.ok()) {
-    return map_reports.status().WithMessage("query q-", query_id, " stage ", map_stage,
-                                            " (map): ", map_reports.status().message());
-  }
-  for (const auto& r : *map_reports) {
-    ARROW_RETURN_NOT_OK(CheckReportFiles(r, StagePrefix(folder, map_stage), partitions));
-  }
-
-  // Final stage: partition p reads part-p of every map task's successful attempt.
-  ARROW_ASSIGN_OR_RAISE(auto final_plan,
-                        EncodeQueryPlan(*cut.final_aggregate, cut.final_aggregate->OutputNames()));
-  std::vector<plan::Fragment> finals;
-  std::vector<int64_t> read_bytes(static_cast<size_t>(partitions), 0);
-  std::vector<std::string> read_from(static_cast<size_t>(partitions));
-  for (int p = 0; p < partitions; ++p) {
-    StageTask task;
-    task.role = StageTask::Role::kFinal;
-    task.plan = final_plan;
-    task.partitions = 1;
-    task.output_prefix = StagePrefix(folder, final_stage);
-    for (const auto& r : *map_reports) {
-      const exec::OutputFile& file = r.shuffle_files[static_cast<size_t>(p)];
-      task.input_keys.push_back(file.key);
-      task.input_blake3.push_back(file.blake3);
-      read_bytes[static_cast<size_t>(p)] += file.bytes;
-      read_from[static_cast<size_t>(p)] += (read_from[static_cast<size_t>(p)].empty() ? "" : ",") +
-                                           r.task + "-" + std::to_string(r.attempt);
-    }
-    ARROW_ASSIGN_OR_RAISE(auto body, EncodeStageTask(task));
-    finals.push_back(StageFragment(query_id, final_stage, p, options.store_url, std::move(body)));
-  }
-  start_progress(final_stage, "final", finals.size());
-  auto final_reports = workers.RunStage(std::move(finals));
-  if (progress) progress->Finish();
-  progress.reset();
-  if (!final_reports.ok()) {
-    return final_reports.status().WithMessage("query q-", query_id, " stage ", final_stage,
-                                              " (final): ", final_reports.status().message());
-  }
-
-  // Gather.
-  ARROW_ASSIGN_OR_RAISE(auto schema, OutputSchema(*cut.final_aggregate));
-  std::vector<std::shared_ptr<arrow::Table>> tables;
-  for (const auto& r : *final_reports) {
-    ARROW_RETURN_NOT_OK(CheckReportFiles(r, StagePrefix(folder, final_stage), 1));
-    const exec::OutputFile& file = r.shuffle_files[0];
-    ARROW_ASSIGN_OR_RAISE(
-        auto t, exec::ReadShuffleFile(options.store.get(), file.key, file.blake3, *schema));
-    tables.push_back(std::move(t));
-  }
-  ARROW_ASSIGN_OR_RAISE(out.table, arrow::ConcatenateTables(tables));
-
-  if (analyze != nullptr) {
-    for (const auto& r : *map_reports) {
-      int64_t written = 0;
-      for (const auto& f : r.shuffle_files) written += f.bytes;
-      out.shuffle_bytes += written;
-      *analyze += "  stage " + std::to_string(map_stage) + " (map) task " + r.task + " attempt " +
-                  std::to_string(r.attempt) + ": files=" + std::to_string(r.objects) +
-                  " rows_in=" + std::to_string(r.records_in) +
-                  " rows_out=" + std::to_string(r.rows_out) + " shuffle_written=" + Kib(written) +
-                  " in " + std::to_string(r.shuffle_files.size()) + " files time=" + Ms(r.seconds) +
-                  "\n";
-    }
-    for (size_t p = 0; p < final_reports->size(); ++p) {
-      const auto& r = (*final_reports)[p];
-      *analyze +=
-          "  stage " + std::to_string(final_stage) + " (final) task " + r.task + " attempt " +
-          std::to_string(r.attempt) + ": rows_in=" + std::to_string(r.records_in) +
-          " rows_out=" + std::to_string(r.rows_out) + " shuffle_read=" + Kib(read_bytes[p]) +
-          " from " + std::to_string(r.objects) + " map tasks [" + read_from[p] +
-          "] written=" + Kib(r.shuffle_files[0].bytes) + " time=" + Ms(r.seconds) + "\n";
-    }
+std::string TaskList(const std::vector<exec::TaskReport>& reports) {
+  std::string out;
+  for (const auto& r : reports) {
+    out += (out.empty() ? "" : ",") + r.task + "-" + std::to_string(r.attempt);
   }
   return out;
 }
 
+// Runs the stages of one query, producers first, on one pool of long-lived workers.
+class StageDriver {
+ public:
+  StageDriver(const StagePlan& plan, const DistributedOptions& options, std::string query_id,
+              const ShuffleFolder& folder, std::string* analyze)
+      : plan_(plan),
+        options_(options),
+        query_id_(std::move(query_id)),
+        folder_(folder),
+        analyze_(analyze),
+        reports_(plan.stages.size()) {}
+
+  arrow::Status RunAll() {
+    dist::PoolOptions pool;
+    pool.workers = options_.workers;
+    pool.max_attempts = options_.max_attempts;
+    pool.worker_binary =
+        options_.worker_binary.empty() ? dist::SelfExecutable() : options_.worker_binary;
+    pool.on_report = [this](const exec::TaskReport& r) {
+      if (progress_) progress_->Advance(1, r.rows_out);
+    };
+    dist::WorkerPool workers(pool);
+    // Stages whose inputs are all written run together as one wave (a join's two map stages,
+    // say), so that a stage of few tasks does not leave workers idle.
+    std::vector<bool> done(plan_.stages.size(), false);
+    for (size_t finished = 0; finished < plan_.stages.size();) {
+      std::vector<size_t> wave;
+      for (size_t i = 0; i < plan_.stages.size(); ++i) {
+        bool ready = !done[i];
+        for (const StageInput& in : plan_.stages[i].inputs) {
+          ready = ready && done[static_cast<size_t>(in.producer)];
+        }
+        if (ready) wave.push_back(i);
+      }
+      if (wave.empty()) return arrow::Status::Invalid("internal: stages that wait on each other");
+      ARROW_RETURN_NOT_OK(RunWave(&workers, wave));
+      for (size_t i : wave) done[i] = true;
+      finished += wave.size();
+    }
+    if (analyze_ != nullptr) {
+      *analyze_ += "  total shuffle: " + std::to_string(written_) + " bytes written, " +
+                   std::to_string(read_) + " bytes read\n";
+    }
+    return arrow::Status::OK();
+  }
+
+  // The tables the driver reads in place of the gathered nodes.
+  arrow::Result<NodeInputs> Gather() const {
+    NodeInputs inputs;
+    for (const StageInput& g : plan_.gathered) {
+      ARROW_ASSIGN_OR_RAISE(auto schema, OutputSchema(*g.node));
+      std::vector<std::shared_ptr<arrow::Table>> tables;
+      for (const auto& r : reports_[static_cast<size_t>(g.producer)]) {
+        const exec::OutputFile& file = r.shuffle_files[0];
+        ARROW_ASSIGN_OR_RAISE(
+            auto t, exec::ReadShuffleFile(options_.store.get(), file.key, file.blake3, *schema));
+        tables.push_back(std::move(t));
+      }
+      ARROW_ASSIGN_OR_RAISE(inputs[g.node], arrow::ConcatenateTables(tables));
+    }
+    return inputs;
+  }
+
+ private:
+  // The stage's tasks, and the bytes each reads from the shuffle.
+  arrow::Result<std::vector<plan::Fragment>> Fragments(const Stage& stage,
+                                                       std::vector<int64_t>* read_bytes) {
+    const std::string prefix = StagePrefix(folder_, stage.id);
+    const std::vector<std::string> names = stage.root->OutputNames();
+    StageTask base;
+    base.role = StageRoleName(stage.role);
+    base.output_prefix = prefix;
+    if (!stage.gather) {
+      base.output_keys = stage.output_keys;
+      base.partitions = stage.partitions;
+    }
+    std::vector<plan::Fragment> out;
+    if (stage.split != nullptr) {
+      // Map stage: contiguous groups of the split table's files.
+      const std::vector<const PlanNode*> scans = ScansOf(*stage.root);
+      const auto at = std::find(scans.begin(), scans.end(), stage.split);
+      if (at == scans.end())
+        return arrow::Status::Invalid("internal: the split is not in its stage");
+      base.split_scan = static_cast<int32_t>(at - scans.begin());
+      const std::vector<std::string>& files = stage.split->table->files;
+      const size_t tasks = static_cast<size_t>(stage.tasks);
+      for (size_t t = 0; t < tasks; ++t) {
+        const size_t begin = files.size() * t / tasks;
+        const size_t end = files.size() * (t + 1) / tasks;
+        StageTask task = base;
+        {
+          ScopedFiles subset(stage.split,
+                             std::vector<std::string>(files.begin() + begin, files.begin() + end));
+          ARROW_ASSIGN_OR_RAISE(task.plan, EncodeQueryPlan(*stage.root, names));
+        }
+        ARROW_ASSIGN_OR_RAISE(auto body, EncodeStageTask(task));
+        out.push_back(StageFragment(query_id_, stage.id, static_cast<int>(t), options_.store_url,
+                                    std::move(body)));
+        read_bytes->push_back(0);
+      }
+      return out;
+    }
+    // Partitioned stage: task p reads part p of every task of each producer's successful
+    // attempt, named by the reports (never a file found by listing).
+    ARROW_ASSIGN_OR_RAISE(base.plan, EncodeQueryPlan(*stage.root, names));
+    const std::vector<const PlanNode*> nodes = NodesOf(*stage.root);
+    for (int p = 0; p < stage.tasks; ++p) {
+      StageTask task = base;
+      int64_t bytes = 0;
+      for (const StageInput& in : stage.inputs) {
+        const auto at = std::find(nodes.begin(), nodes.end(), in.node);
+        if (at == nodes.end())
+          return arrow::Status::Invalid("internal: an input outside its stage");
+        StageTaskInput input;
+        input.node = static_cast<int32_t>(at - nodes.begin());
+        input.partition_keys = plan_.stages[static_cast<size_t>(in.producer)].output_keys;
+        for (const auto& r : reports_[static_cast<size_t>(in.producer)]) {
+          const exec::OutputFile& file = r.shuffle_files[static_cast<size_t>(p)];
+          input.files.push_back(file.key);
+          input.blake3.push_back(file.blake3);
+          bytes += file.bytes;
+        }
+        task.inputs.push_back(std::move(input));
+      }
+      ARROW_ASSIGN_OR_RAISE(auto body, EncodeStageTask(task));
+      out.push_back(StageFragment(query_id_, stage.id, p, options_.store_url, std::move(body)));
+      read_bytes->push_back(bytes);
+    }
+    return out;
+  }
+
+  arrow::Status RunWave(dist::WorkerPool* workers, const std::vector<size_t>& wave) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<plan::Fragment> fragments;
+    std::vector<std::vector<int64_t>> read_bytes(wave.size());
+    std::vector<size_t> counts;
+    std::string name;
+    for (size_t w = 0; w < wave.size(); ++w) {
+      const Stage& stage = plan_.stages[wave[w]];
+      ARROW_ASSIGN_OR_RAISE(auto more, Fragments(stage, &read_bytes[w]));
+      counts.push_back(more.size());
+      for (auto& f : more) fragments.push_back(std::move(f));
+      name += (name.empty() ? "" : ", ") + std::string("stage ") + std::to_string(stage.id) + " (" +
+              StageRoleName(stage.role) + ")";
+    }
+    // A progress line per wave, on a terminal only: a query's stderr stays clean elsewhere.
+    if (isatty(fileno(stderr)) != 0) {
+      Progress::Options o;
+      o.total = static_cast<int64_t>(fragments.size());
+      o.unit = "tasks";
+      o.secondary_unit = "rows";
+      progress_ = std::make_unique<Progress>("query q-" + query_id_ + " " + name, o);
+    }
+    auto reports = workers->RunStage(std::move(fragments));
+    if (progress_) progress_->Finish();
+    progress_.reset();
+    if (!reports.ok()) {
+      return reports.status().WithMessage("query q-", query_id_, " ", name, ": ",
+                                          reports.status().message());
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    size_t next = 0;
+    for (size_t w = 0; w < wave.size(); ++w) {
+      std::vector<exec::TaskReport> mine(
+          std::make_move_iterator(reports->begin() + static_cast<std::ptrdiff_t>(next)),
+          std::make_move_iterator(reports->begin() +
+                                  static_cast<std::ptrdiff_t>(next + counts[w])));
+      next += counts[w];
+      ARROW_RETURN_NOT_OK(Finish(wave[w], std::move(mine), read_bytes[w], seconds));
+    }
+    return arrow::Status::OK();
+  }
+
+  // Checks a stage's reports, keeps them for the stages above, and writes its analyze lines.
+  arrow::Status Finish(size_t index, std::vector<exec::TaskReport> reports,
+                       const std::vector<int64_t>& read_bytes, double seconds) {
+    const Stage& stage = plan_.stages[index];
+    const char* role = StageRoleName(stage.role);
+    const int files = stage.gather ? 1 : stage.partitions;
+    for (const auto& r : reports) {
+      ARROW_RETURN_NOT_OK(CheckReportFiles(r, StagePrefix(folder_, stage.id), files));
+    }
+    int64_t stage_written = 0;
+    for (size_t t = 0; t < reports.size(); ++t) {
+      const exec::TaskReport& r = reports[t];
+      int64_t written = 0;
+      for (const auto& f : r.shuffle_files) written += f.bytes;
+      stage_written += written;
+      read_ += read_bytes[t];
+      if (analyze_ == nullptr) continue;
+      std::string line = "  stage " + std::to_string(stage.id) + " (" + role + ") task " + r.task +
+                         " attempt " + std::to_string(r.attempt) + ": ";
+      if (stage.split != nullptr) {
+        line += "files=" + std::to_string(r.objects) + " ";
+      } else {
+        std::string from;
+        int producers = 0;
+        for (const StageInput& in : stage.inputs) {
+          const auto& produced = reports_[static_cast<size_t>(in.producer)];
+          from += (from.empty() ? "" : ",") + TaskList(produced);
+          producers += static_cast<int>(produced.size());
+        }
+        line += "shuffle_read=" + Kib(read_bytes[t]) + " from " + std::to_string(producers) +
+                " tasks [" + from + "] ";
+      }
+      line += "rows_in=" + std::to_string(r.records_in) +
+              " rows_out=" + std::to_string(r.rows_out) + " shuffle_written=" + Kib(written) +
+              " in " + std::to_string(r.shuffle_files.size()) + " files time=" + Ms(r.seconds) +
+              "\n";
+      *analyze_ += line;
+    }
+    written_ += stage_written;
+    if (analyze_ != nullptr) {
+      *analyze_ += "  stage " + std::to_string(stage.id) + ": " + Ms(seconds) +
+                   " wall (its wave), " + Kib(stage_written) + " shuffled\n";
+    }
+    reports_[index] = std::move(reports);
+    return arrow::Status::OK();
+  }
+
+  const StagePlan& plan_;
+  const DistributedOptions& options_;
+  const std::string query_id_;
+  const ShuffleFolder& folder_;
+  std::string* analyze_;
+  std::vector<std::vector<exec::TaskReport>> reports_;
+  std::unique_ptr<Progress> progress_;
+  int64_t written_ = 0;
+  int64_t read_ = 0;
+};
+
 }  // namespace
 
 arrow::Result<std::shared_ptr<arrow::Table>> RunDistributed(const BoundQuery& query,
-                                                            const StagePlan& stages,
+                                                            const StagePlan& plan,
                                                             const DistributedOptions& options,
                                                             std::string* analyze) {
-  if (stages.cuts.empty()) return arrow::Status::Invalid("internal: a plan without cuts");
+  if (!plan.cut()) return arrow::Status::Invalid("internal: a plan without stages");
   const std::string query_id = NewQueryId();
   ShuffleFolder folder(options.store, std::string(kShufflePrefix) + "q-" + query_id);
-  NodeInputs inputs;
-  for (const AggregateCut& cut : stages.cuts) {
-    const auto start = std::chrono::steady_clock::now();
-    ARROW_ASSIGN_OR_RAISE(CutResult result, RunCut(cut, options, query_id, folder, analyze));
-    inputs[cut.final_aggregate] = result.table;
-    if (analyze != nullptr) {
-      *analyze +=
-          "  stages " + std::to_string(cut.map_stage) + "-" + std::to_string(cut.map_stage + 1) +
-          ": " +
-          Ms(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()) +
-          " wall, " + Kib(result.shuffle_bytes) + " shuffled\n";
-    }
-  }
+  StageDriver driver(plan, options, query_id, folder, analyze);
+  ARROW_RETURN_NOT_OK(driver.RunAll());
+  ARROW_ASSIGN_OR_RAISE(NodeInputs inputs, driver.Gather());
   const auto start = std::chrono::steady_clock::now();
   ARROW_ASSIGN_OR_RAISE(auto table, Execute(*query.plan, query.names, nullptr, &inputs));
   if (analyze != nullptr) {
     *analyze +=
-        "  stage " + std::to_string(stages.driver_stage) +
+        "  stage " + std::to_string(plan.driver_stage) +
         " (driver): rows_out=" + std::to_string(table->num_rows()) + " time=" +
         Ms(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()) + "\n";
   }

@@ -1,7 +1,7 @@
 // The driver of a distributed query: runs the stages that the stage planner cut (see
-// stage_planner.h) on `sluice worker` processes through the supervised worker pool, so crashed
-// tasks are retried and time and memory limits apply, and runs the rest of the plan in-process
-// on what the last stages gathered.
+// stage_planner.h), producers first, on one pool of long-lived `sluice worker` processes for the
+// whole query, so crashed tasks are retried and time and memory limits apply, and runs the rest
+// of the plan in-process on what the gathering stages produced.
 //
 // Shuffle files live in the session's store (SLUICE_STORE), not the table's: the session store
 // is where sluice keeps its own state (_sluice/), it is writable wherever sluice runs, and a
@@ -9,6 +9,7 @@
 // query is under `_sluice/shuffle/q-<query id>/s<stage>/<task>-<attempt>/part-<p>.arrow`; the
 // next stage reads only the files of the attempt whose report the pool returned, and the
 // query's folder is removed when the query ends, whether it succeeded or not.
+// EXPLAIN ANALYZE's lines end with `total shuffle: <n> bytes written, <m> bytes read`.
 //
 // Thread-safety: one call at a time per plan; the pool's threads only read the encoded tasks.
 #pragma once
@@ -38,7 +39,7 @@ struct DistributedOptions {
   int max_attempts = 3;
 };
 
-/// Runs `query` cut as `stages` (which must have at least one cut). With `analyze`, appends one
+/// Runs `query` cut as `stages` (which must have at least one stage). With `analyze`, appends one
 /// line per stage and task (rows, bytes, time, shuffle bytes written and read, and which map
 /// attempts' files each final task read) for EXPLAIN ANALYZE.
 arrow::Result<std::shared_ptr<arrow::Table>> RunDistributed(const BoundQuery& query,

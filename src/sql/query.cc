@@ -34,7 +34,7 @@ arrow::Result<QueryResult> RunDistributedSelect(const BoundQuery& bound, const S
                                                 const DistributedOptions& options) {
   QueryResult result;
   if (select.explain && !select.analyze) {
-    result.message = ExplainStages(*bound.plan, stages, options.workers);
+    result.message = ExplainStages(*bound.plan, stages);
     return result;
   }
   if (!select.analyze) {
@@ -49,7 +49,7 @@ arrow::Result<QueryResult> RunDistributedSelect(const BoundQuery& bound, const S
   char total[96];
   std::snprintf(total, sizeof(total), "analyze: %lld rows in %.1f ms\n",
                 static_cast<long long>(table->num_rows()), ms);
-  result.message = ExplainStages(*bound.plan, stages, options.workers) +
+  result.message = ExplainStages(*bound.plan, stages) +
                    "tasks (rows, bytes, time, shuffle bytes written and read):\n" + analyze + total;
   return result;
 }
@@ -112,8 +112,13 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
   ARROW_RETURN_NOT_OK(
       Optimize(bound.plan.get(), PlanFacts{bound.largest_build_rows}, DefaultPasses(), &passes));
   if (options.workers > 0) {
-    StagePlan stages = PlanStages(*bound.plan);
-    if (!stages.cuts.empty()) {
+    StageOptions stage_options;
+    stage_options.workers = options.workers;
+    if (options.broadcast_limit_bytes >= 0) {
+      stage_options.broadcast_limit_bytes = options.broadcast_limit_bytes;
+    }
+    StagePlan stages = PlanStages(*bound.plan, stage_options);
+    if (stages.cut()) {
       DistributedOptions distributed;
       distributed.workers = options.workers;
       distributed.store = store;

@@ -5,6 +5,7 @@
 #include <arrow/result.h>
 #include <arrow/table.h>
 
+#include <cstdint>
 #include <string>
 
 #include "common/config.h"
@@ -23,6 +24,9 @@ struct RunOptions {
   /// the whole query in this process. A plan that cannot be cut runs in-process, with a note on
   /// stderr.
   int workers = 0;
+  /// A join's build side whose tables weigh more than this is hash-partitioned with its probe
+  /// side instead of read whole by every task; below 0, the planner's default.
+  int64_t broadcast_limit_bytes = -1;
 };
 
 arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql,

@@ -1,7 +1,10 @@
 #include "sql/stage_planner.h"
 
+#include <arrow/type.h>
+
 #include <algorithm>
-#include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
 namespace sluice::sql {
@@ -13,72 +16,25 @@ bool IsCutPair(const PlanNode& node) {
          node.input->kind == PlanNode::Kind::kAggregate && !node.input->final_phase;
 }
 
-// Why a map task cannot run the subtree at `node`, or empty: a sort or limit needs the order or
-// count of all rows, and a kind this planner does not know is refused rather than guessed at.
-std::string MapSubtreeRefusal(const PlanNode& node) {
-  switch (node.kind) {
-    case PlanNode::Kind::kScan:
-    case PlanNode::Kind::kFilter:
-    case PlanNode::Kind::kProject:
-    case PlanNode::Kind::kAggregate:
-    case PlanNode::Kind::kJoin: {
-      for (const PlanNode* child : {node.input.get(), node.right.get()}) {
-        if (child == nullptr) continue;
-        std::string why = MapSubtreeRefusal(*child);
-        if (!why.empty()) return why;
-      }
-      return "";
-    }
-    case PlanNode::Kind::kSort:
-      return "a sort below the partial aggregate";
-    case PlanNode::Kind::kLimit:
-      return "a limit below the partial aggregate";
-  }
-  return "an operator the stage planner does not know below the partial aggregate";
-}
-
-void CollectSplittable(const PlanNode& node, std::vector<const PlanNode*>* out) {
-  switch (node.kind) {
-    case PlanNode::Kind::kScan:
-      out->push_back(&node);
-      return;
-    case PlanNode::Kind::kFilter:
-    case PlanNode::Kind::kProject:
-      if (node.input != nullptr) CollectSplittable(*node.input, out);
-      return;
-    case PlanNode::Kind::kJoin:
-      switch (node.join_type) {
-        case JoinType::kInner:
-        case JoinType::kLeft:
-        case JoinType::kSemi:
-        case JoinType::kAnti:
-          // Only the probe (preserved, kept) side: never `right`.
-          if (node.input != nullptr) CollectSplittable(*node.input, out);
-          return;
-      }
-      return;
-    case PlanNode::Kind::kAggregate:
-    case PlanNode::Kind::kSort:
-    case PlanNode::Kind::kLimit:
-      return;  // needs all of its input's rows
-  }
-}
-
 void CollectScans(const PlanNode& node, std::vector<const PlanNode*>* out) {
   if (node.kind == PlanNode::Kind::kScan) out->push_back(&node);
   if (node.input != nullptr) CollectScans(*node.input, out);
   if (node.right != nullptr) CollectScans(*node.right, out);
 }
 
-// A scan's size for choosing the split: bytes, then rows.
-bool Smaller(const PlanNode* a, const PlanNode* b) {
-  if (a->table->total_bytes != b->table->total_bytes) {
-    return a->table->total_bytes < b->table->total_bytes;
-  }
-  return a->table->num_rows < b->table->num_rows;
+void CollectNodes(const PlanNode& node, std::vector<const PlanNode*>* out) {
+  out->push_back(&node);
+  if (node.input != nullptr) CollectNodes(*node.input, out);
+  if (node.right != nullptr) CollectNodes(*node.right, out);
 }
 
-std::string Join(const std::vector<std::string>& names) {
+int64_t SubtreeBytes(const PlanNode& node) {
+  int64_t bytes = 0;
+  for (const PlanNode* s : ScansOf(node)) bytes += s->table->total_bytes;
+  return bytes;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
   return out;
@@ -87,28 +43,335 @@ std::string Join(const std::vector<std::string>& names) {
 std::string TableNames(const std::vector<const PlanNode*>& scans) {
   std::vector<std::string> names;
   for (const PlanNode* s : scans) names.push_back(s->table->name);
-  return Join(names);
+  return JoinNames(names);
 }
 
-void Walk(const PlanNode& node, StagePlan* out) {
-  if (IsCutPair(node) && node.input->input != nullptr) {
-    SplitChoice split = ChooseSplit(*node.input->input);
-    if (split.scan != nullptr) {
-      AggregateCut cut;
-      cut.final_aggregate = &node;
-      cut.partial = node.input.get();
-      cut.scan = split.scan;
-      cut.broadcast = std::move(split.broadcast);
-      out->cuts.push_back(std::move(cut));
-      return;  // below a cut, everything runs in its map tasks
-    }
-    out->refused.push_back(split.refused);
+// Why a task cannot compute the subtree at `node` whole (a broadcast side), or empty. A sort or
+// limit there would be right, but no query needs one and each would be paid once per task.
+std::string WholeRefusal(const PlanNode& node) {
+  switch (node.kind) {
+    case PlanNode::Kind::kSort:
+      return "a sort below the partial aggregate";
+    case PlanNode::Kind::kLimit:
+      return "a limit below the partial aggregate";
+    default:
+      break;
   }
-  if (node.input != nullptr) Walk(*node.input, out);
-  if (node.right != nullptr) Walk(*node.right, out);
+  for (const PlanNode* child : {node.input.get(), node.right.get()}) {
+    if (child == nullptr) continue;
+    std::string why = WholeRefusal(*child);
+    if (!why.empty()) return why;
+  }
+  return "";
 }
+
+// The type a key hashes as: the partition function hashes a dictionary as its values.
+std::shared_ptr<arrow::DataType> HashedType(const std::shared_ptr<arrow::DataType>& type) {
+  if (type->id() == arrow::Type::DICTIONARY) {
+    return static_cast<const arrow::DictionaryType&>(*type).value_type();
+  }
+  return type;
+}
+
+// Whether rows of the two sides with equal keys land in the same partition: the keys must have
+// the same types (an int32 hashes other bytes than an equal int64).
+bool KeysHashAlike(const PlanNode& join) {
+  auto left = OutputSchema(*join.input);
+  auto right = OutputSchema(*join.right);
+  if (!left.ok() || !right.ok() || join.left_keys.size() != join.right_keys.size()) return false;
+  for (size_t i = 0; i < join.left_keys.size(); ++i) {
+    auto l = (*left)->GetFieldByName(join.left_keys[i]);
+    auto r = (*right)->GetFieldByName(join.right_keys[i]);
+    if (l == nullptr || r == nullptr || !HashedType(l->type())->Equals(*HashedType(r->type()))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Why every task re-reading the stage's broadcast tables would cost more than splitting saves.
+std::string BroadcastRefusal(const Stage& stage) {
+  int64_t bytes = 0;
+  for (const PlanNode* s : stage.broadcast) bytes += s->table->total_bytes;
+  if (bytes <= stage.bytes) return "";
+  const std::string split = stage.split != nullptr ? "the split table " + stage.split->table->name
+                                                   : std::string("the partitioned inputs");
+  return "the tables every map task would re-read whole (" + TableNames(stage.broadcast) + ": " +
+         std::to_string(bytes) + " bytes) outweigh " + split + " (" + std::to_string(stage.bytes) +
+         " bytes), which is the largest that can be split";
+}
+
+// A subtree whose rows are produced split among the tasks of `open`, above the finished stages
+// `done` that feed it (producers first).
+struct Building {
+  std::vector<Stage> done;
+  Stage open;
+};
+
+class Planner {
+ public:
+  explicit Planner(const StageOptions& options) : options_(options) {
+    options_.workers = std::max(1, options_.workers);
+  }
+
+  StagePlan Plan(const PlanNode& root) {
+    Walk(root);
+    StagePlan out;
+    out.workers = options_.workers;
+    out.refused = refused_;
+    // Temporary ids become indices and 1-based stage ids in execution order.
+    std::map<int, int> index;
+    for (size_t i = 0; i < stages_.size(); ++i) index[stages_[i].id] = static_cast<int>(i);
+    for (Stage& s : stages_) {
+      for (StageInput& in : s.inputs) in.producer = index.at(in.producer);
+    }
+    for (StageInput& g : gathered_) g.producer = index.at(g.producer);
+    for (size_t i = 0; i < stages_.size(); ++i) stages_[i].id = static_cast<int>(i + 1);
+    // The planner follows the rules that workers check; a stage that breaks them is a bug here,
+    // and runs in-process rather than wrong.
+    for (const Stage& s : stages_) {
+      std::map<const PlanNode*, std::vector<std::string>> inputs;
+      for (const StageInput& in : s.inputs) inputs[in.node] = stages_[in.producer].output_keys;
+      std::string why = StageShapeRefusal(*s.root, s.split, inputs);
+      if (!why.empty()) {
+        out.not_cut_reason = "internal: stage " + std::to_string(s.id) + " is unsound: " + why;
+        out.refused.clear();
+        return out;
+      }
+    }
+    out.stages = std::move(stages_);
+    out.gathered = std::move(gathered_);
+    out.driver_stage = static_cast<int>(out.stages.size()) + 1;
+    if (out.stages.empty()) {
+      out.not_cut_reason = out.refused.empty() ? "the query has no aggregate to split"
+                                               : "no aggregate can be cut: " + out.refused[0];
+    }
+    return out;
+  }
+
+ private:
+  Stage NewStage(StageRole role) {
+    Stage s;
+    s.id = next_id_++;
+    s.role = role;
+    return s;
+  }
+
+  // Ends `b`'s open stage with a hash exchange; returns every finished stage, it last.
+  std::vector<Stage> Close(Building b, std::vector<std::string> keys, int partitions) {
+    b.open.output_keys = std::move(keys);
+    b.open.partitions = partitions;
+    if (b.open.role == StageRole::kMap) {
+      b.open.tasks = MapTaskCount(b.open.split->table->files.size(), options_.workers);
+    }
+    b.done.push_back(std::move(b.open));
+    return std::move(b.done);
+  }
+
+  // `node`'s rows split among the tasks of an open stage, or why they cannot be.
+  std::optional<Building> Split(const PlanNode& node, std::string* why) {
+    switch (node.kind) {
+      case PlanNode::Kind::kScan: {
+        Building b;
+        b.open = NewStage(StageRole::kMap);
+        b.open.root = &node;
+        b.open.split = &node;
+        b.open.bytes = node.table->total_bytes;
+        return b;
+      }
+      case PlanNode::Kind::kFilter:
+      case PlanNode::Kind::kProject: {
+        auto b = Split(*node.input, why);
+        if (b) b->open.root = &node;
+        return b;
+      }
+      case PlanNode::Kind::kJoin:
+        return SplitJoin(node, why);
+      case PlanNode::Kind::kAggregate:
+        *why =
+            "no table below the aggregate can be split: each sits on a join's build side or "
+            "below an aggregate";
+        return std::nullopt;
+      case PlanNode::Kind::kSort:
+        *why = "a sort below the partial aggregate";
+        return std::nullopt;
+      case PlanNode::Kind::kLimit:
+        *why = "a limit below the partial aggregate";
+        return std::nullopt;
+    }
+    *why = "an operator the stage planner does not know below the partial aggregate";
+    return std::nullopt;
+  }
+
+  std::optional<Building> SplitJoin(const PlanNode& node, std::string* why) {
+    auto b = Split(*node.input, why);
+    if (!b) return std::nullopt;
+    // A large build side: hash both sides on the join keys, when the build side can be split
+    // too and neither side's stage re-reads more than it splits.
+    if (SubtreeBytes(*node.right) > options_.broadcast_limit_bytes && !node.left_keys.empty() &&
+        KeysHashAlike(node) && BroadcastRefusal(b->open).empty()) {
+      std::string right_why;
+      auto r = Split(*node.right, &right_why);
+      if (r && BroadcastRefusal(r->open).empty()) {
+        Building j;
+        j.open = NewStage(StageRole::kJoin);
+        j.open.root = &node;
+        j.open.bytes = b->open.bytes + r->open.bytes;
+        j.open.tasks = options_.workers;
+        j.open.inputs = {{node.input.get(), b->open.id}, {node.right.get(), r->open.id}};
+        j.done = Close(std::move(*b), node.left_keys, options_.workers);
+        for (Stage& s : Close(std::move(*r), node.right_keys, options_.workers)) {
+          j.done.push_back(std::move(s));
+        }
+        return j;
+      }
+    }
+    // A broadcast by re-scan: every task reads the build side whole.
+    *why = WholeRefusal(*node.right);
+    if (!why->empty()) return std::nullopt;
+    for (const PlanNode* s : ScansOf(*node.right)) b->open.broadcast.push_back(s);
+    b->open.root = &node;
+    return b;
+  }
+
+  void Walk(const PlanNode& node) {
+    if (IsCutPair(node) && node.input->input != nullptr) {
+      std::string why;
+      auto b = Split(*node.input->input, &why);
+      if (b) why = BroadcastRefusal(b->open);
+      if (why.empty()) {
+        b->open.root = node.input.get();  // the partial aggregate runs in the stage below
+        const int partitions = node.keys.empty() ? 1 : options_.workers;
+        Stage final_stage = NewStage(StageRole::kFinal);
+        final_stage.root = &node;
+        final_stage.inputs = {{node.input.get(), b->open.id}};
+        final_stage.bytes = b->open.bytes;
+        final_stage.gather = true;
+        final_stage.tasks = partitions;
+        for (Stage& s : Close(std::move(*b), node.keys, partitions))
+          stages_.push_back(std::move(s));
+        gathered_.push_back({&node, final_stage.id});
+        stages_.push_back(std::move(final_stage));
+        return;  // below a cut, everything runs in its stages
+      }
+      refused_.push_back(why);
+    }
+    if (node.input != nullptr) Walk(*node.input);
+    if (node.right != nullptr) Walk(*node.right);
+  }
+
+  StageOptions options_;
+  int next_id_ = 1;
+  std::vector<Stage> stages_;
+  std::vector<StageInput> gathered_;
+  std::vector<std::string> refused_;
+};
+
+// Whether a subtree's rows are split among a stage's tasks, or why the subtree breaks the rules.
+struct Shape {
+  bool split = false;
+  std::string refused;
+};
+
+class ShapeChecker {
+ public:
+  ShapeChecker(const PlanNode* split,
+               const std::map<const PlanNode*, std::vector<std::string>>& inputs)
+      : split_(split), inputs_(inputs) {}
+
+  Shape Check(const PlanNode& n, bool at_top) {
+    if (inputs_.count(&n) != 0 || &n == split_) {
+      reached_.insert(&n);
+      return {true, ""};
+    }
+    switch (n.kind) {
+      case PlanNode::Kind::kScan:
+        return {};
+      case PlanNode::Kind::kFilter:
+      case PlanNode::Kind::kProject:
+        return Check(*n.input, false);
+      case PlanNode::Kind::kJoin: {
+        Shape l = Check(*n.input, false);
+        if (!l.refused.empty()) return l;
+        Shape r = Check(*n.right, false);
+        if (!r.refused.empty()) return r;
+        if (!r.split) return l;
+        if (!l.split) return {false, "split rows on a join's build side"};
+        auto li = inputs_.find(n.input.get());
+        auto ri = inputs_.find(n.right.get());
+        if (li == inputs_.end() || ri == inputs_.end() || li->second != n.left_keys ||
+            ri->second != n.right_keys) {
+          return {false, "a join of two split sides that are not partitions on its own keys"};
+        }
+        return {true, ""};
+      }
+      case PlanNode::Kind::kAggregate: {
+        Shape in = Check(*n.input, false);
+        if (!in.refused.empty() || !in.split) return in;
+        if (!at_top) return {false, "an aggregate over split rows below the stage's top"};
+        if (!n.final_phase) return in;  // partials: the final stage merges them
+        auto it = inputs_.find(n.input.get());
+        if (it == inputs_.end() || it->second != n.keys) {
+          return {false, "a final aggregate over partials not partitioned on its keys"};
+        }
+        return in;
+      }
+      case PlanNode::Kind::kSort:
+      case PlanNode::Kind::kLimit: {
+        Shape in = Check(*n.input, false);
+        if (!in.refused.empty() || !in.split) return in;
+        return {false, n.kind == PlanNode::Kind::kSort ? "a sort over split rows"
+                                                       : "a limit over split rows"};
+      }
+    }
+    return {false, "an operator the stage planner does not know"};
+  }
+
+  bool ReachedAll() const {
+    return reached_.size() == inputs_.size() + (split_ != nullptr ? 1 : 0);
+  }
+
+ private:
+  const PlanNode* split_;
+  const std::map<const PlanNode*, std::vector<std::string>>& inputs_;
+  std::set<const PlanNode*> reached_;
+};
 
 }  // namespace
+
+const char* StageRoleName(StageRole role) {
+  switch (role) {
+    case StageRole::kMap:
+      return "map";
+    case StageRole::kJoin:
+      return "join";
+    case StageRole::kFinal:
+      return "final";
+  }
+  return "?";
+}
+
+std::string StageShapeRefusal(const PlanNode& root, const PlanNode* split,
+                              const std::map<const PlanNode*, std::vector<std::string>>& inputs) {
+  if (split != nullptr && split->kind != PlanNode::Kind::kScan) return "the split is not a scan";
+  if (split == nullptr && inputs.empty()) return "the stage splits nothing";
+  if (split != nullptr && !inputs.empty()) return "a stage both splits a scan and reads partitions";
+  if (inputs.count(&root) != 0) return "the stage's top is read from another stage";
+  ShapeChecker checker(split, inputs);
+  Shape shape = checker.Check(root, true);
+  if (!shape.refused.empty()) return shape.refused;
+  if (!checker.ReachedAll()) {
+    return "a split scan or partition input that its stage's plan does not reach";
+  }
+  if (!shape.split) return "the stage's output is not split: every task would compute all of it";
+  return "";
+}
+
+std::vector<const PlanNode*> NodesOf(const PlanNode& node) {
+  std::vector<const PlanNode*> out;
+  CollectNodes(node, &out);
+  return out;
+}
 
 std::vector<const PlanNode*> ScansOf(const PlanNode& node) {
   std::vector<const PlanNode*> out;
@@ -116,59 +379,8 @@ std::vector<const PlanNode*> ScansOf(const PlanNode& node) {
   return out;
 }
 
-std::vector<const PlanNode*> SplittableScans(const PlanNode& node) {
-  std::vector<const PlanNode*> out;
-  CollectSplittable(node, &out);
-  return out;
-}
-
-std::string MapShapeRefusal(const PlanNode& map_input) {
-  std::string why = MapSubtreeRefusal(map_input);
-  if (why.empty() && SplittableScans(map_input).empty()) {
-    why =
-        "no table below the aggregate can be split: each sits on a join's build side or below "
-        "an aggregate";
-  }
-  return why;
-}
-
-SplitChoice ChooseSplit(const PlanNode& map_input) {
-  SplitChoice out;
-  out.refused = MapShapeRefusal(map_input);
-  if (!out.refused.empty()) return out;
-  const std::vector<const PlanNode*> splittable = SplittableScans(map_input);
-  const PlanNode* split = splittable[0];
-  for (const PlanNode* s : splittable) {
-    if (Smaller(split, s)) split = s;
-  }
-  int64_t broadcast_bytes = 0;
-  for (const PlanNode* s : ScansOf(map_input)) {
-    if (s == split) continue;
-    out.broadcast.push_back(s);
-    broadcast_bytes += s->table->total_bytes;
-  }
-  if (broadcast_bytes > split->table->total_bytes) {
-    out.refused = "the tables every map task would re-read whole (" + TableNames(out.broadcast) +
-                  ": " + std::to_string(broadcast_bytes) + " bytes) outweigh the split table " +
-                  split->table->name + " (" + std::to_string(split->table->total_bytes) +
-                  " bytes), which is the largest that can be split";
-    out.broadcast.clear();
-    return out;
-  }
-  out.scan = split;
-  return out;
-}
-
-StagePlan PlanStages(const PlanNode& root) {
-  StagePlan out;
-  Walk(root, &out);
-  for (size_t i = 0; i < out.cuts.size(); ++i) out.cuts[i].map_stage = static_cast<int>(2 * i + 1);
-  out.driver_stage = static_cast<int>(2 * out.cuts.size() + 1);
-  if (out.cuts.empty()) {
-    out.not_cut_reason = out.refused.empty() ? "the query has no aggregate to split"
-                                             : "no aggregate can be cut: " + out.refused[0];
-  }
-  return out;
+StagePlan PlanStages(const PlanNode& root, const StageOptions& options) {
+  return Planner(options).Plan(root);
 }
 
 int MapTaskCount(size_t files, int workers) {
@@ -176,45 +388,66 @@ int MapTaskCount(size_t files, int workers) {
   return static_cast<int>(std::max<size_t>(1, std::min(files, most)));
 }
 
-int FinalPartitionCount(const AggregateCut& cut, int workers) {
-  return cut.final_aggregate->keys.empty() ? 1 : std::max(1, workers);
-}
-
-std::string ExplainStages(const PlanNode& root, const StagePlan& stages, int workers,
+std::string ExplainStages(const PlanNode& root, const StagePlan& plan,
                           const std::function<std::string(const PlanNode&)>& annotate) {
   std::map<const PlanNode*, std::string> mark;
   std::ostringstream out;
-  out << "distributed plan: " << stages.stage_count() << " stages on " << workers << " workers\n";
-  for (const AggregateCut& cut : stages.cuts) {
-    const int map_tasks = MapTaskCount(cut.scan->table->files.size(), workers);
-    const int partitions = FinalPartitionCount(cut, workers);
-    out << "  stage " << cut.map_stage << " (map): " << map_tasks << " tasks over "
-        << cut.scan->table->name << "'s " << cut.scan->table->files.size() << " files (split)";
-    if (!cut.broadcast.empty()) {
-      out << "; broadcast by re-scan, read whole by every task: " << TableNames(cut.broadcast);
-    }
-    out << "; exchange: hash on [" << Join(cut.final_aggregate->keys) << "] into " << partitions
-        << " partitions\n";
-    out << "  stage " << cut.map_stage + 1 << " (final): " << partitions
-        << " tasks, one per partition, each reading all " << map_tasks
-        << " map tasks' files; exchange: gather to the driver\n";
-    std::function<void(const PlanNode&)> map_marks = [&](const PlanNode& n) {
-      mark[&n] = "stage " + std::to_string(cut.map_stage);
-      if (n.input != nullptr) map_marks(*n.input);
-      if (n.right != nullptr) map_marks(*n.right);
-    };
-    map_marks(*cut.partial);
-    mark[cut.scan] += "] [split";
-    for (const PlanNode* b : cut.broadcast) mark[b] += "] [broadcast";
-    mark[cut.final_aggregate] = "stage " + std::to_string(cut.map_stage + 1);
+  out << "distributed plan: " << plan.stage_count() << " stages on " << plan.workers
+      << " workers\n";
+  auto exchange = [&](const Stage& s) {
+    if (s.gather) return std::string("gather to the driver");
+    return "hash on [" + JoinNames(s.output_keys) + "] into " + std::to_string(s.partitions) +
+           " partitions";
+  };
+  std::map<int, int> consumer;  // producer index -> consumer id
+  for (const Stage& s : plan.stages) {
+    for (const StageInput& in : s.inputs) consumer[in.producer] = s.id;
   }
-  for (const std::string& why : stages.refused) out << "  not cut: " << why << "\n";
-  out << "  stage " << stages.driver_stage << " (driver): the rest of the plan, in-process\n";
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const Stage& s = plan.stages[i];
+    out << "  stage " << s.id << " (" << StageRoleName(s.role) << "): " << s.tasks << " tasks";
+    if (s.split != nullptr) {
+      out << " over " << s.split->table->name << "'s " << s.split->table->files.size()
+          << " files (split)";
+    } else {
+      std::string from;
+      for (const StageInput& in : s.inputs) {
+        const Stage& p = plan.stages[static_cast<size_t>(in.producer)];
+        from += (from.empty() ? "" : " and ") + std::string("all ") + std::to_string(p.tasks) +
+                " tasks of stage " + std::to_string(p.id);
+      }
+      out << ", one per partition, each reading its partition from " << from;
+    }
+    if (!s.broadcast.empty()) {
+      out << "; broadcast by re-scan, read whole by every task: " << TableNames(s.broadcast);
+    }
+    out << "; exchange: " << exchange(s) << "\n";
+    // Operators are marked with the innermost stage that runs them.
+    std::set<const PlanNode*> inputs;
+    for (const StageInput& in : s.inputs) inputs.insert(in.node);
+    std::function<void(const PlanNode&)> marks = [&](const PlanNode& n) {
+      if (inputs.count(&n) != 0) return;
+      mark[&n] = "stage " + std::to_string(s.id);
+      if (n.input != nullptr) marks(*n.input);
+      if (n.right != nullptr) marks(*n.right);
+    };
+    marks(*s.root);
+    if (s.split != nullptr) mark[s.split] += "] [split";
+    for (const PlanNode* b : s.broadcast) mark[b] += "] [broadcast";
+  }
+  // The exchanges, on the operator whose rows cross them (after every stage's marks).
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const Stage& s = plan.stages[i];
+    auto to = consumer.find(static_cast<int>(i));
+    mark[s.root] += "] [exchange: " + exchange(s) +
+                    (to == consumer.end() ? "" : " to stage " + std::to_string(to->second));
+  }
+  for (const std::string& why : plan.refused) out << "  not cut: " << why << "\n";
+  out << "  stage " << plan.driver_stage << " (driver): the rest of the plan, in-process\n";
   out << root.Explain(1, [&](const PlanNode& n) {
     auto it = mark.find(&n);
     std::string text =
-        "[" + (it == mark.end() ? "stage " + std::to_string(stages.driver_stage) : it->second) +
-        "]";
+        "[" + (it == mark.end() ? "stage " + std::to_string(plan.driver_stage) : it->second) + "]";
     if (annotate) {
       std::string more = annotate(n);
       if (!more.empty()) text += " " + more;

@@ -1,41 +1,44 @@
-// The stage planner of a distributed query: where a bound plan is cut into stages that worker
-// processes run. It cuts at a partial aggregate and the final one above it:
+// The stage planner of a distributed query: where Exchanges go in a bound plan, and the stages
+// that worker processes run between them. Exchanges are an overlay on the plan (each stage
+// names the plan nodes it reads from the stage below), so EXPLAIN, the in-process executor and
+// the driver all work on one tree.
 //
-//   map stage    one task per group of one table's files (the split table) runs the subtree
-//                below the partial aggregate and the partial aggregate itself, and
-//                hash-partitions the partial rows on the final aggregate's keys (a global
-//                aggregate has one partition);
-//   final stage  one task per partition merges the partials of every map task;
-//   driver       runs the rest of the plan in-process on the final stage's results (gather).
+// A stage's rows are split among its tasks in one of two ways:
+//   map    one task per group of one table's files (the split scan);
+//   join / final
+//          one task per hash partition: task p reads partition p of every task of each stage
+//          below it (a hash exchange).
+// and its output leaves through one exchange:
+//   hash   on keys into `partitions` files per task (the next stage's task p reads part p);
+//   gather one file per task, which the driver reads (the final merge).
 //
-// The subtree below the partial aggregate may join tables. Exactly one scan in it is split; every
-// other scan is a broadcast by re-scan: each map task reads that table whole from storage. This
-// is right only where splitting the split table's rows splits the subtree's output rows, so that
-// the map tasks' outputs are disjoint and together make the whole:
-//   - filters and projections work row by row;
-//   - a join's output rows each come from exactly one row of its `input` side, and which rows a
-//     given `input` row yields depends on that row and the WHOLE `right` side only: true of an
-//     inner join, a left join (`input` is the preserved side), and a semi or anti join (`input`
-//     is the side whose rows are kept), whichever side the hash table is built on
-//     (`build_input` is a physical choice; the rows are the same). So the split scan may sit on
-//     the `input` side of a join, recursively, and never on `right`: splitting `right` would
-//     null-pad, keep or drop `input` rows once per task;
-//   - an aggregate, a sort or a limit needs all of its input rows: the split scan is never
-//     below one (within the subtree). A broadcast subtree may hold an aggregate (a scalar or IN
-//     subquery): each task computes it over the whole table.
-// A sort or limit anywhere in the subtree, or any operator kind not named here, refuses the cut.
-// The split scan is the largest splittable one by bytes (then rows). When the tables broadcast
-// to every task weigh more than the split one (the largest table sits on a build side, say),
-// the cut is refused: each task would re-read more than it splits. A refused cut runs
-// in-process, with its reason: slower, never wrong.
+// Where the exchanges go:
+//   - between a partial aggregate and its final one: hash on the final aggregate's keys (one
+//     partition for a global aggregate), and a gather above the final aggregate; the driver runs
+//     the rest of the plan (ORDER BY, LIMIT, joins above the aggregate) on what it gathered;
+//   - a join below a cut aggregate whose build side (`right`) weighs more than the broadcast
+//     limit: hash on the join keys on both sides, and the join runs in a join stage, one task per
+//     partition (a left, semi or anti join's unmatched rows meet their only partition);
+//   - a smaller build side is a broadcast by re-scan: every task of the stage reads it whole
+//     from storage (no exchange).
+// Splitting one scan splits a subtree's output rows, so that tasks' outputs are disjoint and
+// together make the whole, only when the path from the subtree's top to the scan passes through
+// filters, projections and the `input` side of joins: a join's output rows each come from exactly
+// one row of its `input` side, and which rows a given `input` row yields depends on that row and
+// the WHOLE `right` side only (true of inner, left, semi and anti joins, whichever side the hash
+// table is built on). The same holds of a hash partition read in place of `input`, and of a join
+// whose two sides are partitions with the same number on exactly its keys. An aggregate, sort or
+// limit needs all of its rows: none sits between a stage's top and its split (a broadcast side
+// may hold an aggregate: each task computes it over the whole table). A plan or a part of one
+// that cannot be cut runs in-process, with its reason: slower, never wrong.
 //
-// A plan can have several cuts (one per qualifying aggregate). Partitioning on the FINAL keys is
-// what keeps count(DISTINCT) right: its partial step is a DISTINCT on the keys and the value,
-// and all rows of a group must meet in one final task for count_distinct to count each value
-// once.
+// Partitioning on the FINAL keys is what keeps count(DISTINCT) right: its partial step is a
+// DISTINCT on the keys and the value, and all rows of a group must meet in one final task.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,70 +46,98 @@
 
 namespace sluice::sql {
 
-/// One partial/final aggregate pair that runs as a map and a final stage.
-struct AggregateCut {
-  const PlanNode* final_aggregate = nullptr;
-  const PlanNode* partial = nullptr;
-  /// The scan below the partial aggregate whose files are divided among the map tasks.
-  const PlanNode* scan = nullptr;
-  /// Every other scan below the partial aggregate, in pre-order: each map task reads them whole.
+/// A build side whose tables weigh at most this is broadcast by re-scan rather than hash
+/// partitioned with the probe side. Measured at SF 1 on two cores (see the issue-11 note): a
+/// re-scan of a table this size costs each task less than writing and reading both sides'
+/// partitions.
+inline constexpr int64_t kDefaultBroadcastLimitBytes = int64_t{16} << 20;
+
+/// Files are grouped into at most this many map tasks per worker: small enough that a retried
+/// task redoes little, few enough that the per-task cost stays small against the scan.
+inline constexpr int kMaxMapTasksPerWorker = 2;
+
+struct StageOptions {
+  /// Worker processes (>= 1): hash exchanges have this many partitions.
+  int workers = 1;
+  int64_t broadcast_limit_bytes = kDefaultBroadcastLimitBytes;
+};
+
+enum class StageRole { kMap, kJoin, kFinal };
+/// "map", "join" or "final".
+const char* StageRoleName(StageRole role);
+
+/// A plan node whose rows a stage reads from the stage below it instead of running its subtree.
+struct StageInput {
+  const PlanNode* node = nullptr;
+  /// The producing stage's index in StagePlan::stages.
+  int producer = 0;
+};
+
+struct Stage {
+  /// 1-based, in execution order; the driver's stage is StagePlan::driver_stage.
+  int id = 0;
+  StageRole role = StageRole::kMap;
+  /// The stage runs this node's subtree, with `inputs` read in place of their subtrees.
+  const PlanNode* root = nullptr;
+  /// kMap: the scan whose files are divided among the tasks.
+  const PlanNode* split = nullptr;
+  /// kJoin and kFinal: hash-partitioned inputs; task p reads partition p of each.
+  std::vector<StageInput> inputs;
+  /// Every other scan in the stage, in pre-order: each task reads it whole.
   std::vector<const PlanNode*> broadcast;
-  /// Stage ids: map_stage, map_stage + 1 is the final stage.
-  int map_stage = 0;
+  /// The output exchange: gather (one file per task, for the driver) or hash on output_keys.
+  bool gather = false;
+  std::vector<std::string> output_keys;
+  int partitions = 1;
+  /// kMap: MapTaskCount of the split table's files; otherwise the inputs' partition count.
+  int tasks = 1;
+  /// Bytes of the tables whose rows the stage splits (the split table, or every input's):
+  /// what a broadcast is weighed against.
+  int64_t bytes = 0;
 };
 
 struct StagePlan {
-  /// In the order of a pre-order walk of the plan.
-  std::vector<AggregateCut> cuts;
+  /// Producers before their consumers.
+  std::vector<Stage> stages;
+  /// The nodes the driver reads from gathering stages, with the stage (index) of each.
+  std::vector<StageInput> gathered;
   /// Partial/final pairs that were not cut, each with why, in one line each.
   std::vector<std::string> refused;
-  /// When there are no cuts: why, in one line.
+  /// When there are no stages: why, in one line.
   std::string not_cut_reason;
   /// The driver's stage id (the last).
   int driver_stage = 1;
+  int workers = 1;
 
   int stage_count() const { return driver_stage; }
+  bool cut() const { return !stages.empty(); }
 };
 
-/// The split and broadcast scans of a map stage whose subtree is `map_input` (the partial
-/// aggregate's input), or, with `scan` null, why it cannot be a map stage.
-struct SplitChoice {
-  const PlanNode* scan = nullptr;
-  std::vector<const PlanNode*> broadcast;
-  std::string refused;
-};
-SplitChoice ChooseSplit(const PlanNode& map_input);
+/// Places the exchanges of `root` and cuts it into stages. The plan must outlive the result.
+StagePlan PlanStages(const PlanNode& root, const StageOptions& options);
 
-/// Why no map task can run `map_input` with some scan split (a sort or limit in it, no
-/// splittable scan), or empty: the soundness half of ChooseSplit, which workers check again.
-std::string MapShapeRefusal(const PlanNode& map_input);
+/// Why a stage task cannot run the subtree at `root` with `split` (or null) divided among its
+/// tasks and each of `inputs` (node -> the keys its rows were hash-partitioned on) read as one
+/// partition, or empty: the soundness rules at the top of this file, which the planner follows
+/// and every worker checks again on the plan it was sent.
+std::string StageShapeRefusal(const PlanNode& root, const PlanNode* split,
+                              const std::map<const PlanNode*, std::vector<std::string>>& inputs);
 
-/// Every scan below `node` (itself included), in pre-order, `input` before `right`: the order in
-/// which a map task's stage bytes name its split scan.
+/// Every node below `node` (itself included) in pre-order, `input` before `right`: how a stage
+/// task's bytes name the nodes it reads from shuffle files.
+std::vector<const PlanNode*> NodesOf(const PlanNode& node);
+
+/// Every scan below `node` (itself included), in pre-order: how a map task names its split scan.
 std::vector<const PlanNode*> ScansOf(const PlanNode& node);
 
-/// The scans below `node` whose splitting splits `node`'s output (see the top of this file).
-std::vector<const PlanNode*> SplittableScans(const PlanNode& node);
-
-/// Finds the cuts of `root`. The plan must outlive the result (it holds pointers into it).
-StagePlan PlanStages(const PlanNode& root);
-
-/// Map tasks of a cut for `files` files and `workers` workers: one task per file up to
+/// Map tasks for `files` files and `workers` workers: one task per file up to
 /// kMaxMapTasksPerWorker tasks per worker, at least one.
 int MapTaskCount(size_t files, int workers);
 
-/// Files are grouped into at most this many tasks per worker: small enough that a retried task
-/// redoes little, few enough that process start-up (~20 ms each) stays small against the scan.
-inline constexpr int kMaxMapTasksPerWorker = 2;
-
-/// The final stage's partitions: `workers`, or 1 for a global aggregate (no keys), whose
-/// partials must all meet in one task.
-int FinalPartitionCount(const AggregateCut& cut, int workers);
-
-/// The plan with every operator marked with its stage, and a header line per stage with its
-/// tasks and exchanges: EXPLAIN's form of a distributed query. `annotate`, when given, adds
-/// text to an operator's line (EXPLAIN ANALYZE's measurements).
-std::string ExplainStages(const PlanNode& root, const StagePlan& stages, int workers,
+/// The plan with every operator marked with its stage and every exchange with its kind, and a
+/// header line per stage with its tasks and exchanges: EXPLAIN's form of a distributed query.
+/// `annotate`, when given, adds text to an operator's line (EXPLAIN ANALYZE's measurements).
+std::string ExplainStages(const PlanNode& root, const StagePlan& stages,
                           const std::function<std::string(const PlanNode&)>& annotate = {});
 
 }  // namespace sluice::sql

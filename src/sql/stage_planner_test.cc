@@ -136,12 +136,26 @@ class StagePlannerTest : public ::testing::Test {
   }
 };
 
+StagePlan Plan(const PlanNode& plan, int workers = 2,
+               int64_t broadcast_limit = kDefaultBroadcastLimitBytes) {
+  StageOptions options;
+  options.workers = workers;
+  options.broadcast_limit_bytes = broadcast_limit;
+  return PlanStages(plan, options);
+}
+
+int FinalStages(const StagePlan& plan) {
+  int n = 0;
+  for (const Stage& s : plan.stages) n += s.role == StageRole::kFinal ? 1 : 0;
+  return n;
+}
+
 TEST_F(StagePlannerTest, GroupedAggregateIsMapFinalAndDriver) {
   BoundQuery q = Bind("SELECT g, sum(v), count(*) FROM t WHERE k > 3 GROUP BY g ORDER BY g");
-  StagePlan stages = PlanStages(*q.plan);
-  ASSERT_EQ(stages.cuts.size(), 1u);
+  StagePlan stages = Plan(*q.plan, 4);
+  ASSERT_EQ(FinalStages(stages), 1);
   EXPECT_EQ(stages.stage_count(), 3);
-  const std::string text = ExplainStages(*q.plan, stages, 4);
+  const std::string text = ExplainStages(*q.plan, stages);
   EXPECT_NE(text.find("distributed plan: 3 stages on 4 workers"), std::string::npos) << text;
   EXPECT_NE(text.find("stage 1 (map): 5 tasks over t's 5 files"), std::string::npos) << text;
   EXPECT_NE(text.find("into 4 partitions"), std::string::npos) << text;
@@ -154,29 +168,31 @@ TEST_F(StagePlannerTest, GroupedAggregateIsMapFinalAndDriver) {
 
 TEST_F(StagePlannerTest, GlobalAggregateHasOnePartition) {
   BoundQuery q = Bind("SELECT count(*), avg(v) FROM t");
-  StagePlan stages = PlanStages(*q.plan);
-  ASSERT_EQ(stages.cuts.size(), 1u);
-  EXPECT_EQ(FinalPartitionCount(stages.cuts[0], 4), 1);
-  const std::string text = ExplainStages(*q.plan, stages, 4);
+  StagePlan stages = Plan(*q.plan, 4);
+  ASSERT_EQ(FinalStages(stages), 1);
+  EXPECT_EQ(stages.stages[0].partitions, 1);
+  EXPECT_EQ(stages.stages[1].tasks, 1);
+  const std::string text = ExplainStages(*q.plan, stages);
   EXPECT_NE(text.find("hash on [] into 1 partitions"), std::string::npos) << text;
 }
 
 TEST_F(StagePlannerTest, CountDistinctPartitionsOnGroupKeysOnly) {
   BoundQuery q = Bind("SELECT g, count(DISTINCT k) FROM t GROUP BY g");
-  StagePlan stages = PlanStages(*q.plan);
-  ASSERT_EQ(stages.cuts.size(), 1u);
+  StagePlan stages = Plan(*q.plan, 4);
+  ASSERT_EQ(FinalStages(stages), 1);
   // The partial step groups on (g, k); the exchange must hash on g alone.
-  EXPECT_EQ(stages.cuts[0].partial->keys.size(), 2u);
-  EXPECT_EQ(stages.cuts[0].final_aggregate->keys.size(), 1u);
+  EXPECT_EQ(stages.stages[0].root->keys.size(), 2u);
+  EXPECT_EQ(stages.stages[0].output_keys.size(), 1u);
+  EXPECT_EQ(stages.stages[1].root->keys.size(), 1u);
 }
 
 TEST_F(StagePlannerTest, AggregateOverJoinSplitsTheProbeSideAndBroadcastsTheRest) {
   BoundQuery q = Bind("SELECT name, sum(v) FROM t JOIN u ON k = uk GROUP BY name");
-  StagePlan stages = PlanStages(*q.plan);
-  ASSERT_EQ(stages.cuts.size(), 1u) << stages.not_cut_reason;
-  EXPECT_EQ(stages.cuts[0].scan->table->name, "t");
-  EXPECT_EQ(TablesOf(stages.cuts[0].broadcast), "u");
-  const std::string text = ExplainStages(*q.plan, stages, 2);
+  StagePlan stages = Plan(*q.plan, 2);
+  ASSERT_EQ(FinalStages(stages), 1) << stages.not_cut_reason;
+  EXPECT_EQ(stages.stages[0].split->table->name, "t");
+  EXPECT_EQ(TablesOf(stages.stages[0].broadcast), "u");
+  const std::string text = ExplainStages(*q.plan, stages);
   EXPECT_NE(text.find("stage 1 (map): 4 tasks over t's 5 files (split); broadcast by re-scan, "
                       "read whole by every task: u; exchange: hash on"),
             std::string::npos)
@@ -193,10 +209,10 @@ TEST_F(StagePlannerTest, SemiAndAntiJoinsSplitTheKeptSide) {
                           "SELECT g, count(*) FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE uk = "
                           "k) GROUP BY g"}) {
     BoundQuery q = Bind(sql);
-    StagePlan stages = PlanStages(*q.plan);
-    ASSERT_EQ(stages.cuts.size(), 1u) << sql << ": " << stages.not_cut_reason;
-    EXPECT_EQ(stages.cuts[0].scan->table->name, "t") << sql;
-    EXPECT_EQ(TablesOf(stages.cuts[0].broadcast), "u") << sql;
+    StagePlan stages = Plan(*q.plan, 4);
+    ASSERT_EQ(FinalStages(stages), 1) << sql << ": " << stages.not_cut_reason;
+    EXPECT_EQ(stages.stages[0].split->table->name, "t") << sql;
+    EXPECT_EQ(TablesOf(stages.stages[0].broadcast), "u") << sql;
   }
 }
 
@@ -206,11 +222,11 @@ TEST(StageSplitTest, EveryJoinTypeSplitsItsInputSide) {
     for (bool build_input : {false, true}) {
       auto plan =
           CountOver(JoinNode(type, ScanNode("big", 1000), ScanNode("small", 10), build_input));
-      StagePlan stages = PlanStages(*plan);
-      ASSERT_EQ(stages.cuts.size(), 1u) << JoinTypeName(type) << " " << stages.not_cut_reason;
-      EXPECT_EQ(stages.cuts[0].scan->table->name, "big");
-      EXPECT_EQ(TablesOf(stages.cuts[0].broadcast), "small");
-      EXPECT_EQ(ScansOf(*stages.cuts[0].partial).size(), 2u);
+      StagePlan stages = Plan(*plan, 4);
+      ASSERT_EQ(FinalStages(stages), 1) << JoinTypeName(type) << " " << stages.not_cut_reason;
+      EXPECT_EQ(stages.stages[0].split->table->name, "big");
+      EXPECT_EQ(TablesOf(stages.stages[0].broadcast), "small");
+      EXPECT_EQ(ScansOf(*stages.stages[0].root).size(), 2u);
     }
   }
 }
@@ -220,8 +236,8 @@ TEST(StageSplitTest, EveryJoinTypeSplitsItsInputSide) {
 TEST(StageSplitTest, BuildSideIsNeverSplit) {
   for (JoinType type : {JoinType::kInner, JoinType::kLeft, JoinType::kSemi, JoinType::kAnti}) {
     auto plan = CountOver(JoinNode(type, Aggregate(ScanNode("small", 10)), ScanNode("big", 1000)));
-    StagePlan stages = PlanStages(*plan);
-    EXPECT_TRUE(stages.cuts.empty()) << JoinTypeName(type);
+    StagePlan stages = Plan(*plan);
+    EXPECT_FALSE(stages.cut()) << JoinTypeName(type);
     EXPECT_EQ(stages.not_cut_reason,
               "no aggregate can be cut: no table below the aggregate can be split: each sits on a "
               "join's build side or below an aggregate");
@@ -232,8 +248,8 @@ TEST(StageSplitTest, BuildSideIsNeverSplit) {
 TEST(StageSplitTest, NestedAggregateInputIsNeverSplit) {
   auto plan = CountOver(
       JoinNode(JoinType::kInner, Aggregate(ScanNode("big", 1000)), ScanNode("small", 10)));
-  StagePlan stages = PlanStages(*plan);
-  EXPECT_TRUE(stages.cuts.empty());
+  StagePlan stages = Plan(*plan);
+  EXPECT_FALSE(stages.cut());
   EXPECT_NE(stages.not_cut_reason.find("no table below the aggregate can be split"),
             std::string::npos)
       << stages.not_cut_reason;
@@ -243,10 +259,10 @@ TEST(StageSplitTest, NestedAggregateInputIsNeverSplit) {
 TEST(StageSplitTest, AggregateOnABroadcastSideIsReadWhole) {
   auto plan =
       CountOver(JoinNode(JoinType::kLeft, ScanNode("big", 1000), Distinct(ScanNode("small", 10))));
-  StagePlan stages = PlanStages(*plan);
-  ASSERT_EQ(stages.cuts.size(), 1u) << stages.not_cut_reason;
-  EXPECT_EQ(stages.cuts[0].scan->table->name, "big");
-  EXPECT_EQ(TablesOf(stages.cuts[0].broadcast), "small");
+  StagePlan stages = Plan(*plan, 4);
+  ASSERT_EQ(FinalStages(stages), 1) << stages.not_cut_reason;
+  EXPECT_EQ(stages.stages[0].split->table->name, "big");
+  EXPECT_EQ(TablesOf(stages.stages[0].broadcast), "small");
 }
 
 TEST(StageSplitTest, SortOrLimitBelowThePartialAggregateIsRefused) {
@@ -260,12 +276,12 @@ TEST(StageSplitTest, SortOrLimitBelowThePartialAggregateIsRefused) {
         big = Node(kind, std::move(big));
       }
       auto plan = CountOver(JoinNode(JoinType::kInner, std::move(big), std::move(small)));
-      StagePlan stages = PlanStages(*plan);
-      EXPECT_TRUE(stages.cuts.empty());
+      StagePlan stages = Plan(*plan);
+      EXPECT_FALSE(stages.cut());
       EXPECT_EQ(stages.not_cut_reason, std::string("no aggregate can be cut: a ") +
                                            (kind == PlanNode::Kind::kSort ? "sort" : "limit") +
                                            " below the partial aggregate");
-      EXPECT_NE(ExplainStages(*plan, stages, 2).find("  not cut: a "), std::string::npos);
+      EXPECT_NE(ExplainStages(*plan, stages).find("  not cut: a "), std::string::npos);
     }
   }
 }
@@ -275,15 +291,15 @@ TEST(StageSplitTest, SortOrLimitBelowThePartialAggregateIsRefused) {
 TEST(StageSplitTest, BroadcastOutweighingTheSplitIsRefused) {
   auto plan =
       CountOver(JoinNode(JoinType::kSemi, ScanNode("small", 10), ScanNode("big", 1000), true));
-  StagePlan stages = PlanStages(*plan);
-  EXPECT_TRUE(stages.cuts.empty());
+  StagePlan stages = Plan(*plan);
+  EXPECT_FALSE(stages.cut());
   EXPECT_EQ(stages.not_cut_reason,
             "no aggregate can be cut: the tables every map task would re-read whole (big: 1000 "
             "bytes) outweigh the split table small (10 bytes), which is the largest that can be "
             "split");
   // Equal weights are still cut: a self-join of a table split on one side.
   auto even = CountOver(JoinNode(JoinType::kInner, ScanNode("left", 500), ScanNode("right", 500)));
-  EXPECT_EQ(PlanStages(*even).cuts.size(), 1u);
+  EXPECT_EQ(FinalStages(Plan(*even)), 1);
 }
 
 // Scans in pre-order, `input` before `right`: the order a map task's split_scan indexes.
@@ -292,22 +308,21 @@ TEST(StageSplitTest, ScansAreListedInPreOrder) {
       JoinNode(JoinType::kInner, JoinNode(JoinType::kInner, ScanNode("a", 1), ScanNode("b", 1)),
                ScanNode("c", 1));
   EXPECT_EQ(TablesOf(ScansOf(*plan)), "a,b,c");
-  EXPECT_EQ(TablesOf(SplittableScans(*plan)), "a");
 }
 
 TEST_F(StagePlannerTest, NoAggregateIsNotCut) {
   BoundQuery q = Bind("SELECT k FROM t WHERE v > 1");
-  StagePlan stages = PlanStages(*q.plan);
-  EXPECT_TRUE(stages.cuts.empty());
+  StagePlan stages = Plan(*q.plan, 4);
+  EXPECT_FALSE(stages.cut());
   EXPECT_EQ(stages.not_cut_reason, "the query has no aggregate to split");
 }
 
 TEST_F(StagePlannerTest, AggregateInSubqueryIsCutAndJoinStaysInDriver) {
   BoundQuery q =
       Bind("SELECT name, s FROM u JOIN (SELECT k, sum(v) AS s FROM t GROUP BY k) x ON uk = x.k");
-  StagePlan stages = PlanStages(*q.plan);
-  ASSERT_EQ(stages.cuts.size(), 1u);
-  const std::string text = ExplainStages(*q.plan, stages, 2);
+  StagePlan stages = Plan(*q.plan, 4);
+  ASSERT_EQ(FinalStages(stages), 1);
+  const std::string text = ExplainStages(*q.plan, stages);
   EXPECT_EQ(StageOf(text, "HashJoin"), "3") << text;
   EXPECT_EQ(StageOf(text, "Scan u"), "3") << text;
   EXPECT_EQ(StageOf(text, "Scan t"), "1") << text;
@@ -319,6 +334,103 @@ TEST_F(StagePlannerTest, MapTasksFollowFilesAndWorkers) {
   EXPECT_EQ(MapTaskCount(8, 2), 4);
   EXPECT_EQ(MapTaskCount(1, 4), 1);
   EXPECT_EQ(MapTaskCount(0, 4), 1);
+}
+
+// A build side above the broadcast limit: both sides are split in map stages of their own and
+// hash-partitioned on the join keys, and the join runs once per partition.
+TEST_F(StagePlannerTest, LargeBuildSideIsHashPartitionedWithTheProbeSide) {
+  for (const char* sql :
+       {"SELECT name, sum(v) FROM t JOIN u ON k = uk GROUP BY name",
+        "SELECT g, count(*) FROM t WHERE k IN (SELECT uk FROM u) GROUP BY g",
+        "SELECT g, count(*) FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE uk = k) GROUP BY g",
+        "SELECT g, count(name) FROM t LEFT JOIN u ON k = uk GROUP BY g"}) {
+    BoundQuery q = Bind(sql);
+    StagePlan stages = Plan(*q.plan, 3, /*broadcast_limit=*/0);
+    ASSERT_EQ(stages.stages.size(), 4u) << sql << ": " << stages.not_cut_reason;
+    const Stage& t = stages.stages[0];
+    const Stage& u = stages.stages[1];
+    const Stage& join = stages.stages[2];
+    EXPECT_EQ(t.split->table->name, "t") << sql;
+    EXPECT_EQ(u.split->table->name, "u") << sql;
+    EXPECT_TRUE(t.broadcast.empty() && u.broadcast.empty()) << sql;
+    EXPECT_EQ(t.partitions, 3);
+    EXPECT_EQ(u.partitions, 3);
+    EXPECT_EQ(t.output_keys.size(), 1u);
+    EXPECT_EQ(join.role, StageRole::kJoin);
+    EXPECT_EQ(join.tasks, 3);
+    ASSERT_EQ(join.inputs.size(), 2u);
+    EXPECT_EQ(join.inputs[0].producer, 0);
+    EXPECT_EQ(join.inputs[1].producer, 1);
+    EXPECT_EQ(join.root->kind, PlanNode::Kind::kAggregate) << sql;  // the partial aggregate
+    EXPECT_EQ(stages.stages[3].role, StageRole::kFinal);
+    EXPECT_EQ(stages.stage_count(), 5);
+    const std::string text = ExplainStages(*q.plan, stages);
+    EXPECT_EQ(StageOf(text, "HashJoin"), "3") << text;
+    EXPECT_EQ(StageOf(text, "Scan t"), "1") << text;
+    EXPECT_EQ(StageOf(text, "Scan u"), "2") << text;
+    EXPECT_EQ(StageOf(text, "FinalAggregate"), "4") << text;
+    EXPECT_NE(text.find("stage 3 (join): 3 tasks, one per partition, each reading its partition "
+                        "from all 5 tasks of stage 1 and all 1 tasks of stage 2"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("into 3 partitions to stage 3]"), std::string::npos) << text;
+    // At the default limit the small side is broadcast instead.
+    EXPECT_EQ(Plan(*q.plan, 3).stages.size(), 2u) << sql;
+  }
+}
+
+// Joins above a partitioned join repartition again on their own keys.
+TEST_F(StagePlannerTest, JoinOverAPartitionedJoinRepartitions) {
+  BoundQuery q =
+      Bind("SELECT a.g, count(*) FROM t a JOIN u ON a.k = uk JOIN t b ON b.g = name GROUP BY a.g");
+  StagePlan stages = Plan(*q.plan, 2, 0);
+  ASSERT_TRUE(stages.cut()) << stages.not_cut_reason;
+  int joins = 0;
+  for (const Stage& s : stages.stages) joins += s.role == StageRole::kJoin ? 1 : 0;
+  EXPECT_EQ(joins, 2) << ExplainStages(*q.plan, stages);
+  EXPECT_EQ(stages.stages.back().role, StageRole::kFinal);
+}
+
+// The rules every worker checks on the stage it is sent (StageShapeRefusal).
+TEST(StageShapeTest, WorkersRefuseStagesWhoseSplitDoesNotSplitTheOutput) {
+  using Inputs = std::map<const PlanNode*, std::vector<std::string>>;
+  auto plan = CountOver(JoinNode(JoinType::kLeft, ScanNode("big", 1000), ScanNode("small", 10)));
+  const PlanNode& partial = *plan->input;
+  const PlanNode& join = *partial.input;
+  const PlanNode* big = join.input.get();
+  const PlanNode* small = join.right.get();
+  EXPECT_EQ(StageShapeRefusal(partial, big, {}), "");
+  EXPECT_EQ(StageShapeRefusal(partial, small, {}), "split rows on a join's build side");
+  EXPECT_EQ(StageShapeRefusal(partial, nullptr, {}), "the stage splits nothing");
+  EXPECT_EQ(StageShapeRefusal(*plan, big, {}),
+            "an aggregate over split rows below the stage's top");
+  // A partitioned join: both sides must be partitions on exactly the join's keys.
+  EXPECT_EQ(StageShapeRefusal(partial, nullptr, Inputs{{big, {"a.k"}}, {small, {"b.k"}}}), "");
+  EXPECT_EQ(StageShapeRefusal(partial, nullptr, Inputs{{big, {"a.k"}}, {small, {"other"}}}),
+            "a join of two split sides that are not partitions on its own keys");
+  EXPECT_EQ(StageShapeRefusal(partial, nullptr, Inputs{{small, {"b.k"}}}),
+            "split rows on a join's build side");
+  // A final aggregate reads partials partitioned on its keys.
+  EXPECT_EQ(StageShapeRefusal(*plan, nullptr, Inputs{{&partial, {"a.k"}}}), "");
+  EXPECT_EQ(StageShapeRefusal(*plan, nullptr, Inputs{{&partial, {}}}),
+            "a final aggregate over partials not partitioned on its keys");
+  // An input below another input is never read.
+  EXPECT_EQ(StageShapeRefusal(*plan, nullptr, Inputs{{&partial, {"a.k"}}, {big, {"a.k"}}}),
+            "a split scan or partition input that its stage's plan does not reach");
+  auto sorted = Node(PlanNode::Kind::kSort, ScanNode("big", 1000));
+  EXPECT_EQ(StageShapeRefusal(*sorted, sorted->input.get(), {}), "a sort over split rows");
+  EXPECT_EQ(StageShapeRefusal(*sorted, nullptr, Inputs{{sorted.get(), {}}}),
+            "the stage's top is read from another stage");
+}
+
+// Pre-order, `input` before `right`: how a stage task names the nodes it reads.
+TEST(StageShapeTest, NodesAreListedInPreOrder) {
+  auto plan = JoinNode(JoinType::kInner, ScanNode("a", 1), ScanNode("b", 1));
+  std::vector<const PlanNode*> nodes = NodesOf(*plan);
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[0], plan.get());
+  EXPECT_EQ(nodes[1], plan->input.get());
+  EXPECT_EQ(nodes[2], plan->right.get());
 }
 
 }  // namespace

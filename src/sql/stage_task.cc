@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "exec/row_partition.h"
@@ -36,38 +37,45 @@ arrow::Result<StageTask> Decode(const uint8_t* data, size_t size) {
   ARROW_ASSIGN_OR_RAISE(json doc,
                         plan::BodyAfterMagic(data, size, kStageTaskMagic, "SLUICE-SQL-STAGE/"));
   StageTask t;
-  ARROW_ASSIGN_OR_RAISE(std::string role, plan::Text(doc, "role"));
-  if (role == "map") {
-    t.role = StageTask::Role::kMap;
-  } else if (role == "final") {
-    t.role = StageTask::Role::kFinal;
-  } else {
-    return arrow::Status::Invalid("stage task: unknown role '", role, "'");
+  ARROW_ASSIGN_OR_RAISE(t.role, plan::Text(doc, "role"));
+  if (t.role != "map" && t.role != "join" && t.role != "final") {
+    return arrow::Status::Invalid("stage task: unknown role '", t.role, "'");
   }
   ARROW_ASSIGN_OR_RAISE(auto plan_bytes, plan::Bytes(doc, "plan"));
   t.plan.assign(plan_bytes->data(), plan_bytes->data() + plan_bytes->size());
-  ARROW_ASSIGN_OR_RAISE(t.partition_keys, plan::TextList(doc, "partition_keys"));
+  ARROW_ASSIGN_OR_RAISE(t.output_keys, plan::TextList(doc, "output_keys"));
   ARROW_ASSIGN_OR_RAISE(int64_t partitions, plan::Int(doc, "partitions"));
   if (partitions < 1 || partitions > 65536) {
     return arrow::Status::Invalid("stage task: partitions ", partitions, " out of range");
   }
   t.partitions = static_cast<int32_t>(partitions);
   ARROW_ASSIGN_OR_RAISE(int64_t split_scan, plan::Int(doc, "split_scan"));
-  if (split_scan < 0 || split_scan > 65536) {
+  if (split_scan < -1 || split_scan > 65536) {
     return arrow::Status::Invalid("stage task: split scan ", split_scan, " out of range");
   }
   t.split_scan = static_cast<int32_t>(split_scan);
   ARROW_ASSIGN_OR_RAISE(t.output_prefix, plan::Text(doc, "output_prefix"));
   ARROW_RETURN_NOT_OK(CheckShuffleKey(t.output_prefix, "output prefix"));
-  ARROW_ASSIGN_OR_RAISE(t.input_keys, plan::TextList(doc, "input_keys"));
-  ARROW_ASSIGN_OR_RAISE(t.input_blake3, plan::TextList(doc, "input_blake3"));
-  if (t.input_keys.size() != t.input_blake3.size()) {
-    return arrow::Status::Invalid("stage task: ", t.input_keys.size(), " input files but ",
-                                  t.input_blake3.size(), " digests");
+  ARROW_ASSIGN_OR_RAISE(const json* inputs, plan::Field(doc, "inputs"));
+  if (!inputs->is_array() || inputs->size() > 64) {
+    return arrow::Status::Invalid("stage task: inputs must be a list of at most 64");
   }
-  for (const auto& key : t.input_keys) ARROW_RETURN_NOT_OK(CheckShuffleKey(key, "input file"));
-  if (t.role == StageTask::Role::kFinal && t.input_keys.empty()) {
-    return arrow::Status::Invalid("stage task: a final task needs input files");
+  for (const json& v : *inputs) {
+    StageTaskInput in;
+    ARROW_ASSIGN_OR_RAISE(int64_t node, plan::Int(v, "node"));
+    if (node < 0 || node > 65536) {
+      return arrow::Status::Invalid("stage task: input node ", node, " out of range");
+    }
+    in.node = static_cast<int32_t>(node);
+    ARROW_ASSIGN_OR_RAISE(in.partition_keys, plan::TextList(v, "partition_keys"));
+    ARROW_ASSIGN_OR_RAISE(in.files, plan::TextList(v, "files"));
+    ARROW_ASSIGN_OR_RAISE(in.blake3, plan::TextList(v, "blake3"));
+    if (in.files.empty() || in.files.size() != in.blake3.size()) {
+      return arrow::Status::Invalid("stage task: input node ", node, " has ", in.files.size(),
+                                    " files and ", in.blake3.size(), " digests");
+    }
+    for (const auto& key : in.files) ARROW_RETURN_NOT_OK(CheckShuffleKey(key, "input file"));
+    t.inputs.push_back(std::move(in));
   }
   return t;
 }
@@ -102,44 +110,74 @@ void MaybeFail(const plan::Fragment& f, const std::string& when) {
   if (fp == task + std::to_string(f.attempt) || fp == task + "*") raise(SIGKILL);
 }
 
-arrow::Status RunMap(const plan::Fragment& f, const StageTask& task, const BoundQuery& q,
-                     storage::ObjectStore* store, const exec::ProgressFn& say,
-                     exec::TaskReport* report) {
-  const PlanNode& partial = *q.plan;
-  if (partial.kind != PlanNode::Kind::kAggregate || partial.final_phase ||
-      partial.input == nullptr) {
-    return arrow::Status::Invalid("stage task: a map plan must be a partial aggregate");
+arrow::Status RunTask(const plan::Fragment& f, const StageTask& task, const BoundQuery& q,
+                      storage::ObjectStore* store, const exec::ProgressFn& say,
+                      exec::TaskReport* report) {
+  const PlanNode& root = *q.plan;
+  // The driver placed the split and the inputs; the worker checks that they split the output.
+  const PlanNode* split = nullptr;
+  if (task.split_scan >= 0) {
+    const std::vector<const PlanNode*> scans = ScansOf(root);
+    if (task.split_scan >= static_cast<int32_t>(scans.size())) {
+      return arrow::Status::Invalid("stage task: split scan ", task.split_scan, " is not a scan");
+    }
+    split = scans[static_cast<size_t>(task.split_scan)];
   }
-  // The driver chose the split; the worker checks it is one that splits the output.
-  const std::string refused = MapShapeRefusal(*partial.input);
-  const std::vector<const PlanNode*> scans = ScansOf(*partial.input);
-  const std::vector<const PlanNode*> splittable = SplittableScans(*partial.input);
+  const std::vector<const PlanNode*> nodes = NodesOf(root);
+  std::map<const PlanNode*, std::vector<std::string>> partitioned;
+  for (const StageTaskInput& in : task.inputs) {
+    if (in.node >= static_cast<int32_t>(nodes.size()) ||
+        !partitioned.emplace(nodes[static_cast<size_t>(in.node)], in.partition_keys).second) {
+      return arrow::Status::Invalid("stage task: input node ", in.node,
+                                    " is not a node of the plan, or named twice");
+    }
+  }
+  const std::string refused = StageShapeRefusal(root, split, partitioned);
   if (!refused.empty()) {
-    return arrow::Status::Invalid("stage task: a map plan cannot be split: ", refused);
+    return arrow::Status::Invalid("stage task: the plan cannot run split: ", refused);
   }
-  if (task.split_scan >= static_cast<int32_t>(scans.size()) ||
-      std::find(splittable.begin(), splittable.end(),
-                scans[static_cast<size_t>(task.split_scan)]) == splittable.end()) {
-    return arrow::Status::Invalid("stage task: split scan ", task.split_scan,
-                                  " is not a scan whose rows split the map plan's output");
+  NodeInputs read;
+  for (const StageTaskInput& in : task.inputs) {
+    const PlanNode* node = nodes[static_cast<size_t>(in.node)];
+    ARROW_ASSIGN_OR_RAISE(auto schema, OutputSchema(*node));
+    std::vector<std::shared_ptr<arrow::Table>> tables;
+    for (size_t i = 0; i < in.files.size(); ++i) {
+      say("reading shuffle file '" + in.files[i] + "'");
+      ARROW_ASSIGN_OR_RAISE(auto t,
+                            exec::ReadShuffleFile(store, in.files[i], in.blake3[i], *schema));
+      report->records_in += t->num_rows();
+      tables.push_back(std::move(t));
+    }
+    report->objects += static_cast<int64_t>(tables.size());
+    ARROW_ASSIGN_OR_RAISE(read[node], arrow::ConcatenateTables(tables));
   }
-  const PlanNode* scan = scans[static_cast<size_t>(task.split_scan)];
-  std::string files, broadcast;
-  for (const auto& k : scan->table->files) files += (files.empty() ? "" : ", ") + k;
-  for (const PlanNode* s : scans) {
-    if (s != scan) broadcast += (broadcast.empty() ? "" : ", ") + s->table->name;
+  std::string broadcast;
+  for (const PlanNode* s : ScansOf(root)) {
+    if (s != split && broadcast.find(s->table->name) == std::string::npos) {
+      broadcast += (broadcast.empty() ? "" : ", ") + s->table->name;
+    }
   }
-  say("running map task " + f.task_name() + " on " + scan->table->name + " files " + files +
-      (broadcast.empty() ? "" : ", reading whole " + broadcast));
+  if (split != nullptr) {
+    std::string files;
+    for (const auto& k : split->table->files) files += (files.empty() ? "" : ", ") + k;
+    say("running " + task.role + " task " + f.task_name() + " on " + split->table->name +
+        " files " + files + (broadcast.empty() ? "" : ", reading whole " + broadcast));
+  } else {
+    say("running " + task.role + " task " + f.task_name() + " on " +
+        std::to_string(report->records_in) + " shuffled rows" +
+        (broadcast.empty() ? "" : ", reading whole " + broadcast));
+  }
   OperatorProbes probes;
-  ARROW_ASSIGN_OR_RAISE(auto produced, Execute(partial, partial.OutputNames(), &probes));
-  ARROW_ASSIGN_OR_RAISE(auto declared, OutputSchema(partial));
-  ARROW_ASSIGN_OR_RAISE(auto table, AsDeclared(produced, declared, "the partial aggregate"));
-  if (auto it = probes.find(scan); it != probes.end()) report->records_in = it->second->rows;
-  report->objects = static_cast<int64_t>(scan->table->files.size());
+  ARROW_ASSIGN_OR_RAISE(auto produced, Execute(root, root.OutputNames(), &probes, &read));
+  ARROW_ASSIGN_OR_RAISE(auto declared, OutputSchema(root));
+  ARROW_ASSIGN_OR_RAISE(auto table, AsDeclared(produced, declared, "the stage's plan"));
+  if (split != nullptr) {
+    if (auto it = probes.find(split); it != probes.end()) report->records_in = it->second->rows;
+    report->objects = static_cast<int64_t>(split->table->files.size());
+  }
   report->rows_out = table->num_rows();
   ARROW_ASSIGN_OR_RAISE(auto parts,
-                        exec::HashPartitionByKeys(table, task.partition_keys, task.partitions));
+                        exec::HashPartitionByKeys(table, task.output_keys, task.partitions));
   MaybeFail(f, "kill");
   for (int32_t p = 0; p < task.partitions; ++p) {
     const std::string key = ShuffleFileKey(task.output_prefix, f.task_name(), f.attempt, p);
@@ -154,47 +192,6 @@ arrow::Status RunMap(const plan::Fragment& f, const StageTask& task, const Bound
   return arrow::Status::OK();
 }
 
-arrow::Status RunFinal(const plan::Fragment& f, const StageTask& task, const BoundQuery& q,
-                       storage::ObjectStore* store, const exec::ProgressFn& say,
-                       exec::TaskReport* report) {
-  const PlanNode& final_aggregate = *q.plan;
-  if (final_aggregate.kind != PlanNode::Kind::kAggregate || !final_aggregate.final_phase ||
-      final_aggregate.input == nullptr ||
-      final_aggregate.input->kind != PlanNode::Kind::kAggregate ||
-      final_aggregate.input->final_phase) {
-    return arrow::Status::Invalid(
-        "stage task: a final plan must be a final aggregate over a partial one");
-  }
-  ARROW_ASSIGN_OR_RAISE(auto schema, OutputSchema(*final_aggregate.input));
-  std::vector<std::shared_ptr<arrow::Table>> tables;
-  for (size_t i = 0; i < task.input_keys.size(); ++i) {
-    say("reading shuffle file '" + task.input_keys[i] + "'");
-    ARROW_ASSIGN_OR_RAISE(
-        auto t, exec::ReadShuffleFile(store, task.input_keys[i], task.input_blake3[i], *schema));
-    report->records_in += t->num_rows();
-    tables.push_back(std::move(t));
-  }
-  report->objects = static_cast<int64_t>(tables.size());
-  ARROW_ASSIGN_OR_RAISE(auto partials, arrow::ConcatenateTables(tables));
-  NodeInputs inputs{{final_aggregate.input.get(), partials}};
-  say("merging " + std::to_string(partials->num_rows()) + " partial rows in " + f.task_name());
-  ARROW_ASSIGN_OR_RAISE(auto merged,
-                        Execute(final_aggregate, final_aggregate.OutputNames(), nullptr, &inputs));
-  ARROW_ASSIGN_OR_RAISE(auto declared, OutputSchema(final_aggregate));
-  ARROW_ASSIGN_OR_RAISE(auto result, AsDeclared(merged, declared, "the final aggregate"));
-  report->rows_out = result->num_rows();
-  MaybeFail(f, "kill");
-  const std::string key = ShuffleFileKey(task.output_prefix, f.task_name(), f.attempt, 0);
-  say("writing shuffle file '" + key + "'");
-  auto file = exec::WriteShuffleFile(store, key, result);
-  if (!file.ok()) {
-    return arrow::Status::IOError("writing shuffle file '", key, "': ", file.status().message());
-  }
-  report->shuffle_files.push_back(*file);
-  MaybeFail(f, "kill-after-write");
-  return arrow::Status::OK();
-}
-
 arrow::Status Run(const plan::Fragment& f, const exec::ProgressFn& say, exec::TaskReport* report) {
   const auto* op =
       f.operators.size() == 1 ? std::get_if<plan::RunSqlStage>(&f.operators[0]) : nullptr;
@@ -204,23 +201,26 @@ arrow::Status Run(const plan::Fragment& f, const exec::ProgressFn& say, exec::Ta
   ARROW_ASSIGN_OR_RAISE(StageTask task, DecodeStageTask(op->body.data(), op->body.size()));
   ARROW_ASSIGN_OR_RAISE(auto store, storage::ObjectStore::Open(f.session.store_url));
   ARROW_ASSIGN_OR_RAISE(BoundQuery q, DecodeQueryPlan(task.plan.data(), task.plan.size(), store));
-  if (task.role == StageTask::Role::kMap) {
-    return RunMap(f, task, q, store.get(), say, report);
-  }
-  return RunFinal(f, task, q, store.get(), say, report);
+  return RunTask(f, task, q, store.get(), say, report);
 }
 
 }  // namespace
 
 arrow::Result<std::vector<uint8_t>> EncodeStageTask(const StageTask& t) {
-  json doc = {{"role", t.role == StageTask::Role::kMap ? "map" : "final"},
+  json inputs = json::array();
+  for (const StageTaskInput& in : t.inputs) {
+    inputs.push_back({{"node", in.node},
+                      {"partition_keys", in.partition_keys},
+                      {"files", in.files},
+                      {"blake3", in.blake3}});
+  }
+  json doc = {{"role", t.role},
               {"plan", json::binary(t.plan)},
-              {"partition_keys", t.partition_keys},
-              {"partitions", t.partitions},
               {"split_scan", t.split_scan},
-              {"output_prefix", t.output_prefix},
-              {"input_keys", t.input_keys},
-              {"input_blake3", t.input_blake3}};
+              {"inputs", std::move(inputs)},
+              {"output_keys", t.output_keys},
+              {"partitions", t.partitions},
+              {"output_prefix", t.output_prefix}};
   return plan::WithMagic(kStageTaskMagic, doc);
 }
 

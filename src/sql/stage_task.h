@@ -1,19 +1,19 @@
 // One task of a distributed SQL query, as the driver sends it to a `sluice worker` process
 // inside a plan::RunSqlStage operator, and the code that runs it there.
 //
-// Format: the magic line "SLUICE-SQL-STAGE/1\n" followed by CBOR: the role, the stage's plan as
-// SLUICE-SQL-PLAN/1 bytes (decoded with all of that codec's checks), the shuffle layout and,
-// for a final task, the shuffle files to read with their BLAKE3 digests. The bytes are
-// untrusted: every field is checked, the plan must have the shape its role runs, and every key
+// Format: the magic line "SLUICE-SQL-STAGE/2\n" followed by CBOR: the stage's plan as
+// SLUICE-SQL-PLAN/1 bytes (decoded with all of that codec's checks), which scan is split, which
+// plan nodes are read from shuffle files (with each file's BLAKE3 digest and the keys it was
+// partitioned on), and the output exchange. The bytes are untrusted: every field is checked, the
+// plan must have a shape whose split rows make a split output (StageShapeRefusal), and every key
 // must be a valid store key under the query's shuffle folder.
 //
-// A map task runs its plan (a partial aggregate over a subtree in which one scan, the split scan,
-// holds this task's subset of its table's files and every other scan its whole table), splits the
-// rows by the hash of the partition keys and writes one IPC file per partition; a final task reads
-// its partition's file of every map task, checks each digest and schema, runs its plan (the
-// final aggregate) on them and writes the result as one IPC file. A task writes under
-// `<output_prefix>/<task>-<attempt>/`, so two attempts never share a file name and the driver
-// decides, from the reports, which attempt's files the next stage reads.
+// A task reads its inputs' files (checking each digest and schema), runs its plan on Acero with
+// the split scan holding this task's subset of its table's files and the inputs standing in for
+// their subtrees, splits the result by the hash of the output keys and writes one IPC file per
+// partition. It writes under `<output_prefix>/<task>-<attempt>/`, so two attempts never share a
+// file name and the driver decides, from the reports, which attempt's files the next stage
+// reads.
 #pragma once
 
 #include <arrow/result.h>
@@ -28,31 +28,36 @@
 
 namespace sluice::sql {
 
-inline constexpr char kStageTaskMagic[] = "SLUICE-SQL-STAGE/1\n";
+inline constexpr char kStageTaskMagic[] = "SLUICE-SQL-STAGE/2\n";
 
 /// Every shuffle folder lives under this store prefix; the driver removes its query's folder.
 inline constexpr char kShufflePrefix[] = "_sluice/shuffle/";
 
-struct StageTask {
-  enum class Role { kMap, kFinal };
-  Role role = Role::kMap;
-  /// SLUICE-SQL-PLAN/1 bytes. Map: a partial aggregate over a subtree the stage planner accepts
-  /// (ChooseSplit), whose split scan's file list is this task's subset. Final: a final aggregate
-  /// over a partial one, whose partial rows come from `input_keys` instead of running the partial's
-  /// subtree.
-  std::vector<uint8_t> plan;
-  /// Map: the columns the partial rows are partitioned on (the final aggregate's keys).
+/// A plan node whose rows a task reads from shuffle files instead of running its subtree.
+struct StageTaskInput {
+  /// The node, as an index into NodesOf(plan) (pre-order).
+  int32_t node = 0;
+  /// The columns its rows were hash-partitioned on (the worker checks the plan's shape by them).
   std::vector<std::string> partition_keys;
-  /// Map: the split scan, as an index into ScansOf(plan) (pre-order). The worker checks that it
-  /// is a scan whose splitting splits the plan's output.
-  int32_t split_scan = 0;
-  /// Map: the number of shuffle files to write.
+  /// This task's partition of every producing task, with their digests.
+  std::vector<std::string> files;
+  std::vector<std::string> blake3;
+};
+
+struct StageTask {
+  /// "map", "join" or "final": for messages.
+  std::string role = "map";
+  /// SLUICE-SQL-PLAN/1 bytes of the stage's subtree; a split scan's file list is this task's
+  /// subset.
+  std::vector<uint8_t> plan;
+  /// The split scan, as an index into ScansOf(plan), or -1.
+  int32_t split_scan = -1;
+  std::vector<StageTaskInput> inputs;
+  /// The output exchange: hash on these columns into `partitions` files (no keys: one).
+  std::vector<std::string> output_keys;
   int32_t partitions = 1;
   /// The folder of this stage's output: `_sluice/shuffle/q-<query id>/s<stage>`.
   std::string output_prefix;
-  /// Final: the shuffle files to read, one per map task, with their digests.
-  std::vector<std::string> input_keys;
-  std::vector<std::string> input_blake3;
 };
 
 arrow::Result<std::vector<uint8_t>> EncodeStageTask(const StageTask& task);

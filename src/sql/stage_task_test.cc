@@ -26,12 +26,16 @@ namespace {
 
 StageTask FinalTask() {
   StageTask t;
-  t.role = StageTask::Role::kFinal;
+  t.role = "final";
   t.plan = {1, 2, 3};
   t.partitions = 1;
   t.output_prefix = "_sluice/shuffle/q-1/s2";
-  t.input_keys = {"_sluice/shuffle/q-1/s1/s1p0-1/part-0.arrow"};
-  t.input_blake3 = {"ab"};
+  StageTaskInput in;
+  in.node = 1;
+  in.partition_keys = {"g"};
+  in.files = {"_sluice/shuffle/q-1/s1/s1p0-1/part-0.arrow"};
+  in.blake3 = {"ab"};
+  t.inputs = {in};
   return t;
 }
 
@@ -56,37 +60,41 @@ TEST(StageTaskTest, RoundTrips) {
   ASSERT_TRUE(bytes.ok());
   auto t = DecodeStageTask(bytes->data(), bytes->size());
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(t->role, StageTask::Role::kFinal);
+  EXPECT_EQ(t->role, "final");
   EXPECT_EQ(t->plan, (std::vector<uint8_t>{1, 2, 3}));
-  EXPECT_EQ(t->input_keys, FinalTask().input_keys);
-  EXPECT_EQ(t->input_blake3, FinalTask().input_blake3);
+  ASSERT_EQ(t->inputs.size(), 1u);
+  EXPECT_EQ(t->inputs[0].node, 1);
+  EXPECT_EQ(t->inputs[0].partition_keys, std::vector<std::string>{"g"});
+  EXPECT_EQ(t->inputs[0].files, FinalTask().inputs[0].files);
+  EXPECT_EQ(t->inputs[0].blake3, FinalTask().inputs[0].blake3);
+  EXPECT_EQ(t->split_scan, -1);
   EXPECT_EQ(t->output_prefix, "_sluice/shuffle/q-1/s2");
 }
 
 TEST(StageTaskTest, MapTaskRoundTripsItsSplitScan) {
   StageTask map = FinalTask();
-  map.role = StageTask::Role::kMap;
-  map.input_keys.clear();
-  map.input_blake3.clear();
-  map.partition_keys = {"g"};
+  map.role = "map";
+  map.inputs.clear();
+  map.output_keys = {"g"};
   map.partitions = 3;
   map.split_scan = 2;
   auto bytes = EncodeStageTask(map);
   ASSERT_TRUE(bytes.ok());
   auto t = DecodeStageTask(bytes->data(), bytes->size());
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(t->role, StageTask::Role::kMap);
+  EXPECT_EQ(t->role, "map");
   EXPECT_EQ(t->partitions, 3);
+  EXPECT_EQ(t->output_keys, std::vector<std::string>{"g"});
   EXPECT_EQ(t->split_scan, 2);
-  EXPECT_EQ(DecodeError(Reencoded(map, [](auto& d) { d["split_scan"] = -1; })),
-            "stage task: split scan -1 out of range");
+  EXPECT_EQ(DecodeError(Reencoded(map, [](auto& d) { d["split_scan"] = -2; })),
+            "stage task: split scan -2 out of range");
 }
 
 TEST(StageTaskTest, RefusesAnotherVersionByName) {
   auto bytes = EncodeStageTask(FinalTask());
   ASSERT_TRUE(bytes.ok());
   std::string text(bytes->begin(), bytes->end());
-  text.replace(0, std::strlen("SLUICE-SQL-STAGE/1"), "SLUICE-SQL-STAGE/9");
+  text.replace(0, std::strlen("SLUICE-SQL-STAGE/2"), "SLUICE-SQL-STAGE/9");
   const std::vector<uint8_t> other(text.begin(), text.end());
   EXPECT_NE(DecodeError(other).find("SLUICE-SQL-STAGE/9"), std::string::npos) << DecodeError(other);
 }
@@ -96,18 +104,23 @@ TEST(StageTaskTest, RefusesDamagedFields) {
             "stage task: unknown role 'reduce'");
   EXPECT_EQ(DecodeError(Reencoded(FinalTask(), [](auto& d) { d["partitions"] = 0; })),
             "stage task: partitions 0 out of range");
-  EXPECT_EQ(DecodeError(Reencoded(FinalTask(),
-                                  [](auto& d) { d["input_blake3"] = nlohmann::json::array(); })),
-            "stage task: 1 input files but 0 digests");
-  EXPECT_EQ(DecodeError(Reencoded(FinalTask(),
-                                  [](auto& d) { d["input_keys"] = {"tables/t/part-0.parquet"}; })),
-            "stage task: input file 'tables/t/part-0.parquet' is not under _sluice/shuffle/");
+  EXPECT_EQ(DecodeError(Reencoded(
+                FinalTask(), [](auto& d) { d["inputs"][0]["blake3"] = nlohmann::json::array(); })),
+            "stage task: input node 1 has 1 files and 0 digests");
+  EXPECT_EQ(
+      DecodeError(Reencoded(
+          FinalTask(), [](auto& d) { d["inputs"][0]["files"] = {"tables/t/part-0.parquet"}; })),
+      "stage task: input file 'tables/t/part-0.parquet' is not under _sluice/shuffle/");
   EXPECT_EQ(DecodeError(Reencoded(FinalTask(),
                                   [](auto& d) {
-                                    d["input_keys"] = nlohmann::json::array();
-                                    d["input_blake3"] = nlohmann::json::array();
+                                    d["inputs"][0]["files"] = nlohmann::json::array();
+                                    d["inputs"][0]["blake3"] = nlohmann::json::array();
                                   })),
-            "stage task: a final task needs input files");
+            "stage task: input node 1 has 0 files and 0 digests");
+  EXPECT_EQ(DecodeError(Reencoded(FinalTask(), [](auto& d) { d["inputs"][0]["node"] = -1; })),
+            "stage task: input node -1 out of range");
+  EXPECT_EQ(DecodeError(Reencoded(FinalTask(), [](auto& d) { d["inputs"] = 3; })),
+            "stage task: inputs must be a list of at most 64");
   EXPECT_NE(DecodeError(Reencoded(FinalTask(),
                                   [](auto& d) { d["output_prefix"] = "_sluice/shuffle/../x"; })),
             "ok");
@@ -142,8 +155,10 @@ class MapTaskTest : public ::testing::Test {
                    });
     ASSERT_TRUE(bound.ok()) << bound.status().ToString();
     query_ = std::move(*bound);
-    stages_ = PlanStages(*query_.plan);
-    ASSERT_EQ(stages_.cuts.size(), 1u) << stages_.not_cut_reason;
+    StageOptions options;
+    options.workers = 2;
+    stages_ = PlanStages(*query_.plan, options);
+    ASSERT_EQ(stages_.stages.size(), 2u) << stages_.not_cut_reason;
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
@@ -160,12 +175,12 @@ class MapTaskTest : public ::testing::Test {
 
   // Runs the cut's partial aggregate as map task s1p0 with `split_scan`; the report's error.
   std::string RunMap(int32_t split_scan) {
-    const PlanNode& partial = *stages_.cuts[0].partial;
+    const PlanNode& partial = *stages_.stages[0].root;
     StageTask task;
-    task.role = StageTask::Role::kMap;
+    task.role = "map";
     task.plan = EncodeQueryPlan(partial, partial.OutputNames()).ValueOrDie();
     task.split_scan = split_scan;
-    task.partition_keys = stages_.cuts[0].final_aggregate->keys;
+    task.output_keys = stages_.stages[0].output_keys;
     task.partitions = 2;
     task.output_prefix = "_sluice/shuffle/q-1/s1";
     plan::Fragment f;
@@ -181,7 +196,7 @@ class MapTaskTest : public ::testing::Test {
 
   // The index of `scan` in ScansOf(partial): what split_scan names.
   int32_t IndexOf(const PlanNode* scan) {
-    const auto scans = ScansOf(*stages_.cuts[0].partial);
+    const auto scans = ScansOf(*stages_.stages[0].root);
     return static_cast<int32_t>(std::find(scans.begin(), scans.end(), scan) - scans.begin());
   }
 
@@ -192,28 +207,30 @@ class MapTaskTest : public ::testing::Test {
   StagePlan stages_;
 };
 
-TEST_F(MapTaskTest, RunsTheChosenSplit) { EXPECT_EQ(RunMap(IndexOf(stages_.cuts[0].scan)), "ok"); }
+TEST_F(MapTaskTest, RunsTheChosenSplit) {
+  EXPECT_EQ(RunMap(IndexOf(stages_.stages[0].split)), "ok");
+}
 
 TEST_F(MapTaskTest, RefusesToSplitABuildSide) {
-  ASSERT_EQ(stages_.cuts[0].broadcast.size(), 1u);
-  const std::string error = RunMap(IndexOf(stages_.cuts[0].broadcast[0]));
-  EXPECT_NE(error.find("is not a scan whose rows split the map plan's output"), std::string::npos)
+  ASSERT_EQ(stages_.stages[0].broadcast.size(), 1u);
+  const std::string error = RunMap(IndexOf(stages_.stages[0].broadcast[0]));
+  EXPECT_NE(error.find("the plan cannot run split: split rows on a join's build side"),
+            std::string::npos)
       << error;
   EXPECT_NE(RunMap(7).find("split scan 7 is not a scan"), std::string::npos);
 }
 
 TEST_F(MapTaskTest, RefusesAMapPlanWithASortBelowTheAggregate) {
   // A sort above the split scan: the stage planner never sends this, a forged task might.
-  auto* join = const_cast<PlanNode*>(stages_.cuts[0].partial);
+  auto* join = const_cast<PlanNode*>(stages_.stages[0].root);
   while (join->kind != PlanNode::Kind::kJoin) join = join->input.get();
   auto sort = std::make_unique<PlanNode>();
   sort->kind = PlanNode::Kind::kSort;
   sort->sort_keys = {arrow::compute::SortKey(join->input->OutputNames()[0])};
   sort->input = std::move(join->input);
   join->input = std::move(sort);
-  const std::string error = RunMap(IndexOf(stages_.cuts[0].scan));
-  EXPECT_NE(error.find("a map plan cannot be split: a sort below the partial aggregate"),
-            std::string::npos)
+  const std::string error = RunMap(IndexOf(stages_.stages[0].split));
+  EXPECT_NE(error.find("the plan cannot run split: a sort over split rows"), std::string::npos)
       << error;
 }
 

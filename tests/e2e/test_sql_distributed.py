@@ -1,4 +1,4 @@
-"""`sluice query --workers N`: aggregates cut into map and final stages that `sluice worker`
+"""`sluice query --workers N`: aggregates cut into map, join and final stages that `sluice worker`
 processes run, with shuffle files between them. Every answer is checked against DuckDB on the
 same files and against the in-process path (--workers 0); the stage structure is checked through
 EXPLAIN and EXPLAIN ANALYZE, so a query that silently ran in-process fails these tests."""
@@ -39,16 +39,19 @@ def assert_same_rows(ours, want, ordered, what):
         assert all(same(x, y) for x, y in zip(a, b)), f"{what} row {i}: {a} != {b}"
 
 
-def query(sluice, sql, out, workers, env=None):
-    """Runs a SELECT; returns (rows, stderr)."""
-    proc = sluice.run("query", "--workers", workers, "--format", "arrow", "-o", out, sql, env=env)
+def query(sluice, sql, out, workers, env=None, limit=None):
+    """Runs a SELECT; returns (rows, stderr). `limit`: --broadcast-limit."""
+    more = [] if limit is None else ["--broadcast-limit", limit]
+    proc = sluice.run("query", "--workers", workers, *more, "--format", "arrow", "-o", out, sql,
+                      env=env)
     assert proc.returncode == 0, proc.stderr.decode()
     with pa.ipc.open_stream(out) as reader:
         return rows_of(reader.read_all()), proc.stderr.decode()
 
 
-def explain(sluice, sql, workers, analyze=False, env=None):
-    proc = sluice.run("query", "--workers", workers,
+def explain(sluice, sql, workers, analyze=False, env=None, limit=None):
+    more = [] if limit is None else ["--broadcast-limit", limit]
+    proc = sluice.run("query", "--workers", workers, *more,
                       ("EXPLAIN ANALYZE " if analyze else "EXPLAIN ") + sql, env=env)
     assert proc.returncode == 0, proc.stderr.decode()
     return proc.stdout.decode()
@@ -204,12 +207,11 @@ def test_final_merge_across_3_partitions(mixed, sql, tmp_path):
 # is read whole by every task. Each query below is cut that way at --workers 2.
 JOIN_CUTS = {2: "partsupp", 3: "lineitem", 5: "lineitem", 7: "lineitem", 8: "lineitem",
              9: "lineitem", 10: "lineitem", 11: "partsupp", 16: "partsupp", 19: "lineitem"}
-# These run in-process: the table that would be split is not the largest (lineitem sits on a
-# build side) or no table can be split (Q13's customer is preserved, but sits under an aggregate
-# below the outer one).
-IN_PROCESS = {4: "outweigh the split table orders", 12: "outweigh the split table orders",
-              13: "no table below the aggregate can be split",
-              14: "outweigh the split table part", 21: "outweigh the split table lineitem"}
+# Their largest table sits on a join's build side, above the broadcast limit (lineitem is 20 MB
+# at SF 0.1): both sides are hash-partitioned on the join keys and joined in a join stage.
+HASH_JOINS = [4, 12, 14, 21]
+# Q13's customer is preserved, but sits under an aggregate below the outer one.
+IN_PROCESS = {13: "no table below the aggregate can be split"}
 
 
 @pytest.mark.parametrize("n", sorted(JOIN_CUTS))
@@ -225,6 +227,30 @@ def test_tpch_aggregates_over_joins_are_cut(tpch, n):
     assert any(m.startswith("[stage 1] [split]") for m in marks), plan
     assert plan.count("[stage 1] [split]") == 1, plan
     assert "[broadcast]" in plan, plan
+
+
+@pytest.mark.parametrize("n", HASH_JOINS)
+def test_tpch_large_build_sides_are_hash_partitioned(tpch, n):
+    sluice, _, _ = tpch
+    plan = explain(sluice, q(n), 2)
+    assert re.search(r"stage \d+ \(join\): 2 tasks, one per partition, each reading its partition "
+                     r"from all \d+ tasks of stage \d+ and all \d+ tasks of stage \d+", plan), plan
+    assert re.search(r"HashJoin.*\[stage \d+\]", plan), plan
+    assert "Scan lineitem" in plan and "into 2 partitions to stage" in plan, plan
+
+
+# Every query at 1 and 4 workers, and at 2 with every join that can be hash-partitioned so
+# (--broadcast-limit 0), against DuckDB.
+@pytest.mark.parametrize("workers,limit", [(1, None), (4, None), (2, 0)])
+@pytest.mark.parametrize("n", range(1, 23))
+def test_tpch_at_1_and_4_workers_and_with_partitioned_joins(tpch, n, workers, limit, tmp_path):
+    sluice, con, data = tpch
+    sql = q(n)
+    ours, _ = query(sluice, sql, tmp_path / "r.arrow", workers, limit=limit)
+    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    assert_same_rows(ours, want, ordered=bool(re.search(r"\border\s+by\b", sql, re.I)),
+                     what=f"Q{n} --workers {workers} --broadcast-limit {limit}")
+    assert shuffle_files(data) == []
 
 
 @pytest.mark.parametrize("n", sorted(IN_PROCESS))
@@ -305,6 +331,32 @@ def test_aggregate_over_join_splits_the_probe_side(joined, sql, tmp_path):
     assert shuffle_files(data) == []
 
 
+@pytest.mark.parametrize("sql", JOINS + [
+    "select name, count(*) from d where exists (select 1 from f where k = dk) group by name",
+    "select name, count(*) from d where dnk not in (select nk from f) group by name",
+    "select name, count(*), sum(v) from d left join f on dk = k group by name"])
+def test_aggregate_over_hash_partitioned_join(joined, sql, tmp_path):
+    """Both sides hash-partitioned on the join keys (NULL and duplicate keys, empty sides, every
+    join type), the join run once per partition across 3 workers."""
+    sluice, con, data = joined
+    plan = explain(sluice, sql, 3, limit=0)
+    assert re.search(r"stage 3 \(join\): 3 tasks, one per partition", plan), plan
+    ours, err = query(sluice, sql, tmp_path / "d.arrow", 3, limit=0)
+    assert "running in-process" not in err, err
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    assert_same_rows(ours, want, False, what=f"{sql} vs DuckDB")
+    assert_same_rows(ours, local, False, what=f"{sql} vs --workers 0")
+    # Every join task read its partition of every task of both map stages.
+    analyzed = explain(sluice, sql, 3, analyze=True, limit=0)
+    joins = re.findall(r"stage 3 \(join\) task s3p\d+ attempt \d+: shuffle_read=\S+ KiB from "
+                       r"(\d+) tasks", analyzed)
+    assert len(joins) == 3, analyzed
+    maps = len(re.findall(r"stage [12] \(map\) task ", analyzed))
+    assert all(int(n) == maps for n in joins), analyzed
+    assert shuffle_files(data) == []
+
+
 def test_every_split_row_is_read_by_exactly_one_map_task(joined):
     sluice, _, _ = joined
     sql = "select name, count(*) from f left join d on k = dk group by name"
@@ -352,9 +404,11 @@ def worker_pids(parent):
     return pids
 
 
-def test_worker_sigkilled_at_a_random_moment(tpch, tmp_path):
+@pytest.mark.parametrize("n", [1, 12])
+def test_worker_sigkilled_at_a_random_moment(tpch, n, tmp_path):
+    """Q1: an aggregate; Q12: a join of hash-partitioned orders and lineitem."""
     sluice, con, data = tpch
-    sql = q(1)
+    sql = q(n)
     want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
     rng = random.Random()
     kills = 0
@@ -388,7 +442,8 @@ def test_worker_sigkilled_at_a_random_moment(tpch, tmp_path):
         t.join()
         assert proc.returncode == 0, err.decode()
         with pa.ipc.open_stream(out) as reader:
-            assert_same_rows(rows_of(reader.read_all()), want, ordered=True, what="Q1 after kill")
+            assert_same_rows(rows_of(reader.read_all()), want, ordered=True,
+                             what=f"Q{n} after kill")
         if killed:
             kills += 1
             # A worker killed between tasks (long-lived workers wait for the next) lost none.
@@ -422,15 +477,36 @@ def test_more_tasks_than_workers_start_only_one_process_per_worker(tpch, tmp_pat
         assert_same_rows(rows_of(reader.read_all()), want, ordered=True, what="Q1 on 2 workers")
 
 
-@pytest.mark.parametrize("task", ["s1p0", "s2p1"])
-def test_failed_query_leaves_no_shuffle_files(tpch, task, tmp_path):
+@pytest.mark.parametrize("n,task", [(1, "s1p0"), (1, "s2p1"), (12, "s3p1")])
+def test_failed_query_leaves_no_shuffle_files(tpch, n, task, tmp_path):
+    """A map, a final and (Q12) a join task that always dies."""
     sluice, _, data = tpch
     proc = sluice.run("query", "--workers", "2", "--format", "arrow", "-o", tmp_path / "r.arrow",
-                      q(1), env={"SLUICE_FAILPOINT": f"kill:{task}:*"})
+                      q(n), env={"SLUICE_FAILPOINT": f"kill:{task}:*"})
     err = proc.stderr.decode()
     assert proc.returncode != 0
     assert f"task {task} failed 3 times" in err, err
     assert "stage " + task[1] in err, err
+    assert shuffle_files(data) == []
+
+
+def test_join_tasks_read_only_the_successful_attempt(tpch, tmp_path):
+    """Q12's orders map task s1p0 writes its partitions and dies; the join tasks read the files
+    of its second attempt, and a join task killed once is retried."""
+    sluice, con, data = tpch
+    sql = q(12)
+    env = {"SLUICE_FAILPOINT": "kill-after-write:s1p0:1"}
+    analyzed = explain(sluice, sql, 2, analyze=True, env=env)
+    joins = re.findall(r"stage 3 \(join\) task s3p\d+ attempt \d+: .*?\[([^\]]*)\]", analyzed)
+    assert len(joins) == 2, analyzed
+    for read in joins:
+        assert "s1p0-2" in read.split(","), analyzed
+        assert "s1p0-1" not in read.split(","), analyzed
+    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    for failpoint in ("kill-after-write:s1p0:1", "kill:s3p1:1"):
+        ours, err = query(sluice, sql, tmp_path / "r.arrow", 2, env={"SLUICE_FAILPOINT": failpoint})
+        assert "retrying" in err, err
+        assert_same_rows(ours, want, ordered=True, what=f"Q12 with {failpoint}")
     assert shuffle_files(data) == []
 
 
