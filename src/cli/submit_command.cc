@@ -96,12 +96,26 @@ void AddSubmitCommand(CLI::App& app, Action& action) {
   auto options = std::make_shared<pipeline::SubmitOptions>();
   options->user_id = DefaultUser();
   options->workers = std::max(1u, std::thread::hardware_concurrency());
-  auto* submit = app.add_subcommand("submit", "Run a job manifest on worker processes");
+  auto* submit = app.add_subcommand(
+      "submit", "Run a job manifest on worker processes (or in this process with --workers 0)");
   submit->add_option("--manifest", options->manifest_path, "Job manifest (TOML)")->required();
   submit->add_option("--run-id", options->run_id, "Run id; {run_id} in the sink path")->required();
   submit->add_option("--user-id", options->user_id, "Who runs it")->capture_default_str();
-  submit->add_option("--workers", options->workers, "Worker processes (default: one per core)")
-      ->check(CLI::PositiveNumber);
+  submit
+      ->add_option("--workers", options->workers,
+                   "Worker processes (default: one per core). 0 runs every task in this "
+                   "process, one at a time: no retry (a crashing transform ends the driver and "
+                   "the run), no time or memory limits, and transforms can see what the driver "
+                   "sees (environment, signing key, registry)")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            // The option is an int; only the sign is checked here (CLI11 checks the type).
+            if (!value.empty() && value.front() == '-') {
+              return "must be 0 (every task in this process) or a number of worker processes";
+            }
+            return "";
+          },
+          "NONNEGATIVE"));
   submit->callback([&action, options] { action = [options] { return RunSubmit(*options); }; });
 
   auto* runs = app.add_subcommand("runs", "Runs recorded in the registry");

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <regex>
 #include <thread>
@@ -24,6 +25,7 @@
 #include "common/progress.h"
 #include "common/status.h"
 #include "dist/worker_pool.h"
+#include "pipeline/in_process.h"
 #include "pipeline/manifest.h"
 #include "pipeline/run_files.h"
 #include "plan/fragment.h"
@@ -425,6 +427,10 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     return arrow::Status::Invalid("invalid run id '", options.run_id,
                                   "': use letters, digits, '.', '_' and '-' (at most 128)");
   }
+  if (options.workers < 0) {
+    return arrow::Status::Invalid("--workers ", options.workers,
+                                  ": use 0 (every task in this process) or a number of workers");
+  }
   ARROW_ASSIGN_OR_RAISE(std::string text, ReadTextFile(options.manifest_path));
   const std::string manifest_digest = artifact::Blake3(text).ToHex();
   ARROW_ASSIGN_OR_RAISE(JobManifest job, ParseJobManifest(text, options.manifest_path));
@@ -560,7 +566,9 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     }
   }
 
-  // Compile into stages of fragments.
+  // Compile into stages of fragments. In-process (--workers 0) tasks run one at a time, so the
+  // job is cut as for one worker.
+  const bool in_process = options.workers == 0;
   const int workers = std::max(1, options.workers);
   const plan::SessionSpec session{config.store_url, config.home + "/cache", {}};
   const std::string shuffle_root = ShuffleFolder(options.run_id, attempt_id);
@@ -615,6 +623,13 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     }
   }
 
+  if (in_process &&
+      (job.limits.task_timeout_seconds.has_value() || job.limits.task_memory_mb.has_value())) {
+    std::fprintf(stderr,
+                 "sluice: --workers 0 runs every task in this process: dataflow.limits "
+                 "(task_timeout_seconds, task_memory_mb) are not enforced\n");
+  }
+
   Progress::Options progress_options;
   progress_options.total = n_objects;
   progress_options.unit = "objects";
@@ -634,17 +649,24 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
 
   json timings = json::object();
   std::vector<exec::TaskReport> reports;
-  // One pool of long-lived workers for both stages; they end when it goes out of scope.
-  dist::WorkerPool workers_pool(pool);
+  // One pool of long-lived workers for both stages; they end when it goes out of scope. With
+  // --workers 0 there is none: the tasks run here, through the runner a worker uses.
+  std::optional<dist::WorkerPool> workers_pool;
+  if (!in_process) workers_pool.emplace(pool);
+  auto run_stage =
+      [&](std::vector<plan::Fragment> fragments) -> arrow::Result<std::vector<exec::TaskReport>> {
+    if (in_process) return RunStageInProcess(std::move(fragments), pool.on_report);
+    return workers_pool->RunStage(std::move(fragments));
+  };
   auto run_stages = [&]() -> arrow::Status {
     auto t0 = std::chrono::steady_clock::now();
-    ARROW_ASSIGN_OR_RAISE(auto map_reports, workers_pool.RunStage(maps));
+    ARROW_ASSIGN_OR_RAISE(auto map_reports, run_stage(maps));
     timings["s0"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     reports = map_reports;
     if (!reduces.empty()) {
       ARROW_RETURN_NOT_OK(AttachShuffleDigests(map_reports, &reduces));
       t0 = std::chrono::steady_clock::now();
-      ARROW_ASSIGN_OR_RAISE(auto reduce_reports, workers_pool.RunStage(reduces));
+      ARROW_ASSIGN_OR_RAISE(auto reduce_reports, run_stage(reduces));
       timings["s1"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       reports.insert(reports.end(), reduce_reports.begin(), reduce_reports.end());
     }

@@ -2,7 +2,8 @@
 //
 // The driver validates the manifest against the registry (pins exist, names match, specs are
 // signed), resolves the source objects in sorted key order, compiles the job into stages of
-// plan fragments (a dedup is a hash exchange on its key), runs them on worker processes, and
+// plan fragments (a dedup is a hash exchange on its key), runs them on worker processes (or,
+// with workers = 0, in this process through the same fragment runner: in_process.h), and
 // commits the sink: part files first, the manifest object last. A sink path without a manifest
 // does not exist. A failed run removes what it wrote and leaves nothing that looks like output.
 #pragma once
@@ -21,7 +22,10 @@ struct SubmitOptions {
   std::string manifest_path;
   std::string run_id;
   std::string user_id;
+  /// Worker processes; 0 runs every task in this process, one at a time, with no retries and
+  /// no limits (in_process.h). The job is cut as for max(1, workers) workers.
   int workers = 2;
+  /// The sluice binary whose `worker` subcommand runs a task; unused when workers is 0.
   std::string worker_binary;
 };
 
