@@ -67,19 +67,20 @@ class ShuffleFolder {
   std::string prefix_;
 };
 
-// Swaps a scan's table for one with a subset of its files while a map task's plan is encoded.
-// The driver owns the plan and nothing else reads it meanwhile.
-class ScopedFiles {
+// Swaps a scan's table for its share of the files while a map task's plan is encoded. The driver
+// owns the plan and nothing else reads it meanwhile.
+class ScopedShare {
  public:
-  ScopedFiles(const PlanNode* scan, std::vector<std::string> files)
+  ScopedShare(const PlanNode* scan, SplitShare share)
       : scan_(const_cast<PlanNode*>(scan)), saved_(scan_->table) {
     auto subset = std::make_shared<TableSource>(*saved_);
-    subset->files = std::move(files);
+    subset->files = std::move(share.files);
+    subset->row_group_ranges = std::move(share.row_group_ranges);
     scan_->table = std::move(subset);
   }
-  ~ScopedFiles() { scan_->table = saved_; }
-  ScopedFiles(const ScopedFiles&) = delete;
-  ScopedFiles& operator=(const ScopedFiles&) = delete;
+  ~ScopedShare() { scan_->table = saved_; }
+  ScopedShare(const ScopedShare&) = delete;
+  ScopedShare& operator=(const ScopedShare&) = delete;
 
  private:
   PlanNode* scan_;
@@ -207,21 +208,18 @@ class StageDriver {
     }
     std::vector<plan::Fragment> out;
     if (stage.split != nullptr) {
-      // Map stage: contiguous groups of the split table's files.
+      // Map stage: contiguous runs of the split table's row groups (or files).
       const std::vector<const PlanNode*> scans = ScansOf(*stage.root);
       const auto at = std::find(scans.begin(), scans.end(), stage.split);
-      if (at == scans.end())
+      if (at == scans.end()) {
         return arrow::Status::Invalid("internal: the split is not in its stage");
+      }
       base.split_scan = static_cast<int32_t>(at - scans.begin());
-      const std::vector<std::string>& files = stage.split->table->files;
-      const size_t tasks = static_cast<size_t>(stage.tasks);
-      for (size_t t = 0; t < tasks; ++t) {
-        const size_t begin = files.size() * t / tasks;
-        const size_t end = files.size() * (t + 1) / tasks;
+      std::vector<SplitShare> shares = SplitShares(*stage.split->table, stage.tasks);
+      for (size_t t = 0; t < shares.size(); ++t) {
         StageTask task = base;
         {
-          ScopedFiles subset(stage.split,
-                             std::vector<std::string>(files.begin() + begin, files.begin() + end));
+          ScopedShare subset(stage.split, std::move(shares[t]));
           ARROW_ASSIGN_OR_RAISE(task.plan, EncodeQueryPlan(*stage.root, names));
         }
         ARROW_ASSIGN_OR_RAISE(auto body, EncodeStageTask(task));

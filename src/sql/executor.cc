@@ -75,13 +75,37 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node) {
   } else {
     format = std::make_shared<ds::JsonFileFormat>();
   }
-  ARROW_ASSIGN_OR_RAISE(auto factory, ds::FileSystemDatasetFactory::Make(table.store->filesystem(),
-                                                                         paths, format, {}));
-  // The schema carried in the plan, not re-read per file; with plain string types, which the
-  // scan produces from views (tpchgen-cli writes string_view) or dictionaries.
-  ds::FinishOptions finish;
-  finish.schema = table.schema;
-  ARROW_ASSIGN_OR_RAISE(auto dataset, factory->Finish(finish));
+  std::shared_ptr<ds::Dataset> dataset;
+  if (!table.row_group_ranges.empty()) {
+    // A map task's share: some row groups of each file.
+    if (table.format != "parquet" || table.row_group_ranges.size() != paths.size()) {
+      return arrow::Status::Invalid("internal: row group ranges of table '", table.name,
+                                    "' do not match its files");
+    }
+    auto& parquet = static_cast<ds::ParquetFileFormat&>(*format);
+    std::vector<std::shared_ptr<ds::FileFragment>> fragments;
+    for (size_t i = 0; i < paths.size(); ++i) {
+      const auto [first, end] = table.row_group_ranges[i];
+      if (first >= end) continue;
+      std::vector<int> row_groups;
+      for (int32_t rg = first; rg < end; ++rg) row_groups.push_back(rg);
+      ARROW_ASSIGN_OR_RAISE(
+          auto fragment, parquet.MakeFragment(ds::FileSource(paths[i], table.store->filesystem()),
+                                              cp::literal(true), nullptr, row_groups));
+      fragments.push_back(std::move(fragment));
+    }
+    ARROW_ASSIGN_OR_RAISE(dataset,
+                          ds::FileSystemDataset::Make(table.schema, cp::literal(true), format,
+                                                      table.store->filesystem(), fragments));
+  } else {
+    ARROW_ASSIGN_OR_RAISE(auto factory, ds::FileSystemDatasetFactory::Make(
+                                            table.store->filesystem(), paths, format, {}));
+    // The schema carried in the plan, not re-read per file; with plain string types, which the
+    // scan produces from views (tpchgen-cli writes string_view) or dictionaries.
+    ds::FinishOptions finish;
+    finish.schema = table.schema;
+    ARROW_ASSIGN_OR_RAISE(dataset, factory->Finish(finish));
+  }
   auto options = std::make_shared<ds::ScanOptions>();
   options->dataset_schema = table.schema;
   std::vector<cp::Expression> columns;

@@ -229,6 +229,12 @@ arrow::Result<cp::Expression> ExpressionFrom(const json& node, const char* key) 
   return DecodeExpression(*v, 0);
 }
 
+json RangesJson(const std::vector<std::pair<int32_t, int32_t>>& ranges) {
+  json out = json::array();
+  for (const auto& [first, end] : ranges) out.push_back({first, end});
+  return out;
+}
+
 arrow::Result<json> EncodeNode(const PlanNode& n) {
   json out = {{"kind", KindName(n.kind)}};
   switch (n.kind) {
@@ -241,6 +247,7 @@ arrow::Result<json> EncodeNode(const PlanNode& n) {
                       {"store_url", t.store_url},
                       {"format", t.format},
                       {"files", t.files},
+                      {"row_group_ranges", RangesJson(t.row_group_ranges)},
                       {"file_schema", file_schema},
                       {"schema", schema},
                       {"dictionary_columns", std::vector<std::string>(t.dictionary_columns.begin(),
@@ -335,6 +342,20 @@ arrow::Result<std::shared_ptr<TableSource>> DecodeTable(
     if (!valid.ok()) {
       return arrow::Status::Invalid("plan: table '", t->name, "': ", valid.message());
     }
+  }
+  ARROW_ASSIGN_OR_RAISE(const json* ranges, Field(v, "row_group_ranges"));
+  if (!ranges->is_array() ||
+      (!ranges->empty() && (ranges->size() != t->files.size() || t->format != "parquet"))) {
+    return arrow::Status::Invalid("plan: table '", t->name,
+                                  "': row group ranges need one range per Parquet file");
+  }
+  for (const json& r : *ranges) {
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer() ||
+        r[0].get<int64_t>() < 0 || r[0].get<int64_t>() > r[1].get<int64_t>() ||
+        r[1].get<int64_t>() > (int64_t{1} << 24)) {
+      return arrow::Status::Invalid("plan: table '", t->name, "': a bad row group range");
+    }
+    t->row_group_ranges.emplace_back(r[0].get<int32_t>(), r[1].get<int32_t>());
   }
   ARROW_ASSIGN_OR_RAISE(const json* file_schema, Field(v, "file_schema"));
   ARROW_ASSIGN_OR_RAISE(t->file_schema, plan::SchemaFrom(*file_schema));

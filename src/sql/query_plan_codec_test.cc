@@ -262,6 +262,16 @@ TEST_F(QueryPlanCodecTest, EachCheckRefusesItsKindOfBadPlan) {
             "plan: table 't' has unknown format 'exe'");
   EXPECT_EQ(refused([](auto& d) { d["plan"]["input"]["names"].push_back("extra"); }),
             "plan: a projection needs one name per expression");
+  // A map task's row groups: one [first, end) range per file, first <= end.
+  auto ranges = [&](nlohmann::json value) {
+    return refused(
+        [&](auto& d) { (*FindNode(d["plan"], "scan"))["table"]["row_group_ranges"] = value; });
+  };
+  EXPECT_EQ(ranges({{0, 1}, {0, 1}, {0, 1}}),
+            "plan: table 't': row group ranges need one range per Parquet file");
+  EXPECT_EQ(ranges({{2, 1}, {0, 1}}), "plan: table 't': a bad row group range");
+  EXPECT_EQ(ranges({{0, 1}, {-1, 1}}), "plan: table 't': a bad row group range");
+  EXPECT_EQ(ranges({"0-1", "1-2"}), "plan: table 't': a bad row group range");
 
   // Nesting deeper than any bound query, in plans and in expressions, is refused before it
   // can exhaust the stack.

@@ -162,7 +162,7 @@ class Planner {
     b.open.output_keys = std::move(keys);
     b.open.partitions = partitions;
     if (b.open.role == StageRole::kMap) {
-      b.open.tasks = MapTaskCount(b.open.split->table->files.size(), options_.workers);
+      b.open.tasks = MapTaskCount(b.open.split->table->SplitUnits(), options_.workers);
     }
     b.done.push_back(std::move(b.open));
     return std::move(b.done);
@@ -383,9 +383,35 @@ StagePlan PlanStages(const PlanNode& root, const StageOptions& options) {
   return Planner(options).Plan(root);
 }
 
-int MapTaskCount(size_t files, int workers) {
-  const size_t most = static_cast<size_t>(std::max(1, workers)) * kMaxMapTasksPerWorker;
-  return static_cast<int>(std::max<size_t>(1, std::min(files, most)));
+int MapTaskCount(int64_t units, int workers) {
+  const int64_t most = int64_t{std::max(1, workers)} * kMaxMapTasksPerWorker;
+  return static_cast<int>(std::max<int64_t>(1, std::min(units, most)));
+}
+
+std::vector<SplitShare> SplitShares(const TableSource& table, int tasks) {
+  // Units in order: (file, row group), or (file, -1) for a whole file.
+  const bool by_row_group = table.file_row_groups.size() == table.files.size();
+  std::vector<std::pair<size_t, int32_t>> units;
+  for (size_t f = 0; f < table.files.size(); ++f) {
+    const int32_t groups = by_row_group ? table.file_row_groups[f] : 0;
+    if (groups == 0) units.emplace_back(f, -1);
+    for (int32_t rg = 0; rg < groups; ++rg) units.emplace_back(f, rg);
+  }
+  std::vector<SplitShare> out(static_cast<size_t>(std::max(1, tasks)));
+  for (size_t t = 0; t < out.size(); ++t) {
+    const size_t begin = units.size() * t / out.size();
+    const size_t end = units.size() * (t + 1) / out.size();
+    SplitShare& share = out[t];
+    for (size_t u = begin; u < end; ++u) {
+      const auto [file, rg] = units[u];
+      if (share.files.empty() || share.files.back() != table.files[file]) {
+        share.files.push_back(table.files[file]);
+        if (by_row_group) share.row_group_ranges.emplace_back(std::max(rg, 0), std::max(rg, 0));
+      }
+      if (by_row_group && rg >= 0) share.row_group_ranges.back().second = rg + 1;
+    }
+  }
+  return out;
 }
 
 std::string ExplainStages(const PlanNode& root, const StagePlan& plan,
@@ -407,8 +433,12 @@ std::string ExplainStages(const PlanNode& root, const StagePlan& plan,
     const Stage& s = plan.stages[i];
     out << "  stage " << s.id << " (" << StageRoleName(s.role) << "): " << s.tasks << " tasks";
     if (s.split != nullptr) {
-      out << " over " << s.split->table->name << "'s " << s.split->table->files.size()
-          << " files (split)";
+      const TableSource& t = *s.split->table;
+      out << " over " << t.name << "'s " << t.files.size() << " files";
+      if (t.SplitUnits() != static_cast<int64_t>(t.files.size())) {
+        out << ", " << t.SplitUnits() << " row groups";
+      }
+      out << " (split)";
     } else {
       std::string from;
       for (const StageInput& in : s.inputs) {

@@ -130,9 +130,20 @@ std::vector<const PlanNode*> NodesOf(const PlanNode& node);
 /// Every scan below `node` (itself included), in pre-order: how a map task names its split scan.
 std::vector<const PlanNode*> ScansOf(const PlanNode& node);
 
-/// Map tasks for `files` files and `workers` workers: one task per file up to
-/// kMaxMapTasksPerWorker tasks per worker, at least one.
-int MapTaskCount(size_t files, int workers);
+/// Map tasks for a table of `units` split units (TableSource::SplitUnits: row groups, else files)
+/// and `workers` workers: one task per unit up to kMaxMapTasksPerWorker tasks per worker, at
+/// least one.
+int MapTaskCount(int64_t units, int workers);
+
+/// One map task's share of its split table: the files it reads and, for Parquet files whose
+/// row groups are known, which row groups of each.
+struct SplitShare {
+  std::vector<std::string> files;
+  std::vector<std::pair<int32_t, int32_t>> row_group_ranges;
+};
+
+/// `tasks` shares of `table`: contiguous runs of its units, each unit in exactly one share.
+std::vector<SplitShare> SplitShares(const TableSource& table, int tasks);
 
 /// The plan with every operator marked with its stage and every exchange with its kind, and a
 /// header line per stage with its tasks and exchanges: EXPLAIN's form of a distributed query.

@@ -433,5 +433,38 @@ TEST(StageShapeTest, NodesAreListedInPreOrder) {
   EXPECT_EQ(nodes[2], plan->right.get());
 }
 
+// A map task's share is a contiguous run of row groups: one large file still splits, and every
+// row group is read by exactly one task.
+TEST(SplitSharesTest, EveryRowGroupIsInExactlyOneShare) {
+  TableSource t;
+  t.files = {"a", "b", "c"};
+  t.file_row_groups = {3, 0, 2};
+  EXPECT_EQ(t.SplitUnits(), 6);
+  std::vector<SplitShare> shares = SplitShares(t, 4);
+  ASSERT_EQ(shares.size(), 4u);
+  using Ranges = std::vector<std::pair<int32_t, int32_t>>;
+  EXPECT_EQ(shares[0].files, std::vector<std::string>{"a"});
+  EXPECT_EQ(shares[0].row_group_ranges, (Ranges{{0, 1}}));
+  EXPECT_EQ(shares[1].files, std::vector<std::string>{"a"});
+  EXPECT_EQ(shares[1].row_group_ranges, (Ranges{{1, 3}}));
+  EXPECT_EQ(shares[2].files, std::vector<std::string>{"b"});  // no row groups: read whole
+  EXPECT_EQ(shares[2].row_group_ranges, (Ranges{{0, 0}}));
+  EXPECT_EQ(shares[3].files, std::vector<std::string>{"c"});
+  EXPECT_EQ(shares[3].row_group_ranges, (Ranges{{0, 2}}));
+  // Runs may cross files.
+  shares = SplitShares(t, 2);
+  EXPECT_EQ(shares[0].files, std::vector<std::string>{"a"});
+  EXPECT_EQ(shares[1].files, (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(shares[1].row_group_ranges, (Ranges{{0, 0}, {0, 2}}));
+  // Without footers (IPC, JSONL), files are the units.
+  t.file_row_groups.clear();
+  EXPECT_EQ(t.SplitUnits(), 3);
+  shares = SplitShares(t, 2);
+  EXPECT_EQ(shares[0].files, std::vector<std::string>{"a"});
+  EXPECT_EQ(shares[1].files, (std::vector<std::string>{"b", "c"}));
+  EXPECT_TRUE(shares[1].row_group_ranges.empty());
+  EXPECT_EQ(MapTaskCount(t.SplitUnits(), 4), 3);
+}
+
 }  // namespace
 }  // namespace sluice::sql

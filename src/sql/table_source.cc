@@ -42,6 +42,7 @@ arrow::Status ReadParquetFooters(TableSource* table) {
     if (f == 0) ARROW_RETURN_NOT_OK((*reader)->GetSchema(&table->file_schema));
     auto metadata = (*reader)->parquet_reader()->metadata();
     table->num_rows += metadata->num_rows();
+    table->file_row_groups.push_back(metadata->num_row_groups());
     if (f == 0) {
       for (const auto& field : table->file_schema->fields()) {
         const auto id = field->type()->id();
@@ -215,6 +216,13 @@ arrow::Result<std::shared_ptr<TableSource>> OpenTable(std::shared_ptr<storage::O
   }
   table->schema = arrow::schema(fields);
   return table;
+}
+
+int64_t TableSource::SplitUnits() const {
+  if (file_row_groups.size() != files.size()) return static_cast<int64_t>(files.size());
+  int64_t units = 0;
+  for (int32_t n : file_row_groups) units += std::max<int32_t>(1, n);
+  return units;
 }
 
 int64_t TableSource::DistinctBound(const std::string& column) const {

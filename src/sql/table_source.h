@@ -29,6 +29,13 @@ struct TableSource {
   std::string store_url;
   /// Store keys, sorted: partition i is files[i].
   std::vector<std::string> files;
+  /// Parquet: the row groups of each file, from its footer (empty for other formats). A map task
+  /// of a distributed query reads a share of a table's row groups, so one large file still
+  /// splits among several tasks.
+  std::vector<int32_t> file_row_groups;
+  /// When not empty, the row groups [first, second) of each of `files` are all that is read: a
+  /// map task's share of the table.
+  std::vector<std::pair<int32_t, int32_t>> row_group_ranges;
   /// Bytes of all files: a size estimate for join ordering.
   int64_t total_bytes = 0;
   /// Rows in all files, from the Parquet footers.
@@ -41,6 +48,9 @@ struct TableSource {
   /// indices and expanded once, instead of decoded value by value (TPC-H's flags and modes).
   std::set<std::string> dictionary_columns;
 
+  /// The units a scan of this table splits into among tasks: row groups where the footers
+  /// gave them, else files.
+  int64_t SplitUnits() const;
   /// An upper bound of the distinct values of `column`: its integer range, capped by the rows.
   int64_t DistinctBound(const std::string& column) const;
   /// The schema as stored in the files.

@@ -219,7 +219,8 @@ def test_tpch_aggregates_over_joins_are_cut(tpch, n):
     sluice, _, _ = tpch
     plan = explain(sluice, q(n), 2)
     split = JOIN_CUTS[n]
-    assert re.search(rf"stage 1 \(map\): \d+ tasks over {split}'s \d+ files \(split\); broadcast "
+    assert re.search(rf"stage 1 \(map\): \d+ tasks over {split}'s \d+ files(, \d+ row groups)? "
+                     r"\(split\); broadcast "
                      r"by re-scan, read whole by every task: \w+", plan), plan
     assert re.search(r"HashJoin.*\[stage 1\]", plan), plan
     # Each scan's stage marker (a line may wrap: Q19's pushed-down filter).
@@ -366,6 +367,37 @@ def test_every_split_row_is_read_by_exactly_one_map_task(joined):
     assert len(rows_in) == 4, analyzed
     assert sum(int(f) for f, _ in rows_in) == 6, analyzed
     assert sum(int(r) for _, r in rows_in) == 6 * 500, analyzed
+
+
+def test_one_file_splits_by_row_groups(sluice_bin, tmp_path):
+    """A single Parquet file of 10 row groups: map tasks read disjoint runs of row groups, every
+    row exactly once, and a pushed-down filter still skips row groups within a share."""
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = random.Random(5)
+    rows = [{"id": i, "g": rng.choice(["x", "y", None]), "v": rng.randrange(100)}
+            for i in range(1000)]
+    pq.write_table(pa.Table.from_pylist(rows), data / "t.parquet", row_group_size=100)
+    env = base_env(tmp_path / "home")
+    env["SLUICE_STORE"] = f"file://{data}"
+    sluice = Sluice(sluice_bin, env)
+    sluice.run("query", "CREATE EXTERNAL TABLE t STORED AS PARQUET LOCATION 't.parquet'",
+               check=True)
+    con = duckdb.connect()
+    con.execute(f"create view t as select * from read_parquet('{data}/t.parquet')")
+    for sql, rows_read in (("select g, count(*), sum(v) from t group by g", 1000),
+                           ("select g, count(*), sum(v) from t where id >= 650 group by g", 400)):
+        plan = explain(sluice, sql, 2)
+        assert "stage 1 (map): 4 tasks over t's 1 files, 10 row groups (split)" in plan, plan
+        analyzed = explain(sluice, sql, 2, analyze=True)
+        rows_in = re.findall(r"stage 1 \(map\) task s1p\d+ attempt \d+: files=1 rows_in=(\d+)",
+                             analyzed)
+        assert len(rows_in) == 4, analyzed
+        assert sum(int(r) for r in rows_in) == rows_read, analyzed
+        ours, _ = query(sluice, sql, tmp_path / "r.arrow", 2)
+        want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+        assert_same_rows(ours, want, False, what=sql)
+    assert shuffle_files(data) == []
 
 
 # The largest table on a build side: d's rows are kept, f would be re-read by every task. The
