@@ -230,9 +230,9 @@ void AddQueryCommand(CLI::App& app, Action& action) {
       ->check(CLI::Range(0, 256));
   query
       ->add_option("--broadcast-limit", options->broadcast_limit,
-                   "With --workers: a join side whose tables weigh more bytes than this is "
-                   "hash-partitioned with the other side instead of read whole by every task "
-                   "(default 16 MiB)")
+                   "With --workers: a join's build side whose tables weigh more bytes than this "
+                   "(or more than the probe side) is hash-partitioned with the probe side "
+                   "instead of read whole by every task (default 256 MiB)")
       ->check(CLI::NonNegativeNumber);
   query->callback([&action, options] { action = [options] { return RunQueryCommand(*options); }; });
 }

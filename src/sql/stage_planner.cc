@@ -76,6 +76,9 @@ std::shared_ptr<arrow::DataType> HashedType(const std::shared_ptr<arrow::DataTyp
 // Whether rows of the two sides with equal keys land in the same partition: the keys must have
 // the same types (an int32 hashes other bytes than an equal int64).
 bool KeysHashAlike(const PlanNode& join) {
+  for (const PlanNode* s : ScansOf(join)) {
+    if (s->table == nullptr || s->table->schema == nullptr) return false;  // no types to compare
+  }
   auto left = OutputSchema(*join.input);
   auto right = OutputSchema(*join.right);
   if (!left.ok() || !right.ok() || join.left_keys.size() != join.right_keys.size()) return false;
@@ -162,7 +165,13 @@ class Planner {
     b.open.output_keys = std::move(keys);
     b.open.partitions = partitions;
     if (b.open.role == StageRole::kMap) {
-      b.open.tasks = MapTaskCount(b.open.split->table->SplitUnits(), options_.workers);
+      // Each task re-reads the broadcast tables: one task per worker then, not
+      // kMaxMapTasksPerWorker.
+      b.open.tasks =
+          b.open.broadcast.empty()
+              ? MapTaskCount(b.open.split->table->SplitUnits(), options_.workers)
+              : std::min(MapTaskCount(b.open.split->table->SplitUnits(), options_.workers),
+                         options_.workers);
     }
     b.done.push_back(std::move(b.open));
     return std::move(b.done);
@@ -208,8 +217,14 @@ class Planner {
     if (!b) return std::nullopt;
     // A large build side: hash both sides on the join keys, when the build side can be split
     // too and neither side's stage re-reads more than it splits.
-    if (SubtreeBytes(*node.right) > options_.broadcast_limit_bytes && !node.left_keys.empty() &&
-        KeysHashAlike(node) && BroadcastRefusal(b->open).empty()) {
+    // A build side that every task re-reading would outweigh the split side, or above the
+    // broadcast limit, is hash-partitioned with the probe side instead.
+    Stage with_broadcast = b->open;
+    for (const PlanNode* s : ScansOf(*node.right)) with_broadcast.broadcast.push_back(s);
+    const bool hash = SubtreeBytes(*node.right) > options_.broadcast_limit_bytes ||
+                      !BroadcastRefusal(with_broadcast).empty();
+    if (hash && !node.left_keys.empty() && KeysHashAlike(node) &&
+        BroadcastRefusal(b->open).empty()) {
       std::string right_why;
       auto r = Split(*node.right, &right_why);
       if (r && BroadcastRefusal(r->open).empty()) {
