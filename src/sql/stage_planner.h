@@ -54,8 +54,9 @@ namespace sluice::sql {
 /// worker's memory limit has to hold.
 inline constexpr int64_t kDefaultBroadcastLimitBytes = int64_t{256} << 20;
 
-/// Files are grouped into at most this many map tasks per worker: small enough that a retried
-/// task redoes little, few enough that the per-task cost stays small against the scan.
+/// A split table's row groups (or files) are grouped into at most this many map tasks per worker:
+/// small enough that a retried task redoes little, few enough that the per-task cost stays small
+/// against the scan. A stage whose tasks each re-read broadcast tables has one task per worker.
 inline constexpr int kMaxMapTasksPerWorker = 2;
 
 struct StageOptions {
@@ -91,7 +92,8 @@ struct Stage {
   bool gather = false;
   std::vector<std::string> output_keys;
   int partitions = 1;
-  /// kMap: MapTaskCount of the split table's files; otherwise the inputs' partition count.
+  /// kMap: MapTaskCount of the split table's units (one per worker with broadcasts); otherwise
+  /// the inputs' partition count.
   int tasks = 1;
   /// Bytes of the tables whose rows the stage splits (the split table, or every input's):
   /// what a broadcast is weighed against.
