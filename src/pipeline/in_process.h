@@ -1,4 +1,6 @@
 // `sluice submit --workers 0`: a stage's tasks run in the driver's own process, one at a time.
+// RunStageInProcess is the runner (dist::TaskRunner) that the stage scheduler then uses in place
+// of a pool of workers (dist/stage_scheduler.h).
 //
 // Each fragment goes through the plan codec (encoded and decoded with every check a worker
 // makes, so the task runs exactly the plan a worker would receive, the driver's parity values

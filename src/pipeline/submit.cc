@@ -8,10 +8,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <random>
 #include <regex>
 #include <thread>
@@ -24,7 +22,7 @@
 #include "catalog/trust.h"
 #include "common/progress.h"
 #include "common/status.h"
-#include "dist/worker_pool.h"
+#include "dist/stage_scheduler.h"
 #include "pipeline/in_process.h"
 #include "pipeline/manifest.h"
 #include "pipeline/run_files.h"
@@ -387,29 +385,6 @@ class LeaseKeeper {
   std::thread thread_;
 };
 
-// Tells each reduce task the BLAKE3 that the map tasks reported for the shuffle files it reads.
-arrow::Status AttachShuffleDigests(const std::vector<exec::TaskReport>& maps,
-                                   std::vector<plan::Fragment>* reduces) {
-  std::map<std::string, std::string> digests;
-  for (const auto& report : maps) {
-    for (const auto& f : report.shuffle_files) digests[f.key] = f.blake3;
-  }
-  for (plan::Fragment& reduce : *reduces) {
-    auto* scan = std::get_if<plan::ScanShuffle>(&reduce.operators.front());
-    if (scan == nullptr)
-      return arrow::Status::Invalid("internal: a reduce task must scan a shuffle");
-    scan->blake3.clear();
-    for (const std::string& key : scan->keys) {
-      auto it = digests.find(key);
-      if (it == digests.end()) {
-        return arrow::Status::IOError("shuffle file '", key, "' was not reported by its map task");
-      }
-      scan->blake3.push_back(it->second);
-    }
-  }
-  return arrow::Status::OK();
-}
-
 }  // namespace
 
 bool IsValidRunId(const std::string& run_id) {
@@ -582,45 +557,73 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
       4);
   const int64_t n_maps = std::max<int64_t>(1, std::min<int64_t>(n_objects, workers * rounds));
   const int reduce_partitions = workers;
-  std::vector<plan::Fragment> maps, reduces;
-  for (int64_t m = 0; m < n_maps; ++m) {
-    const int64_t begin = n_objects * m / n_maps, end = n_objects * (m + 1) / n_maps;
-    plan::Fragment f{options.run_id, 0, static_cast<int32_t>(m), 1, session, {}};
-    f.operators.push_back(plan::ScanObjects{
-        job.source.kind,
-        std::vector<std::string>(plan.objects.begin() + begin, plan.objects.begin() + end), begin,
-        plan.scan_schema_id, plan.scan_schema, job.source.on_error == "skip"});
-    for (const auto& t : plan.transforms) {
-      // A null output schema (`any`) is fixed by the first stream the stage emits.
-      f.operators.push_back(plan::CallTransform{t.artifact.qualified_name,
-                                                t.artifact.artifact_blake3, t.output_schema});
-    }
-    if (plan.dedup != nullptr) {
-      f.operators.push_back(plan::HashExchange{plan.dedup->key, reduce_partitions,
-                                               shuffle_root + "/s0/m" + std::to_string(m)});
-    } else {
-      f.operators.push_back(plan::WriteSink{job.sink.kind, part_key(static_cast<int>(m))});
-    }
-    maps.push_back(std::move(f));
-  }
-  if (plan.dedup != nullptr) {
-    auto seq_schema =
-        plan.output_schema->AddField(plan.output_schema->num_fields(),
-                                     arrow::field(plan::kSequenceColumn, arrow::int64(), false));
-    ARROW_RETURN_NOT_OK(seq_schema.status());
-    for (int r = 0; r < reduce_partitions; ++r) {
-      plan::Fragment f{options.run_id, 1, r, 1, session, {}};
-      std::vector<std::string> keys;
-      for (int64_t m = 0; m < n_maps; ++m) {
-        keys.push_back(shuffle_root + "/s0/m" + std::to_string(m) + "/part-" + std::to_string(r) +
-                       ".arrow");
+  // Map task m's shuffle files, when the job has a dedup: `<folder>/part-<r>.arrow`.
+  auto map_folder = [&](int64_t m) { return shuffle_root + "/s0/m" + std::to_string(m); };
+  dist::ScheduledStage map_stage;
+  map_stage.id = 0;
+  map_stage.name = "stage 0 (map)";
+  map_stage.fragments =
+      [&](const std::vector<dist::StageResult>&) -> arrow::Result<std::vector<plan::Fragment>> {
+    std::vector<plan::Fragment> maps;
+    for (int64_t m = 0; m < n_maps; ++m) {
+      const int64_t begin = n_objects * m / n_maps, end = n_objects * (m + 1) / n_maps;
+      plan::Fragment f{options.run_id, 0, static_cast<int32_t>(m), 1, session, {}};
+      f.operators.push_back(plan::ScanObjects{
+          job.source.kind,
+          std::vector<std::string>(plan.objects.begin() + begin, plan.objects.begin() + end), begin,
+          plan.scan_schema_id, plan.scan_schema, job.source.on_error == "skip"});
+      for (const auto& t : plan.transforms) {
+        // A null output schema (`any`) is fixed by the first stream the stage emits.
+        f.operators.push_back(plan::CallTransform{t.artifact.qualified_name,
+                                                  t.artifact.artifact_blake3, t.output_schema});
       }
-      // The digests come from the map tasks' reports, once they have run.
-      f.operators.push_back(plan::ScanShuffle{keys, {}, *seq_schema});
-      f.operators.push_back(plan::DedupFirst{plan.dedup->key});
-      f.operators.push_back(plan::WriteSink{job.sink.kind, part_key(r)});
-      reduces.push_back(std::move(f));
+      if (plan.dedup != nullptr) {
+        f.operators.push_back(
+            plan::HashExchange{plan.dedup->key, reduce_partitions, map_folder(m)});
+      } else {
+        f.operators.push_back(plan::WriteSink{job.sink.kind, part_key(static_cast<int>(m))});
+      }
+      maps.push_back(std::move(f));
     }
+    return maps;
+  };
+  std::vector<dist::ScheduledStage> stages;
+  if (plan.dedup != nullptr) {
+    map_stage.shuffle_files = reduce_partitions;
+    map_stage.shuffle_file_key = [&](const plan::Fragment& task, int32_t, int32_t file) {
+      return map_folder(task.partition) + "/part-" + std::to_string(file) + ".arrow";
+    };
+    stages.push_back(std::move(map_stage));
+    ARROW_ASSIGN_OR_RAISE(
+        auto seq_schema,
+        plan.output_schema->AddField(plan.output_schema->num_fields(),
+                                     arrow::field(plan::kSequenceColumn, arrow::int64(), false)));
+    dist::ScheduledStage reduce_stage;
+    reduce_stage.id = 1;
+    reduce_stage.name = "stage 1 (dedup)";
+    reduce_stage.producers = {0};
+    // Reduce task r reads part r of every map task's successful attempt, with its digest.
+    reduce_stage.fragments = [&, seq_schema](const std::vector<dist::StageResult>& done)
+        -> arrow::Result<std::vector<plan::Fragment>> {
+      std::vector<plan::Fragment> reduces;
+      for (int r = 0; r < reduce_partitions; ++r) {
+        plan::Fragment f{options.run_id, 1, r, 1, session, {}};
+        plan::ScanShuffle scan{{}, {}, seq_schema};
+        for (const exec::TaskReport& map : done[0].reports) {
+          const exec::OutputFile& file = map.shuffle_files[static_cast<size_t>(r)];
+          scan.keys.push_back(file.key);
+          scan.blake3.push_back(file.blake3);
+        }
+        f.operators.push_back(std::move(scan));
+        f.operators.push_back(plan::DedupFirst{plan.dedup->key});
+        f.operators.push_back(plan::WriteSink{job.sink.kind, part_key(r)});
+        reduces.push_back(std::move(f));
+      }
+      return reduces;
+    };
+    stages.push_back(std::move(reduce_stage));
+  } else {
+    stages.push_back(std::move(map_stage));
   }
 
   if (in_process &&
@@ -635,45 +638,41 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
   progress_options.unit = "objects";
   progress_options.secondary_unit = "rows";
   Progress progress("run " + options.run_id, progress_options);
-  dist::PoolOptions pool{workers, 3, options.worker_binary, nullptr};
-  pool.on_report = [&](const exec::TaskReport& r) { progress.Advance(r.objects, r.rows_out); };
-  pool.task_timeout_seconds =
-      job.limits.task_timeout_seconds.value_or(dist::kDefaultTaskTimeoutSeconds);
-  pool.task_memory_bytes = job.limits.task_memory_mb.value_or(0) << 20;
-  // Transforms must not read the signing keys or write the registry behind its back.
-  pool.hidden_paths = {config.home + "/keys"};
-  const std::string sqlite = "sqlite://";
-  if (config.database_url.rfind(sqlite, 0) == 0) {
-    pool.hidden_paths.push_back(config.database_url.substr(sqlite.size()));
+  dist::SchedulerOptions scheduling;
+  scheduling.on_report = [&](const exec::TaskReport& r) {
+    progress.Advance(r.objects, r.rows_out);
+  };
+  std::vector<dist::StageResult> done;
+  arrow::Status st;
+  if (in_process) {
+    // No pool: the tasks run here, through the runner a worker uses.
+    dist::StageScheduler scheduler(dist::TaskRunner(RunStageInProcess), std::move(scheduling));
+    st = scheduler.Run(stages, &done);
+  } else {
+    // One pool of long-lived workers for both stages; they end with the scheduler.
+    dist::PoolOptions pool{workers, 3, options.worker_binary, nullptr};
+    pool.task_timeout_seconds =
+        job.limits.task_timeout_seconds.value_or(dist::kDefaultTaskTimeoutSeconds);
+    pool.task_memory_bytes = job.limits.task_memory_mb.value_or(0) << 20;
+    // Transforms must not read the signing keys or write the registry behind its back.
+    pool.hidden_paths = {config.home + "/keys"};
+    const std::string sqlite = "sqlite://";
+    if (config.database_url.rfind(sqlite, 0) == 0) {
+      pool.hidden_paths.push_back(config.database_url.substr(sqlite.size()));
+    }
+    dist::StageScheduler scheduler(std::move(pool), std::move(scheduling));
+    st = scheduler.Run(stages, &done);
   }
+  progress.Finish();
 
+  // What ran counts, even when a later stage failed.
   json timings = json::object();
   std::vector<exec::TaskReport> reports;
-  // One pool of long-lived workers for both stages; they end when it goes out of scope. With
-  // --workers 0 there is none: the tasks run here, through the runner a worker uses.
-  std::optional<dist::WorkerPool> workers_pool;
-  if (!in_process) workers_pool.emplace(pool);
-  auto run_stage =
-      [&](std::vector<plan::Fragment> fragments) -> arrow::Result<std::vector<exec::TaskReport>> {
-    if (in_process) return RunStageInProcess(std::move(fragments), pool.on_report);
-    return workers_pool->RunStage(std::move(fragments));
-  };
-  auto run_stages = [&]() -> arrow::Status {
-    auto t0 = std::chrono::steady_clock::now();
-    ARROW_ASSIGN_OR_RAISE(auto map_reports, run_stage(maps));
-    timings["s0"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    reports = map_reports;
-    if (!reduces.empty()) {
-      ARROW_RETURN_NOT_OK(AttachShuffleDigests(map_reports, &reduces));
-      t0 = std::chrono::steady_clock::now();
-      ARROW_ASSIGN_OR_RAISE(auto reduce_reports, run_stage(reduces));
-      timings["s1"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      reports.insert(reports.end(), reduce_reports.begin(), reduce_reports.end());
-    }
-    return arrow::Status::OK();
-  };
-  arrow::Status st = run_stages();
-  progress.Finish();
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (!done[i].finished()) continue;
+    timings["s" + std::to_string(stages[i].id)] = done[i].seconds;
+    reports.insert(reports.end(), done[i].reports.begin(), done[i].reports.end());
+  }
 
   for (const auto& r : reports) {
     result.objects += r.objects;

@@ -1,7 +1,5 @@
 #include "sql/distributed_query.h"
 
-#include <unistd.h>
-
 #include <arrow/filesystem/filesystem.h>
 
 #include <algorithm>
@@ -9,9 +7,8 @@
 #include <cstdio>
 #include <random>
 
-#include "common/progress.h"
 #include "dist/driver_tag.h"
-#include "dist/worker_pool.h"
+#include "dist/stage_scheduler.h"
 #include "exec/shuffle.h"
 #include "sql/executor.h"
 #include "sql/query_plan_codec.h"
@@ -102,24 +99,9 @@ std::string StagePrefix(const ShuffleFolder& folder, int stage) {
   return folder.prefix() + "/s" + std::to_string(stage);
 }
 
-// Checks that a report names the files its task had to write, under its own attempt's folder:
-// the next stage reads exactly these, never another attempt's.
-arrow::Status CheckReportFiles(const exec::TaskReport& report, const std::string& prefix,
-                               int partitions) {
-  if (static_cast<int>(report.shuffle_files.size()) != partitions) {
-    return arrow::Status::IOError("task ", report.task, " attempt ", report.attempt, " reported ",
-                                  report.shuffle_files.size(), " shuffle files, expected ",
-                                  partitions);
-  }
-  for (int p = 0; p < partitions; ++p) {
-    const std::string want = ShuffleFileKey(prefix, report.task, report.attempt, p);
-    if (report.shuffle_files[static_cast<size_t>(p)].key != want) {
-      return arrow::Status::IOError(
-          "task ", report.task, " attempt ", report.attempt, " reported shuffle file '",
-          report.shuffle_files[static_cast<size_t>(p)].key, "', expected '", want, "'");
-    }
-  }
-  return arrow::Status::OK();
+// "stage 1 (map)": how progress lines, failures and EXPLAIN ANALYZE name a stage.
+std::string StageName(const Stage& stage) {
+  return "stage " + std::to_string(stage.id) + " (" + StageRoleName(stage.role) + ")";
 }
 
 std::string TaskList(const std::vector<exec::TaskReport>& reports) {
@@ -130,59 +112,49 @@ std::string TaskList(const std::vector<exec::TaskReport>& reports) {
   return out;
 }
 
-// Runs the stages of one query, producers first, on one pool of long-lived workers.
-class StageDriver {
+// The query's side of its stages: builds each stage's tasks from its producers' reports, and
+// reads what the gathering stages wrote. The scheduler (dist/stage_scheduler.h) runs them.
+class QueryStages {
  public:
-  StageDriver(const StagePlan& plan, const DistributedOptions& options, std::string query_id,
-              const ShuffleFolder& folder, std::string* analyze)
+  QueryStages(const StagePlan& plan, const DistributedOptions& options, std::string query_id,
+              const ShuffleFolder& folder)
       : plan_(plan),
         options_(options),
         query_id_(std::move(query_id)),
         folder_(folder),
-        analyze_(analyze),
-        reports_(plan.stages.size()) {}
+        read_bytes_(plan.stages.size()) {}
 
-  arrow::Status RunAll() {
-    dist::PoolOptions pool;
-    pool.workers = options_.workers;
-    pool.max_attempts = options_.max_attempts;
-    pool.worker_binary =
-        options_.worker_binary.empty() ? dist::SelfExecutable() : options_.worker_binary;
-    pool.on_report = [this](const exec::TaskReport& r) {
-      if (progress_) progress_->Advance(1, r.rows_out);
-    };
-    dist::WorkerPool workers(pool);
-    // Stages whose inputs are all written run together as one wave (a join's two map stages,
-    // say), so that a stage of few tasks does not leave workers idle.
-    std::vector<bool> done(plan_.stages.size(), false);
-    for (size_t finished = 0; finished < plan_.stages.size();) {
-      std::vector<size_t> wave;
-      for (size_t i = 0; i < plan_.stages.size(); ++i) {
-        bool ready = !done[i];
-        for (const StageInput& in : plan_.stages[i].inputs) {
-          ready = ready && done[static_cast<size_t>(in.producer)];
-        }
-        if (ready) wave.push_back(i);
+  // Every stage, as the scheduler runs it. The result refers to this object.
+  std::vector<dist::ScheduledStage> Scheduled() {
+    std::vector<dist::ScheduledStage> out;
+    for (size_t i = 0; i < plan_.stages.size(); ++i) {
+      const Stage& stage = plan_.stages[i];
+      dist::ScheduledStage s;
+      s.id = stage.id;
+      s.name = StageName(stage);
+      for (const StageInput& in : stage.inputs) {
+        s.producers.push_back(static_cast<size_t>(in.producer));
       }
-      if (wave.empty()) return arrow::Status::Invalid("internal: stages that wait on each other");
-      ARROW_RETURN_NOT_OK(RunWave(&workers, wave));
-      for (size_t i : wave) done[i] = true;
-      finished += wave.size();
+      s.fragments = [this, i](const std::vector<dist::StageResult>& done) {
+        return Fragments(i, done);
+      };
+      s.shuffle_files = stage.gather ? 1 : stage.partitions;
+      s.shuffle_file_key = [prefix = StagePrefix(folder_, stage.id)](
+                               const plan::Fragment& task, int32_t attempt, int32_t file) {
+        return ShuffleFileKey(prefix, task.task_name(), attempt, file);
+      };
+      out.push_back(std::move(s));
     }
-    if (analyze_ != nullptr) {
-      *analyze_ += "  total shuffle: " + std::to_string(written_) + " bytes written, " +
-                   std::to_string(read_) + " bytes read\n";
-    }
-    return arrow::Status::OK();
+    return out;
   }
 
   // The tables the driver reads in place of the gathered nodes.
-  arrow::Result<NodeInputs> Gather() const {
+  arrow::Result<NodeInputs> Gather(const std::vector<dist::StageResult>& done) const {
     NodeInputs inputs;
     for (const StageInput& g : plan_.gathered) {
       ARROW_ASSIGN_OR_RAISE(auto schema, OutputSchema(*g.node));
       std::vector<std::shared_ptr<arrow::Table>> tables;
-      for (const auto& r : reports_[static_cast<size_t>(g.producer)]) {
+      for (const auto& r : done[static_cast<size_t>(g.producer)].reports) {
         const exec::OutputFile& file = r.shuffle_files[0];
         ARROW_ASSIGN_OR_RAISE(
             auto t, exec::ReadShuffleFile(options_.store.get(), file.key, file.blake3, *schema));
@@ -193,10 +165,62 @@ class StageDriver {
     return inputs;
   }
 
+  // EXPLAIN ANALYZE's lines of every stage, in the order the stages ran: one per task and one
+  // per stage, then the query's total shuffle.
+  std::string Analyze(const std::vector<dist::StageResult>& done) const {
+    std::vector<size_t> order(plan_.stages.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return done[a].wave < done[b].wave; });
+    std::string out;
+    int64_t written = 0, read = 0;
+    for (size_t index : order) {
+      const Stage& stage = plan_.stages[index];
+      const std::vector<exec::TaskReport>& reports = done[index].reports;
+      int64_t stage_written = 0;
+      for (size_t t = 0; t < reports.size(); ++t) {
+        const exec::TaskReport& r = reports[t];
+        int64_t task_written = 0;
+        for (const auto& f : r.shuffle_files) task_written += f.bytes;
+        stage_written += task_written;
+        const int64_t task_read = read_bytes_[index][t];
+        read += task_read;
+        std::string line = "  " + StageName(stage) + " task " + r.task + " attempt " +
+                           std::to_string(r.attempt) + ": ";
+        if (stage.split != nullptr) {
+          line += "files=" + std::to_string(r.objects) + " ";
+        } else {
+          std::string from;
+          int producers = 0;
+          for (const StageInput& in : stage.inputs) {
+            const auto& produced = done[static_cast<size_t>(in.producer)].reports;
+            from += (from.empty() ? "" : ",") + TaskList(produced);
+            producers += static_cast<int>(produced.size());
+          }
+          line += "shuffle_read=" + Kib(task_read) + " from " + std::to_string(producers) +
+                  " tasks [" + from + "] ";
+        }
+        line += "rows_in=" + std::to_string(r.records_in) +
+                " rows_out=" + std::to_string(r.rows_out) +
+                " shuffle_written=" + Kib(task_written) + " in " +
+                std::to_string(r.shuffle_files.size()) + " files time=" + Ms(r.seconds) + "\n";
+        out += line;
+      }
+      written += stage_written;
+      out += "  stage " + std::to_string(stage.id) + ": " + Ms(done[index].seconds) +
+             " wall (its wave), " + Kib(stage_written) + " shuffled\n";
+    }
+    out += "  total shuffle: " + std::to_string(written) + " bytes written, " +
+           std::to_string(read) + " bytes read\n";
+    return out;
+  }
+
  private:
-  // The stage's tasks, and the bytes each reads from the shuffle.
-  arrow::Result<std::vector<plan::Fragment>> Fragments(const Stage& stage,
-                                                       std::vector<int64_t>* read_bytes) {
+  // The tasks of stage `index`; notes the bytes each reads from the shuffle.
+  arrow::Result<std::vector<plan::Fragment>> Fragments(size_t index,
+                                                       const std::vector<dist::StageResult>& done) {
+    const Stage& stage = plan_.stages[index];
+    std::vector<int64_t>* read_bytes = &read_bytes_[index];
     const std::string prefix = StagePrefix(folder_, stage.id);
     const std::vector<std::string> names = stage.root->OutputNames();
     StageTask base;
@@ -243,7 +267,7 @@ class StageDriver {
         StageTaskInput input;
         input.node = static_cast<int32_t>(at - nodes.begin());
         input.partition_keys = plan_.stages[static_cast<size_t>(in.producer)].output_keys;
-        for (const auto& r : reports_[static_cast<size_t>(in.producer)]) {
+        for (const auto& r : done[static_cast<size_t>(in.producer)].reports) {
           const exec::OutputFile& file = r.shuffle_files[static_cast<size_t>(p)];
           input.files.push_back(file.key);
           input.blake3.push_back(file.blake3);
@@ -258,106 +282,32 @@ class StageDriver {
     return out;
   }
 
-  arrow::Status RunWave(dist::WorkerPool* workers, const std::vector<size_t>& wave) {
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<plan::Fragment> fragments;
-    std::vector<std::vector<int64_t>> read_bytes(wave.size());
-    std::vector<size_t> counts;
-    std::string name;
-    for (size_t w = 0; w < wave.size(); ++w) {
-      const Stage& stage = plan_.stages[wave[w]];
-      ARROW_ASSIGN_OR_RAISE(auto more, Fragments(stage, &read_bytes[w]));
-      counts.push_back(more.size());
-      for (auto& f : more) fragments.push_back(std::move(f));
-      name += (name.empty() ? "" : ", ") + std::string("stage ") + std::to_string(stage.id) + " (" +
-              StageRoleName(stage.role) + ")";
-    }
-    // A progress line per wave, on a terminal only: a query's stderr stays clean elsewhere.
-    if (isatty(fileno(stderr)) != 0) {
-      Progress::Options o;
-      o.total = static_cast<int64_t>(fragments.size());
-      o.unit = "tasks";
-      o.secondary_unit = "rows";
-      progress_ = std::make_unique<Progress>("query q-" + query_id_ + " " + name, o);
-    }
-    auto reports = workers->RunStage(std::move(fragments));
-    if (progress_) progress_->Finish();
-    progress_.reset();
-    if (!reports.ok()) {
-      return reports.status().WithMessage("query q-", query_id_, " ", name, ": ",
-                                          reports.status().message());
-    }
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    size_t next = 0;
-    for (size_t w = 0; w < wave.size(); ++w) {
-      std::vector<exec::TaskReport> mine(
-          std::make_move_iterator(reports->begin() + static_cast<std::ptrdiff_t>(next)),
-          std::make_move_iterator(reports->begin() +
-                                  static_cast<std::ptrdiff_t>(next + counts[w])));
-      next += counts[w];
-      ARROW_RETURN_NOT_OK(Finish(wave[w], std::move(mine), read_bytes[w], seconds));
-    }
-    return arrow::Status::OK();
-  }
-
-  // Checks a stage's reports, keeps them for the stages above, and writes its analyze lines.
-  arrow::Status Finish(size_t index, std::vector<exec::TaskReport> reports,
-                       const std::vector<int64_t>& read_bytes, double seconds) {
-    const Stage& stage = plan_.stages[index];
-    const char* role = StageRoleName(stage.role);
-    const int files = stage.gather ? 1 : stage.partitions;
-    for (const auto& r : reports) {
-      ARROW_RETURN_NOT_OK(CheckReportFiles(r, StagePrefix(folder_, stage.id), files));
-    }
-    int64_t stage_written = 0;
-    for (size_t t = 0; t < reports.size(); ++t) {
-      const exec::TaskReport& r = reports[t];
-      int64_t written = 0;
-      for (const auto& f : r.shuffle_files) written += f.bytes;
-      stage_written += written;
-      read_ += read_bytes[t];
-      if (analyze_ == nullptr) continue;
-      std::string line = "  stage " + std::to_string(stage.id) + " (" + role + ") task " + r.task +
-                         " attempt " + std::to_string(r.attempt) + ": ";
-      if (stage.split != nullptr) {
-        line += "files=" + std::to_string(r.objects) + " ";
-      } else {
-        std::string from;
-        int producers = 0;
-        for (const StageInput& in : stage.inputs) {
-          const auto& produced = reports_[static_cast<size_t>(in.producer)];
-          from += (from.empty() ? "" : ",") + TaskList(produced);
-          producers += static_cast<int>(produced.size());
-        }
-        line += "shuffle_read=" + Kib(read_bytes[t]) + " from " + std::to_string(producers) +
-                " tasks [" + from + "] ";
-      }
-      line += "rows_in=" + std::to_string(r.records_in) +
-              " rows_out=" + std::to_string(r.rows_out) + " shuffle_written=" + Kib(written) +
-              " in " + std::to_string(r.shuffle_files.size()) + " files time=" + Ms(r.seconds) +
-              "\n";
-      *analyze_ += line;
-    }
-    written_ += stage_written;
-    if (analyze_ != nullptr) {
-      *analyze_ += "  stage " + std::to_string(stage.id) + ": " + Ms(seconds) +
-                   " wall (its wave), " + Kib(stage_written) + " shuffled\n";
-    }
-    reports_[index] = std::move(reports);
-    return arrow::Status::OK();
-  }
-
   const StagePlan& plan_;
   const DistributedOptions& options_;
   const std::string query_id_;
   const ShuffleFolder& folder_;
-  std::string* analyze_;
-  std::vector<std::vector<exec::TaskReport>> reports_;
-  std::unique_ptr<Progress> progress_;
-  int64_t written_ = 0;
-  int64_t read_ = 0;
+  // Per stage and task: the shuffle bytes the task reads.
+  std::vector<std::vector<int64_t>> read_bytes_;
 };
+
+// Runs every stage of the query on one pool of long-lived workers, which end when it returns.
+arrow::Result<std::vector<dist::StageResult>> RunStages(QueryStages* stages,
+                                                        const DistributedOptions& options,
+                                                        const std::string& query_id) {
+  dist::PoolOptions pool;
+  pool.workers = options.workers;
+  pool.max_attempts = options.max_attempts;
+  pool.worker_binary =
+      options.worker_binary.empty() ? dist::SelfExecutable() : options.worker_binary;
+  dist::SchedulerOptions scheduling;
+  scheduling.label = "query q-" + query_id;
+  // On a terminal only: a query's stderr stays clean elsewhere.
+  scheduling.wave_progress = true;
+  dist::StageScheduler scheduler(std::move(pool), std::move(scheduling));
+  std::vector<dist::StageResult> done;
+  ARROW_RETURN_NOT_OK(scheduler.Run(stages->Scheduled(), &done));
+  return done;
+}
 
 }  // namespace
 
@@ -368,9 +318,10 @@ arrow::Result<std::shared_ptr<arrow::Table>> RunDistributed(const BoundQuery& qu
   if (!plan.cut()) return arrow::Status::Invalid("internal: a plan without stages");
   const std::string query_id = NewQueryId();
   ShuffleFolder folder(options.store, std::string(kShufflePrefix) + "q-" + query_id);
-  StageDriver driver(plan, options, query_id, folder, analyze);
-  ARROW_RETURN_NOT_OK(driver.RunAll());
-  ARROW_ASSIGN_OR_RAISE(NodeInputs inputs, driver.Gather());
+  QueryStages stages(plan, options, query_id, folder);
+  ARROW_ASSIGN_OR_RAISE(auto done, RunStages(&stages, options, query_id));
+  if (analyze != nullptr) *analyze += stages.Analyze(done);
+  ARROW_ASSIGN_OR_RAISE(NodeInputs inputs, stages.Gather(done));
   const auto start = std::chrono::steady_clock::now();
   ARROW_ASSIGN_OR_RAISE(auto table, Execute(*query.plan, query.names, nullptr, &inputs));
   if (analyze != nullptr) {

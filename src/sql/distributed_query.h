@@ -1,7 +1,8 @@
-// The driver of a distributed query: runs the stages that the stage planner cut (see
-// stage_planner.h), producers first, on one pool of long-lived `sluice worker` processes for the
-// whole query, so crashed tasks are retried and time and memory limits apply, and runs the rest
-// of the plan in-process on what the gathering stages produced.
+// The driver of a distributed query: turns the stages that the stage planner cut (see
+// stage_planner.h) into tasks, has the stage scheduler (dist/stage_scheduler.h) run them,
+// producers first, on one pool of long-lived `sluice worker` processes for the whole query, so
+// crashed tasks are retried and time and memory limits apply, and runs the rest of the plan
+// in-process on what the gathering stages produced.
 //
 // Shuffle files live in the session's store (SLUICE_STORE), not the table's: the session store
 // is where sluice keeps its own state (_sluice/), it is writable wherever sluice runs, and a
