@@ -33,11 +33,12 @@ struct Chunk {
 
 // Test-only fault injection: SLUICE_FAILPOINT=kill:<task>:<attempt|*> makes the matching
 // worker SIGKILL itself after its inputs are processed and before it writes any output, which is
-// the worst moment for the driver's retry logic.
-void MaybeFail(const plan::Fragment& f) {
+// the worst moment for the driver's retry logic; kill-after-write:<task>:<attempt|*> after it
+// wrote its shuffle files, leaving a lost attempt's files behind.
+void MaybeFail(const plan::Fragment& f, const char* when = "kill") {
   const char* fp = std::getenv("SLUICE_FAILPOINT");
   if (fp == nullptr) return;
-  const std::string task = "kill:" + f.task_name() + ":";
+  const std::string task = std::string(when) + ":" + f.task_name() + ":";
   if (fp == task + std::to_string(f.attempt) || fp == task + "*") raise(SIGKILL);
 }
 
@@ -222,13 +223,18 @@ class Runner {
     ARROW_ASSIGN_OR_RAISE(auto table, Sequence(chunks_, schema_));
     ARROW_ASSIGN_OR_RAISE(auto parts, HashPartition(table, exchange.key, exchange.partitions));
     MaybeFail(f_);
-    Say("writing shuffle files under '" + exchange.folder + "'");
+    // Under the task's attempt: a retried task never writes the name its lost attempt used, and
+    // the next stage reads only the files the successful attempt reported.
+    const std::string folder =
+        plan::ShuffleAttemptFolder(exchange.folder, f_.task_name(), f_.attempt);
+    Say("writing shuffle files under '" + folder + "'");
     for (int32_t p = 0; p < exchange.partitions; ++p) {
-      const std::string key = exchange.folder + "/part-" + std::to_string(p) + ".arrow";
+      const std::string key = folder + "/part-" + std::to_string(p) + ".arrow";
       ARROW_ASSIGN_OR_RAISE(auto file,
                             WriteShuffleFile(store_.get(), key, parts[static_cast<size_t>(p)]));
       report.shuffle_files.push_back(std::move(file));
     }
+    MaybeFail(f_, "kill-after-write");
     report.rows_out = table->num_rows();
     return arrow::Status::OK();
   }

@@ -557,8 +557,9 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
       4);
   const int64_t n_maps = std::max<int64_t>(1, std::min<int64_t>(n_objects, workers * rounds));
   const int reduce_partitions = workers;
-  // Map task m's shuffle files, when the job has a dedup: `<folder>/part-<r>.arrow`.
-  auto map_folder = [&](int64_t m) { return shuffle_root + "/s0/m" + std::to_string(m); };
+  // Map task m's shuffle files, when the job has a dedup:
+  // `<root>/s0/s0p<m>-<attempt>/part-<r>.arrow` (plan::ShuffleAttemptFolder).
+  const std::string map_folder = shuffle_root + "/s0";
   dist::ScheduledStage map_stage;
   map_stage.id = 0;
   map_stage.name = "stage 0 (map)";
@@ -578,8 +579,7 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
                                                   t.artifact.artifact_blake3, t.output_schema});
       }
       if (plan.dedup != nullptr) {
-        f.operators.push_back(
-            plan::HashExchange{plan.dedup->key, reduce_partitions, map_folder(m)});
+        f.operators.push_back(plan::HashExchange{plan.dedup->key, reduce_partitions, map_folder});
       } else {
         f.operators.push_back(plan::WriteSink{job.sink.kind, part_key(static_cast<int>(m))});
       }
@@ -590,8 +590,9 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
   std::vector<dist::ScheduledStage> stages;
   if (plan.dedup != nullptr) {
     map_stage.shuffle_files = reduce_partitions;
-    map_stage.shuffle_file_key = [&](const plan::Fragment& task, int32_t, int32_t file) {
-      return map_folder(task.partition) + "/part-" + std::to_string(file) + ".arrow";
+    map_stage.shuffle_file_key = [&](const plan::Fragment& task, int32_t attempt, int32_t file) {
+      return plan::ShuffleAttemptFolder(map_folder, task.task_name(), attempt) + "/part-" +
+             std::to_string(file) + ".arrow";
     };
     stages.push_back(std::move(map_stage));
     ARROW_ASSIGN_OR_RAISE(

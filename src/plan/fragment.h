@@ -51,7 +51,7 @@ struct CallTransform {
 };
 
 /// Ends a map stage: rows go to `partitions` shuffle files by the hash of `key`.
-/// File p is `<folder>/part-<p>.arrow`.
+/// File p is `<folder>/<task>-<attempt>/part-<p>.arrow` (ShuffleAttemptFolder).
 struct HashExchange {
   std::string key;
   int32_t partitions = 1;
@@ -99,6 +99,11 @@ struct Fragment {
   /// "s<stage>p<partition>", for messages and reports.
   std::string task_name() const;
 };
+
+/// `<folder>/<task>-<attempt>`: where an attempt of a task writes its shuffle files, so that no
+/// two attempts share a file name.
+std::string ShuffleAttemptFolder(const std::string& folder, const std::string& task,
+                                 int32_t attempt);
 
 /// The hidden column that carries each row's position in the job's deterministic order through
 /// shuffles: (object index << 32) | row index within that object's output.

@@ -136,6 +136,11 @@ std::string Fragment::task_name() const {
   return "s" + std::to_string(stage_id) + "p" + std::to_string(partition);
 }
 
+std::string ShuffleAttemptFolder(const std::string& folder, const std::string& task,
+                                 int32_t attempt) {
+  return folder + "/" + task + "-" + std::to_string(attempt);
+}
+
 arrow::Result<std::vector<uint8_t>> EncodeFragment(const Fragment& f) {
   json ops = json::array();
   arrow::Status st;

@@ -134,12 +134,15 @@ def test_same_run_id_twice_is_a_no_op_and_another_manifest_is_refused(ready, tmp
     assert "different manifest" in proc.stderr.decode()
 
 
-@pytest.mark.parametrize("task", ["s0p1", "s1p0"])
-def test_a_killed_worker_is_retried_and_the_output_is_identical(ready, tmp_path, task):
+@pytest.mark.parametrize("when,task", [("kill", "s0p1"), ("kill", "s1p0"),
+                                       ("kill-after-write", "s0p0")])
+def test_a_killed_worker_is_retried_and_the_output_is_identical(ready, tmp_path, when, task):
+    """kill-after-write: map task s0p0's first attempt writes its shuffle files and dies; its
+    retry writes under its own attempt's name, and the dedup reads only those."""
     j = job(tmp_path, **{"limit = 50": "limit = 8"})
     ready.run("submit", "--manifest", j, "--run-id", f"clean-{task}", "--workers", "2", check=True)
     proc = ready.run("submit", "--manifest", j, "--run-id", f"killed-{task}", "--workers", "2",
-                     env={"SLUICE_FAILPOINT": f"kill:{task}:1"})
+                     env={"SLUICE_FAILPOINT": f"{when}:{task}:1"})
     assert proc.returncode == 0, proc.stderr.decode()
     clean, _ = read_output(ready, f"derived/conversation-messages-validate/clean-{task}", tmp_path)
     killed, _ = read_output(ready, f"derived/conversation-messages-validate/killed-{task}",
