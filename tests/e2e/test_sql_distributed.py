@@ -522,41 +522,30 @@ def test_failed_query_leaves_no_shuffle_files(tpch, n, task, tmp_path):
     assert shuffle_files(data) == []
 
 
-def test_join_tasks_read_only_the_successful_attempt(tpch, tmp_path):
-    """Q12's orders map task s1p0 writes its partitions and dies; the join tasks read the files
-    of its second attempt, and a join task killed once is retried."""
+# Attempt 1 of map task `stale` writes all its shuffle files and then dies: every task of the
+# stage that reads them (Q1's final stage, Q12's join stage) reads attempt 2's. Q12 also loses a
+# join task once.
+@pytest.mark.parametrize("n,workers,stale,reader,readers,more", [
+    (1, 4, "s1p3", r"2 \(final\)", 4, []),
+    (12, 2, "s1p0", r"3 \(join\)", 2, ["kill:s3p1:1"]),
+])
+def test_stale_output_of_an_earlier_attempt_is_never_read(tpch, n, workers, stale, reader, readers,
+                                                          more, tmp_path):
     sluice, con, data = tpch
-    sql = q(12)
-    env = {"SLUICE_FAILPOINT": "kill-after-write:s1p0:1"}
-    analyzed = explain(sluice, sql, 2, analyze=True, env=env)
-    joins = re.findall(r"stage 3 \(join\) task s3p\d+ attempt \d+: .*?\[([^\]]*)\]", analyzed)
-    assert len(joins) == 2, analyzed
-    for read in joins:
-        assert "s1p0-2" in read.split(","), analyzed
-        assert "s1p0-1" not in read.split(","), analyzed
+    sql = q(n)
+    failpoint = f"kill-after-write:{stale}:1"
+    analyzed = explain(sluice, sql, workers, analyze=True, env={"SLUICE_FAILPOINT": failpoint})
+    found = re.findall(rf"stage {reader} task s\d+p\d+ attempt \d+: .*?\[([^\]]*)\]", analyzed)
+    assert len(found) == readers, analyzed
+    for read in found:
+        assert f"{stale}-2" in read.split(","), analyzed
+        assert f"{stale}-1" not in read.split(","), analyzed
     want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
-    for failpoint in ("kill-after-write:s1p0:1", "kill:s3p1:1"):
-        ours, err = query(sluice, sql, tmp_path / "r.arrow", 2, env={"SLUICE_FAILPOINT": failpoint})
+    for point in [failpoint, *more]:
+        ours, err = query(sluice, sql, tmp_path / "r.arrow", workers,
+                          env={"SLUICE_FAILPOINT": point})
         assert "retrying" in err, err
-        assert_same_rows(ours, want, ordered=True, what=f"Q12 with {failpoint}")
-    assert shuffle_files(data) == []
-
-
-def test_stale_output_of_an_earlier_attempt_is_never_read(tpch, tmp_path):
-    sluice, con, data = tpch
-    sql = q(1)
-    # Attempt 1 of map task s1p3 writes all its shuffle files and then dies.
-    env = {"SLUICE_FAILPOINT": "kill-after-write:s1p3:1"}
-    analyzed = explain(sluice, sql, 4, analyze=True, env=env)
-    finals = re.findall(r"stage 2 \(final\) task s2p\d+ attempt \d+: .*\[([^\]]*)\]", analyzed)
-    assert len(finals) == 4, analyzed
-    for read in finals:
-        assert "s1p3-2" in read.split(","), analyzed
-        assert "s1p3-1" not in read.split(","), analyzed
-    ours, err = query(sluice, sql, tmp_path / "r.arrow", 4, env=env)
-    assert "retrying" in err, err
-    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
-    assert_same_rows(ours, want, ordered=True, what="Q1 with a stale attempt")
+        assert_same_rows(ours, want, ordered=True, what=f"Q{n} with {point}")
     assert shuffle_files(data) == []
 
 
