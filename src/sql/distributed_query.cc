@@ -122,7 +122,8 @@ class QueryStages {
         options_(options),
         query_id_(std::move(query_id)),
         folder_(folder),
-        read_bytes_(plan.stages.size()) {}
+        read_bytes_(plan.stages.size()),
+        scan_bytes_(plan.stages.size()) {}
 
   // Every stage, as the scheduler runs it. The result refers to this object.
   std::vector<dist::ScheduledStage> Scheduled() {
@@ -201,6 +202,7 @@ class QueryStages {
                   " tasks [" + from + "] ";
         }
         line += "rows_in=" + std::to_string(r.records_in) +
+                (stage.split != nullptr ? " bytes_in=" + Kib(scan_bytes_[index][t]) : "") +
                 " rows_out=" + std::to_string(r.rows_out) +
                 " shuffle_written=" + Kib(task_written) + " in " +
                 std::to_string(r.shuffle_files.size()) + " files time=" + Ms(r.seconds) + "\n";
@@ -242,6 +244,7 @@ class QueryStages {
       std::vector<SplitShare> shares = SplitShares(*stage.split->table, stage.tasks);
       for (size_t t = 0; t < shares.size(); ++t) {
         StageTask task = base;
+        scan_bytes_[index].push_back(shares[t].bytes);
         {
           ScopedShare subset(stage.split, std::move(shares[t]));
           ARROW_ASSIGN_OR_RAISE(task.plan, EncodeQueryPlan(*stage.root, names));
@@ -288,6 +291,8 @@ class QueryStages {
   const ShuffleFolder& folder_;
   // Per stage and task: the shuffle bytes the task reads.
   std::vector<std::vector<int64_t>> read_bytes_;
+  // Per map stage and task: the bytes of its share of the split table.
+  std::vector<std::vector<int64_t>> scan_bytes_;
 };
 
 // Runs every stage of the query on one pool of long-lived workers, which end when it returns.

@@ -405,10 +405,12 @@ int MapTaskCount(int64_t units, int workers) {
 
 std::vector<SplitShare> SplitShares(const TableSource& table, int tasks) {
   // Units in order: (file, row group), or (file, -1) for a whole file.
-  const bool by_row_group = table.file_row_groups.size() == table.files.size();
+  const bool by_row_group = table.row_group_bytes.size() == table.files.size();
+  const bool sized = table.file_bytes.size() == table.files.size();
   std::vector<std::pair<size_t, int32_t>> units;
   for (size_t f = 0; f < table.files.size(); ++f) {
-    const int32_t groups = by_row_group ? table.file_row_groups[f] : 0;
+    const auto groups =
+        by_row_group ? static_cast<int32_t>(table.row_group_bytes[f].size()) : int32_t{0};
     if (groups == 0) units.emplace_back(f, -1);
     for (int32_t rg = 0; rg < groups; ++rg) units.emplace_back(f, rg);
   }
@@ -424,6 +426,11 @@ std::vector<SplitShare> SplitShares(const TableSource& table, int tasks) {
         if (by_row_group) share.row_group_ranges.emplace_back(std::max(rg, 0), std::max(rg, 0));
       }
       if (by_row_group && rg >= 0) share.row_group_ranges.back().second = rg + 1;
+      if (rg >= 0) {
+        share.bytes += table.row_group_bytes[file][static_cast<size_t>(rg)];
+      } else if (sized) {
+        share.bytes += table.file_bytes[file];
+      }
     }
   }
   return out;

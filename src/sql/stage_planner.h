@@ -144,6 +144,8 @@ int MapTaskCount(int64_t units, int workers);
 struct SplitShare {
   std::vector<std::string> files;
   std::vector<std::pair<int32_t, int32_t>> row_group_ranges;
+  /// What the share weighs: its row groups' compressed bytes, or its files'.
+  int64_t bytes = 0;
 };
 
 /// `tasks` shares of `table`: contiguous runs of its units, each unit in exactly one share.

@@ -439,7 +439,8 @@ TEST(StageShapeTest, NodesAreListedInPreOrder) {
 TEST(SplitSharesTest, EveryRowGroupIsInExactlyOneShare) {
   TableSource t;
   t.files = {"a", "b", "c"};
-  t.file_row_groups = {3, 0, 2};
+  t.file_bytes = {700, 50, 300};
+  t.row_group_bytes = {{100, 200, 300}, {}, {120, 130}};
   EXPECT_EQ(t.SplitUnits(), 6);
   std::vector<SplitShare> shares = SplitShares(t, 4);
   ASSERT_EQ(shares.size(), 4u);
@@ -452,18 +453,23 @@ TEST(SplitSharesTest, EveryRowGroupIsInExactlyOneShare) {
   EXPECT_EQ(shares[2].row_group_ranges, (Ranges{{0, 0}}));
   EXPECT_EQ(shares[3].files, std::vector<std::string>{"c"});
   EXPECT_EQ(shares[3].row_group_ranges, (Ranges{{0, 2}}));
+  EXPECT_EQ(shares[0].bytes, 100);
+  EXPECT_EQ(shares[1].bytes, 500);
+  EXPECT_EQ(shares[2].bytes, 50);  // a whole file: its listed size
+  EXPECT_EQ(shares[3].bytes, 250);
   // Runs may cross files.
   shares = SplitShares(t, 2);
   EXPECT_EQ(shares[0].files, std::vector<std::string>{"a"});
   EXPECT_EQ(shares[1].files, (std::vector<std::string>{"b", "c"}));
   EXPECT_EQ(shares[1].row_group_ranges, (Ranges{{0, 0}, {0, 2}}));
   // Without footers (IPC, JSONL), files are the units.
-  t.file_row_groups.clear();
+  t.row_group_bytes.clear();
   EXPECT_EQ(t.SplitUnits(), 3);
   shares = SplitShares(t, 2);
   EXPECT_EQ(shares[0].files, std::vector<std::string>{"a"});
   EXPECT_EQ(shares[1].files, (std::vector<std::string>{"b", "c"}));
   EXPECT_TRUE(shares[1].row_group_ranges.empty());
+  EXPECT_EQ(shares[1].bytes, 350);
   EXPECT_EQ(MapTaskCount(t.SplitUnits(), 4), 3);
 }
 

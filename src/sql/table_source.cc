@@ -42,7 +42,11 @@ arrow::Status ReadParquetFooters(TableSource* table) {
     if (f == 0) ARROW_RETURN_NOT_OK((*reader)->GetSchema(&table->file_schema));
     auto metadata = (*reader)->parquet_reader()->metadata();
     table->num_rows += metadata->num_rows();
-    table->file_row_groups.push_back(metadata->num_row_groups());
+    std::vector<int64_t> row_groups;
+    for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
+      row_groups.push_back(metadata->RowGroup(rg)->total_compressed_size());
+    }
+    table->row_group_bytes.push_back(std::move(row_groups));
     if (f == 0) {
       for (const auto& field : table->file_schema->fields()) {
         const auto id = field->type()->id();
@@ -198,8 +202,11 @@ arrow::Result<std::shared_ptr<TableSource>> OpenTable(std::shared_ptr<storage::O
                                   why);
   }
   ARROW_ASSIGN_OR_RAISE(auto listed, store->List(single ? prefix : prefix + "/"));
+  table->file_bytes.assign(table->files.size(), 0);
   for (const auto& o : listed) {
-    if (std::binary_search(table->files.begin(), table->files.end(), o.key)) {
+    auto at = std::lower_bound(table->files.begin(), table->files.end(), o.key);
+    if (at != table->files.end() && *at == o.key) {
+      table->file_bytes[static_cast<size_t>(at - table->files.begin())] = o.size;
       table->total_bytes += o.size;
     }
   }
@@ -219,9 +226,11 @@ arrow::Result<std::shared_ptr<TableSource>> OpenTable(std::shared_ptr<storage::O
 }
 
 int64_t TableSource::SplitUnits() const {
-  if (file_row_groups.size() != files.size()) return static_cast<int64_t>(files.size());
+  if (row_group_bytes.size() != files.size()) return static_cast<int64_t>(files.size());
   int64_t units = 0;
-  for (int32_t n : file_row_groups) units += std::max<int32_t>(1, n);
+  for (const auto& groups : row_group_bytes) {
+    units += std::max<int64_t>(1, static_cast<int64_t>(groups.size()));
+  }
   return units;
 }
 

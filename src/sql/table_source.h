@@ -29,10 +29,12 @@ struct TableSource {
   std::string store_url;
   /// Store keys, sorted: partition i is files[i].
   std::vector<std::string> files;
-  /// Parquet: the row groups of each file, from its footer (empty for other formats). A map task
-  /// of a distributed query reads a share of a table's row groups, so one large file still
-  /// splits among several tasks.
-  std::vector<int32_t> file_row_groups;
+  /// The size of each of `files`, from the store's listing.
+  std::vector<int64_t> file_bytes;
+  /// Parquet: the compressed bytes of each row group of each file, from its footer (empty for
+  /// other formats). A map task of a distributed query reads a share of a table's row groups, so
+  /// one large file still splits among several tasks.
+  std::vector<std::vector<int64_t>> row_group_bytes;
   /// When not empty, the row groups [first, second) of each of `files` are all that is read: a
   /// map task's share of the table.
   std::vector<std::pair<int32_t, int32_t>> row_group_ranges;
