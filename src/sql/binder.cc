@@ -14,6 +14,7 @@
 #include "sluice/schemas/codec.hpp"
 #include "sql/optimizer/cardinality.h"
 #include "sql/optimizer/conjuncts.h"
+#include "sql/optimizer/constant_folding.h"
 #include "sql/optimizer/join_order.h"
 #include "sql/optimizer/optimizer.h"
 #include "sql/optimizer/physical_choices.h"
@@ -291,8 +292,6 @@ class Binder {
   // Binds an expression to the current schema to check its types; returns it simplified.
   arrow::Result<cp::Expression> Typecheck(const cp::Expression& e, const json& node,
                                           const arrow::Schema& schema);
-  // Replaces every constant subexpression by its value.
-  arrow::Result<cp::Expression> FoldConstantParts(const cp::Expression& e);
 
   // An integer literal next to a decimal becomes a decimal of just its digits: Arrow would widen
   // it to decimal(19, 0), and a few such steps overflow decimal128's 38 digits (1 - l_discount).
@@ -383,27 +382,9 @@ arrow::Result<cp::Expression> Binder::Typecheck(const cp::Expression& e, const j
   }
   // Plans keep unbound expressions: each operator binds them to its own input schema, so a
   // field index bound against the whole table can never be used on a narrower input.
-  auto folded = FoldConstantParts(e);
+  auto folded = FoldConstantSubtrees(e);
   if (!folded.ok()) return Error(node, folded.status().message());
   return folded;
-}
-
-arrow::Result<cp::Expression> Binder::FoldConstantParts(const cp::Expression& e) {
-  const cp::Expression::Call* call = e.call();
-  if (call == nullptr) return e;
-  if (cp::FieldsInExpression(e).empty()) {
-    // A constant subtree: evaluate it once (0.06 - 0.01 becomes 0.05).
-    ARROW_ASSIGN_OR_RAISE(auto bound, e.Bind(*arrow::schema({})));
-    ARROW_ASSIGN_OR_RAISE(auto folded, cp::FoldConstants(bound));
-    if (folded.literal() != nullptr) return folded;
-    return e;
-  }
-  std::vector<cp::Expression> args;
-  for (const auto& a : call->arguments) {
-    ARROW_ASSIGN_OR_RAISE(auto f, FoldConstantParts(a));
-    args.push_back(std::move(f));
-  }
-  return cp::call(call->function_name, std::move(args), call->options);
 }
 
 arrow::Result<const ColumnInfo*> Binder::Lookup(const std::vector<std::string>& parts,
@@ -692,8 +673,8 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     ARROW_ASSIGN_OR_RAISE(auto l, Expr(e.at("lexpr"), scope));
     ARROW_ASSIGN_OR_RAISE(auto r, Expr(e.at("rexpr"), scope));
     // Fold first, so that "1 + 10" is a literal by the time it meets a decimal.
-    ARROW_ASSIGN_OR_RAISE(l, FoldConstantParts(l));
-    ARROW_ASSIGN_OR_RAISE(r, FoldConstantParts(r));
+    ARROW_ASSIGN_OR_RAISE(l, FoldConstantSubtrees(l));
+    ARROW_ASSIGN_OR_RAISE(r, FoldConstantSubtrees(r));
     if (op == "-") {
       // date - date is the number of days between them, as in PostgreSQL.
       const auto schema = SchemaFor(scope);
@@ -1126,10 +1107,11 @@ arrow::Result<Relation> Binder::Combine(FromItems items) {
   if (semi_joins_.size() != semis) {
     return Unsupported(*items.conditions.front(), "EXISTS or IN in the ON clause of an outer join");
   }
-  std::vector<cp::Expression> rest;
-  ARROW_ASSIGN_OR_RAISE(
-      Relation r, OrderJoins(std::move(items.relations), conditions, &rest, &ctx_.largest_build));
-  r.plan = WithFilter(std::move(r.plan), rest);
+  std::vector<cp::Expression> filters, rest;
+  ARROW_ASSIGN_OR_RAISE(Relation r, OrderJoins(std::move(items.relations), conditions, &filters,
+                                               &rest, &ctx_.largest_build));
+  filters.insert(filters.end(), rest.begin(), rest.end());
+  r.plan = WithFilter(std::move(r.plan), filters);
   return r;
 }
 
@@ -1153,7 +1135,10 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
   auto node = std::make_unique<PlanNode>();
   node->kind = PlanNode::Kind::kJoin;
   node->join_type = JoinType::kLeft;
-  std::vector<cp::Expression> right_only, rest;
+  // ON conditions beyond the key equalities stay on the join (the filter_pushdown pass moves
+  // those on the joined side alone below it); the ones on the joined side alone count in its
+  // estimate.
+  std::vector<cp::Expression> right_only, on_filter;
   if (!join.contains("quals")) return Unsupported(join, "an outer join without ON");
   std::vector<const json*> parts;
   SplitAnd(join.at("quals"), &parts);
@@ -1174,23 +1159,19 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
       if (right_ids.count(a)) std::swap(a, b);
       node->left_keys.push_back(a);
       node->right_keys.push_back(b);
-    } else if (right_side && !left_side) {
-      right_only.push_back(e);  // filters the joined side before the join
     } else {
-      rest.push_back(e);
+      if (right_side && !left_side) right_only.push_back(e);
+      on_filter.push_back(e);
     }
   }
   if (node->left_keys.empty()) {
     return Unsupported(join, "an outer join without an equality between its two sides");
   }
-  if (!right_only.empty()) {
-    right.plan = WithFilter(std::move(right.plan), right_only, /*push_into_scan=*/true);
+  if (!on_filter.empty()) {
+    node->join_filter = on_filter.size() == 1 ? on_filter[0] : cp::and_(on_filter);
   }
-  if (!rest.empty()) node->join_filter = rest.size() == 1 ? rest[0] : cp::and_(rest);
   // Hash the preserved side when it is clearly smaller (Q13: 150K customers, not 1.5M orders).
-  if (!right_only.empty()) {
-    for (const auto& c : right_only) right.estimate *= Selectivity(c, right);
-  }
+  for (const auto& c : right_only) right.estimate *= Selectivity(c, right);
   node->build_input = HashOuterSide(left.estimate, right.estimate);
   ctx_.largest_build =
       std::max(ctx_.largest_build, node->build_input ? left.estimate : right.estimate);
@@ -1557,10 +1538,11 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     semi_joins_ = PlaceSemiJoins(&items.relations, std::move(semi_joins_), &ctx_.largest_build);
   }
 
-  // The plan, bottom-up: joins, semi joins, scalar subqueries, the rest of WHERE.
-  std::vector<cp::Expression> rest;
-  ARROW_ASSIGN_OR_RAISE(Relation joined, OrderJoins(std::move(items.relations), conditions, &rest,
-                                                    &ctx_.largest_build));
+  // The plan, bottom-up: joins, semi joins, scalar subqueries, then WHERE (less its join keys)
+  // above them all, which the filter_pushdown pass moves down.
+  std::vector<cp::Expression> filters, rest;
+  ARROW_ASSIGN_OR_RAISE(Relation joined, OrderJoins(std::move(items.relations), conditions,
+                                                    &filters, &rest, &ctx_.largest_build));
   const double input_rows = joined.rows;
   double joined_estimate = joined.estimate;
   for (const auto& c : rest) joined_estimate *= Selectivity(c, joined);
@@ -1571,7 +1553,8 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       ApplySemiJoins(std::move(plan), std::move(semi_joins_), joined.estimate, &ctx_.largest_build);
   semi_joins_.clear();
   ARROW_ASSIGN_OR_RAISE(plan, ApplyScalarJoins(std::move(plan), &row_scalars_));
-  plan = WithFilter(std::move(plan), rest);
+  filters.insert(filters.end(), rest.begin(), rest.end());
+  plan = WithFilter(std::move(plan), filters);
   if (purpose == Purpose::kExists) {
     Relation out;
     out.plan = std::move(plan);

@@ -3,11 +3,12 @@
 // names resolve to the nearest level, and a name from an outer level makes a subquery
 // correlated. Subqueries become joins: IN and EXISTS semi or anti joins, scalar subqueries
 // left joins (grouped by their correlation columns). Types are checked by binding Arrow
-// compute expressions, constants are folded, filters are pushed into scans, and joins are
-// ordered from estimates (sql/optimizer/cardinality.h); column pruning and batch sizes are
-// optimizer passes that run after binding. Errors carry the SQL position; an unknown column
-// suggests the closest name. Anything the engine does not support is a "not supported: ..."
-// error, never a wrong answer.
+// compute expressions (constants are folded as they are typed), and joins are ordered from
+// estimates (sql/optimizer/cardinality.h). WHERE stays above each query level's joins and a
+// left join's ON conditions on the join: placing them, the rest of expression simplification,
+// column pruning and batch sizes are the optimizer's passes (sql/optimizer/optimizer.h), run
+// after binding. Errors carry the SQL position; an unknown column suggests the closest name.
+// Anything the engine does not support is a "not supported: ..." error, never a wrong answer.
 #pragma once
 
 #include <arrow/result.h>
@@ -34,8 +35,8 @@ struct BoundQuery {
   double largest_build_rows = 0;
 };
 
-/// The plan as bound, before the optimizer's passes: every scan reads all of its table's
-/// columns with the default batch size.
+/// The plan as bound, before the optimizer's passes: filters stand where SQL wrote them, and
+/// every scan reads all of its table's columns with the default batch size.
 arrow::Result<BoundQuery> BindLogical(const nlohmann::json& select, const std::string& sql,
                                       const TableResolver& resolve);
 

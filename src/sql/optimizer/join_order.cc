@@ -15,14 +15,11 @@ namespace sluice::sql {
 namespace cp = arrow::compute;
 
 std::unique_ptr<PlanNode> WithFilter(std::unique_ptr<PlanNode> input,
-                                     const std::vector<cp::Expression>& conjuncts,
-                                     bool push_into_scan) {
+                                     const std::vector<cp::Expression>& conjuncts) {
   if (conjuncts.empty()) return input;
-  const cp::Expression predicate = conjuncts.size() == 1 ? conjuncts[0] : cp::and_(conjuncts);
-  if (push_into_scan && input->kind == PlanNode::Kind::kScan) input->scan_filter = predicate;
   auto f = std::make_unique<PlanNode>();
   f->kind = PlanNode::Kind::kFilter;
-  f->predicate = predicate;
+  f->predicate = conjuncts.size() == 1 ? conjuncts[0] : cp::and_(conjuncts);
   f->input = std::move(input);
   return f;
 }
@@ -64,6 +61,7 @@ std::vector<cp::Expression> FactorOr(const cp::Expression& e) {
 
 arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
                                    const std::vector<cp::Expression>& conditions,
+                                   std::vector<cp::Expression>* filters,
                                    std::vector<cp::Expression>* rest, double* largest_build) {
   std::map<std::string, size_t> owner;
   for (size_t i = 0; i < relations.size(); ++i) {
@@ -77,7 +75,8 @@ arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
       for (auto& f : FactorOr(c)) Conjuncts(f, &conjuncts);
     }
   }
-  // Per-relation filters, equi-join edges, and what remains.
+  // Per-relation conditions (for the estimates), equi-join edges, and what remains. Every
+  // condition that is no join key goes to `filters`, in order.
   std::vector<std::vector<cp::Expression>> local(relations.size());
   struct Edge {
     size_t a, b;
@@ -104,6 +103,7 @@ arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
     }
     if (tables.size() == 1) {
       local[*tables.begin()].push_back(c);
+      filters->push_back(c);
       continue;
     }
     const cp::Expression::Call* call = c.call();
@@ -115,6 +115,7 @@ arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
       continue;
     }
     residual.push_back(c);
+    filters->push_back(c);
     // (a1 AND b1) OR (a2 AND b2) over relations A and B implies (a1 OR a2) on A alone: a weaker
     // copy filters A before the joins (TPC-H Q7 keeps 2 of 25 nations, Q19 a sliver of part).
     std::vector<cp::Expression> disjuncts;
@@ -136,14 +137,16 @@ arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
         if (mine.empty()) break;
         per_branch.push_back(mine.size() == 1 ? mine[0] : cp::and_(mine));
       }
-      if (per_branch.size() == disjuncts.size()) local[t].push_back(cp::or_(per_branch));
+      if (per_branch.size() == disjuncts.size()) {
+        local[t].push_back(cp::or_(per_branch));
+        filters->push_back(local[t].back());
+      }
     }
   }
-  // Each relation with its filter pushed down (into the Parquet scan, when it is one).
+  // Each relation's rows after its own conditions, which the filter_pushdown pass places on it.
   for (size_t i = 0; i < relations.size(); ++i) {
     if (local[i].empty()) continue;
     relations[i].estimate *= ConjunctionSelectivity(local[i], relations[i]);
-    relations[i].plan = WithFilter(std::move(relations[i].plan), local[i], /*push_into_scan=*/true);
   }
   // Greedy join order. The relation estimated largest after its filters probes (TPC-H Q12's
   // lineitem, filtered to 2 %, is hashed and orders stream past it). Each step builds the connected
@@ -231,9 +234,8 @@ arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
   // An equality between two relations that were joined by other keys is a filter after the
   // join.
   for (const auto& e : edges) {
-    if (!e.used) residual.push_back(cp::equal(cp::field_ref(e.a_col), cp::field_ref(e.b_col)));
+    if (!e.used) filters->push_back(cp::equal(cp::field_ref(e.a_col), cp::field_ref(e.b_col)));
   }
-  plan.plan = WithFilter(std::move(plan.plan), residual);
   return plan;
 }
 

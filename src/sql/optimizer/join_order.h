@@ -1,8 +1,9 @@
-// Join order: FROM items and the WHERE conditions over them become a tree of hash joins with
-// each item's own conditions pushed below the joins. The order is greedy from cardinality
-// estimates (cardinality.h). The binder calls it as it binds each query level, since a level's
-// estimate decides how its subqueries are joined; it becomes a pass over the plan once
-// estimates live on the plan.
+// Join order: FROM items and the WHERE conditions over them become a tree of hash joins on the
+// conditions' equalities. The order is greedy from cardinality estimates (cardinality.h), which
+// count each item's own conditions; the conditions themselves come back for a Filter above the
+// joins, and the filter_pushdown pass (filter_pushdown.h) moves them down to their items. The
+// binder calls it as it binds each query level, since a level's estimate decides how its
+// subqueries are joined; it becomes a pass over the plan once estimates live on the plan.
 #pragma once
 
 #include <arrow/compute/expression.h>
@@ -16,28 +17,31 @@
 
 namespace sluice::sql {
 
-/// `input` filtered by the AND of `conjuncts` (none: `input` itself). A filter right over a
-/// scan is also pushed into it (`push_into_scan`), to skip row groups; the Filter still drops
-/// the rows.
+/// `input` filtered by the AND of `conjuncts` (none: `input` itself).
 std::unique_ptr<PlanNode> WithFilter(std::unique_ptr<PlanNode> input,
-                                     const std::vector<arrow::compute::Expression>& conjuncts,
-                                     bool push_into_scan = false);
+                                     const std::vector<arrow::compute::Expression>& conjuncts);
 
 /// (a AND x) OR (b AND x) is x AND ((a) OR (b)): the conjuncts of `e` with the conditions
 /// common to every OR branch factored out (TPC-H Q19 repeats its join key in every branch).
 std::vector<arrow::compute::Expression> FactorOr(const arrow::compute::Expression& e);
 
-/// `relations` joined by the equalities among `conditions`, each relation's own conditions
-/// pushed into it, the rest filtered after the joins. Conditions that read a column of none of
-/// `relations` (a scalar subquery's result, joined later) go to `rest`. Raises
-/// `*largest_build` to the most rows any join built here is estimated to hash. A relation with
-/// no equality to the others is a "not supported: a cross join" error.
+/// `relations` joined by the equalities among `conditions` (split into conjuncts, with ORs
+/// factored by FactorOr). The result is the join tree alone: every conjunct that is no join key
+/// is appended to `*filters` in the order it came, for a Filter above the joins that the
+/// filter_pushdown pass places; an OR over several relations is followed by the weaker copy it
+/// implies on each of them (which the estimates count), and an equality between two relations
+/// that other keys joined comes last.
+/// Conditions that read a column of none of `relations` (a scalar subquery's result, joined
+/// later) go to `rest` instead. Raises `*largest_build` to the most rows any join built here is
+/// estimated to hash. A relation with no equality to the others is a "not supported: a cross
+/// join" error.
 ///
 /// The relation estimated largest after its filters probes; each step then hashes the connected
 /// relation whose join multiplies the rows least (rows after filters per distinct key value),
 /// ties going to the smaller relation.
 arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
                                    const std::vector<arrow::compute::Expression>& conditions,
+                                   std::vector<arrow::compute::Expression>* filters,
                                    std::vector<arrow::compute::Expression>* rest,
                                    double* largest_build);
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "exec/compute_init.h"
+#include "sql/optimizer/filter_pushdown.h"
 
 namespace sluice::sql {
 namespace {
@@ -39,6 +40,14 @@ class JoinOrderTest : public ::testing::Test {
   static cp::Expression Eq(const std::string& a, const std::string& b) {
     return cp::equal(cp::field_ref(a), cp::field_ref(b));
   }
+
+  // The joins with their conditions in a Filter above, placed by the filter_pushdown pass.
+  static std::string Placed(std::unique_ptr<PlanNode> joins,
+                            const std::vector<cp::Expression>& filters) {
+    auto plan = WithFilter(std::move(joins), filters);
+    PushDownFilters(plan.get());
+    return plan->Explain();
+  }
 };
 
 TEST_F(JoinOrderTest, LargestProbesAndTheFilteredDimensionJoinsFirst) {
@@ -48,20 +57,22 @@ TEST_F(JoinOrderTest, LargestProbesAndTheFilteredDimensionJoinsFirst) {
   relations.push_back(Scan("dim_a", {"a_k#2", "a_x#3"}, 100));
   // dim_a keeps a tenth (an equality on a column without statistics): 10 rows over 100 key
   // values, fanout 0.1, before dim_b's 10,000 rows over 10,000 values, fanout 1.
-  std::vector<cp::Expression> rest;
+  std::vector<cp::Expression> filters, rest;
   double largest_build = 0;
   auto joined = OrderJoins(std::move(relations),
                            {cp::and_({Eq("f_a#0", "a_k#2"), Eq("f_b#1", "b_k#4"),
                                       cp::equal(cp::field_ref("a_x#3"), cp::literal(int64_t{7}))})},
-                           &rest, &largest_build);
+                           &filters, &rest, &largest_build);
   ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  // The join tree alone: dim_a's condition comes back for the WHERE Filter.
   EXPECT_EQ(joined->plan->Explain(),
             "HashJoin inner on f_b#1 = b_k#4\n"
             "  HashJoin inner on f_a#0 = a_k#2\n"
             "    Scan fact (1 files) columns=[f_a#0, f_b#1]\n"
-            "    Filter (a_x#3 == 7)\n"
-            "      Scan dim_a (1 files) columns=[a_k#2, a_x#3] pushdown=(a_x#3 == 7)\n"
+            "    Scan dim_a (1 files) columns=[a_k#2, a_x#3]\n"
             "  Scan dim_b (1 files) columns=[b_k#4]\n");
+  ASSERT_EQ(filters.size(), 1u);
+  EXPECT_EQ(filters[0].ToString(), "(a_x#3 == 7)");
   EXPECT_TRUE(rest.empty());
   EXPECT_DOUBLE_EQ(largest_build, 10'000);
   // Without statistics a key has as many distinct values as its relation has rows: fact's
@@ -70,20 +81,28 @@ TEST_F(JoinOrderTest, LargestProbesAndTheFilteredDimensionJoinsFirst) {
   // Columns follow the join order.
   ASSERT_EQ(joined->columns.size(), 5u);
   EXPECT_EQ(joined->columns[2].id(), "a_k#2");
+  EXPECT_EQ(Placed(std::move(joined->plan), filters),
+            "HashJoin inner on f_b#1 = b_k#4\n"
+            "  HashJoin inner on f_a#0 = a_k#2\n"
+            "    Scan fact (1 files) columns=[f_a#0, f_b#1]\n"
+            "    Filter (a_x#3 == 7)\n"
+            "      Scan dim_a (1 files) columns=[a_k#2, a_x#3] pushdown=(a_x#3 == 7)\n"
+            "  Scan dim_b (1 files) columns=[b_k#4]\n");
 }
 
 TEST_F(JoinOrderTest, ForeignColumnsWaitAndNonKeyConditionsFilterAfterTheJoin) {
   std::vector<Relation> relations;
   relations.push_back(Scan("l", {"x#0", "y#1"}, 1000));
   relations.push_back(Scan("r", {"k#2", "z#3"}, 10));
-  std::vector<cp::Expression> rest;
+  std::vector<cp::Expression> filters, rest;
   double largest_build = 0;
   auto joined = OrderJoins(std::move(relations),
                            {Eq("x#0", "k#2"), cp::less(cp::field_ref("y#1"), cp::field_ref("z#3")),
                             cp::greater(cp::field_ref("y#1"), cp::field_ref("scalar#9"))},
-                           &rest, &largest_build);
+                           &filters, &rest, &largest_build);
   ASSERT_TRUE(joined.ok()) << joined.status().ToString();
-  EXPECT_EQ(joined->plan->Explain(),
+  ASSERT_EQ(filters.size(), 1u);
+  EXPECT_EQ(Placed(std::move(joined->plan), filters),
             "Filter (y#1 < z#3)\n"
             "  HashJoin inner on x#0 = k#2\n"
             "    Scan l (1 files) columns=[x#0, y#1]\n"
@@ -100,14 +119,17 @@ TEST_F(JoinOrderTest, AnOrOverTwoRelationsFiltersEachBeforeTheJoin) {
     return cp::and_(cp::equal(cp::field_ref("y#1"), cp::literal(a)),
                     cp::equal(cp::field_ref("z#3"), cp::literal(b)));
   };
-  std::vector<cp::Expression> rest;
+  std::vector<cp::Expression> filters, rest;
   double largest_build = 0;
   auto joined =
       OrderJoins(std::move(relations), {Eq("x#0", "k#2"), cp::or_(branch(1, 2), branch(3, 4))},
-                 &rest, &largest_build);
+                 &filters, &rest, &largest_build);
   ASSERT_TRUE(joined.ok()) << joined.status().ToString();
-  // (y = 1 AND z = 2) OR (y = 3 AND z = 4) implies y IN (1, 3) on l and z IN (2, 4) on r.
-  EXPECT_EQ(joined->plan->Explain(),
+  // (y = 1 AND z = 2) OR (y = 3 AND z = 4) implies y IN (1, 3) on l and z IN (2, 4) on r: the
+  // OR, then its copies, which count in the estimates and filter each side before the join.
+  ASSERT_EQ(filters.size(), 3u);
+  EXPECT_EQ(filters[1].ToString(), "((y#1 == 1) or (y#1 == 3))");
+  EXPECT_EQ(Placed(std::move(joined->plan), filters),
             "Filter (((y#1 == 1) and (z#3 == 2)) or ((y#1 == 3) and (z#3 == 4)))\n"
             "  HashJoin inner on x#0 = k#2\n"
             "    Filter ((y#1 == 1) or (y#1 == 3))\n"
@@ -120,9 +142,9 @@ TEST_F(JoinOrderTest, NoEqualityIsACrossJoinError) {
   std::vector<Relation> relations;
   relations.push_back(Scan("l", {"x#0"}, 1000));
   relations.push_back(Scan("r", {"k#2"}, 10));
-  std::vector<cp::Expression> rest;
+  std::vector<cp::Expression> filters, rest;
   double largest_build = 0;
-  auto joined = OrderJoins(std::move(relations), {}, &rest, &largest_build);
+  auto joined = OrderJoins(std::move(relations), {}, &filters, &rest, &largest_build);
   ASSERT_FALSE(joined.ok());
   EXPECT_EQ(joined.status().message(),
             "not supported: a cross join (\"r\" has no equality condition with the other FROM "

@@ -1,12 +1,24 @@
 #include "sql/optimizer/optimizer.h"
 
 #include "sql/optimizer/column_pruning.h"
+#include "sql/optimizer/constant_folding.h"
+#include "sql/optimizer/filter_pushdown.h"
 #include "sql/optimizer/physical_choices.h"
 
 namespace sluice::sql {
 
 const std::vector<Pass>& DefaultPasses() {
   static const std::vector<Pass> passes = {
+      {"constant_folding",
+       [](PlanNode* plan, const PlanFacts&) {
+         SimplifyExpressions(plan);
+         return arrow::Status::OK();
+       }},
+      {"filter_pushdown",
+       [](PlanNode* plan, const PlanFacts&) {
+         PushDownFilters(plan);
+         return arrow::Status::OK();
+       }},
       {"column_pruning",
        [](PlanNode* plan, const PlanFacts&) {
          PruneColumns(plan);

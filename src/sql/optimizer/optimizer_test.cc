@@ -9,50 +9,20 @@
 #include <sstream>
 
 #include "sql/binder.h"
+#include "sql/optimizer/bind_testing.h"
 #include "sql/optimizer/column_pruning.h"
+#include "sql/optimizer/filter_pushdown.h"
 #include "sql/optimizer/physical_choices.h"
 #include "sql/sql_parser.h"
 
 namespace sluice::sql {
 namespace {
 
-std::shared_ptr<TableSource> Table(const std::string& name, std::shared_ptr<arrow::Schema> schema,
-                                   int64_t rows) {
-  auto t = std::make_shared<TableSource>();
-  t->name = name;
-  t->format = "parquet";
-  t->files.push_back(name + "/part-0");
-  t->schema = schema;
-  t->file_schema = schema;
-  t->num_rows = rows;
-  t->total_bytes = rows * 10;
-  return t;
-}
-
 class OptimizerTest : public ::testing::Test {
  protected:
   // t(k, g, v) with `t_rows` rows and u(uk, name) with `u_rows`.
   BoundQuery Bind(const std::string& sql, int64_t t_rows = 1000, int64_t u_rows = 100) {
-    auto statement = ParseStatement(sql);
-    EXPECT_TRUE(statement.ok()) << statement.status().ToString();
-    auto t =
-        Table("t",
-              arrow::schema({arrow::field("k", arrow::int64()), arrow::field("g", arrow::utf8()),
-                             arrow::field("v", arrow::float64())}),
-              t_rows);
-    auto u = Table(
-        "u",
-        arrow::schema({arrow::field("uk", arrow::int64()), arrow::field("name", arrow::utf8())}),
-        u_rows);
-    auto bound =
-        BindLogical(std::get<SelectStatement>(*statement).select, sql,
-                    [&](const std::string& name) -> arrow::Result<std::shared_ptr<TableSource>> {
-                      if (name == "t") return t;
-                      if (name == "u") return u;
-                      return arrow::Status::Invalid("no table ", name);
-                    });
-    EXPECT_TRUE(bound.ok()) << bound.status().ToString();
-    return std::move(*bound);
+    return BindForTest(sql, t_rows, u_rows);
   }
 
   // The scans' lines of `plan`, with their batch sizes.
@@ -70,6 +40,7 @@ class OptimizerTest : public ::testing::Test {
 
 TEST_F(OptimizerTest, ColumnPruningKeepsWhatFiltersAndProjectionsRead) {
   auto q = Bind("select k from t where v > 1");
+  PushDownFilters(q.plan.get());
   EXPECT_EQ(q.plan->Explain(),
             "Project k#3 := k#0\n"
             "  Filter (v#2 > 1)\n"
@@ -145,21 +116,11 @@ TEST_F(OptimizerTest, DefaultPassesRunInOrderAndMatchBindSelect) {
   auto q = Bind(sql);
   std::vector<std::string> ran;
   ASSERT_TRUE(Optimize(q.plan.get(), {q.largest_build_rows}, DefaultPasses(), &ran).ok());
-  EXPECT_EQ(ran, (std::vector<std::string>{"column_pruning", "scan_batch_rows"}));
+  EXPECT_EQ(ran, (std::vector<std::string>{"constant_folding", "filter_pushdown", "column_pruning",
+                                           "scan_batch_rows"}));
   auto statement = ParseStatement(sql);
   ASSERT_TRUE(statement.ok());
-  auto t = Table("t",
-                 arrow::schema({arrow::field("k", arrow::int64()), arrow::field("g", arrow::utf8()),
-                                arrow::field("v", arrow::float64())}),
-                 1000);
-  auto u = Table(
-      "u", arrow::schema({arrow::field("uk", arrow::int64()), arrow::field("name", arrow::utf8())}),
-      100);
-  auto selected =
-      BindSelect(std::get<SelectStatement>(*statement).select, sql,
-                 [&](const std::string& name) -> arrow::Result<std::shared_ptr<TableSource>> {
-                   return name == "t" ? t : u;
-                 });
+  auto selected = BindSelect(std::get<SelectStatement>(*statement).select, sql, TestTables());
   ASSERT_TRUE(selected.ok()) << selected.status().ToString();
   EXPECT_EQ(Scans(*selected->plan), Scans(*q.plan));
   EXPECT_EQ(selected->plan->Explain(), q.plan->Explain());

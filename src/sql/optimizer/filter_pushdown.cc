@@ -1,0 +1,222 @@
+#include "sql/optimizer/filter_pushdown.h"
+
+#include <arrow/compute/api.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sql/optimizer/conjuncts.h"
+
+namespace sluice::sql {
+
+namespace {
+
+namespace cp = arrow::compute;
+using Exprs = std::vector<cp::Expression>;
+using Slot = std::unique_ptr<PlanNode>;
+
+bool IsTrue(const cp::Expression& e) { return e.Equals(cp::literal(true)); }
+
+bool ReadsColumns(const cp::Expression& e) { return !cp::FieldsInExpression(e).empty(); }
+
+// Whether every column `e` reads is one of `names`.
+bool ReadsOnly(const cp::Expression& e, const std::set<std::string>& names) {
+  for (const auto& ref : cp::FieldsInExpression(e)) {
+    if (ref.name() == nullptr || !names.count(*ref.name())) return false;
+  }
+  return true;
+}
+
+std::set<std::string> OutputSet(const PlanNode& node) {
+  const std::vector<std::string> names = node.OutputNames();
+  return {names.begin(), names.end()};
+}
+
+cp::Expression And(const Exprs& conjuncts) {
+  return conjuncts.size() == 1 ? conjuncts[0] : cp::and_(conjuncts);
+}
+
+// `e` over a projection's output rewritten over its input: each column the projection computes
+// replaced by its expression, a column it passes through (keep_input) kept. None if `e` reads a
+// column the projection does not output.
+std::optional<cp::Expression> BelowProject(const cp::Expression& e,
+                                           const std::map<std::string, size_t>& computed,
+                                           const std::set<std::string>& passed,
+                                           const PlanNode& project) {
+  if (const auto* ref = e.field_ref()) {
+    const std::string* name = ref->name();
+    if (name == nullptr) return std::nullopt;
+    if (auto it = computed.find(*name); it != computed.end()) {
+      return project.expressions[it->second];
+    }
+    if (passed.count(*name)) return e;
+    return std::nullopt;
+  }
+  const cp::Expression::Call* call = e.call();
+  if (call == nullptr) return e;
+  Exprs args;
+  for (const auto& a : call->arguments) {
+    auto below = BelowProject(a, computed, passed, project);
+    if (!below.has_value()) return std::nullopt;
+    args.push_back(std::move(*below));
+  }
+  return cp::call(call->function_name, std::move(args), call->options);
+}
+
+std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts);
+
+// `conjuncts` applied right above *slot: added to the Filter there, or in a new one.
+void Place(Slot* slot, const Exprs& conjuncts) {
+  if (conjuncts.empty()) return;
+  PlanNode& node = **slot;
+  if (node.kind == PlanNode::Kind::kFilter) {
+    Exprs all;
+    Conjuncts(node.predicate, &all);
+    all.insert(all.end(), conjuncts.begin(), conjuncts.end());
+    node.predicate = And(all);
+    return;
+  }
+  auto filter = std::make_unique<PlanNode>();
+  filter->kind = PlanNode::Kind::kFilter;
+  filter->predicate = And(conjuncts);
+  filter->input = std::move(*slot);
+  *slot = std::move(filter);
+}
+
+// Sinks `conjuncts` into *slot and applies right above it those that stay there.
+void SinkAndPlace(Slot* slot, const Exprs& conjuncts) {
+  Exprs stay;
+  for (size_t i : Sink(slot, conjuncts)) stay.push_back(conjuncts[i]);
+  Place(slot, stay);
+}
+
+// A Filter: its own conjuncts that read columns go down with the incoming ones; what cannot go
+// below its input stays in it (its own) or is handed back (the incoming ones).
+std::vector<size_t> SinkFilter(Slot* slot, const Exprs& incoming) {
+  PlanNode& filter = **slot;
+  Exprs own;
+  Conjuncts(filter.predicate, &own);
+  Exprs down;
+  for (const auto& c : own) {
+    if (!IsTrue(c) && ReadsColumns(c)) down.push_back(c);
+  }
+  const size_t own_down = down.size();
+  down.insert(down.end(), incoming.begin(), incoming.end());
+  const std::vector<size_t> left = Sink(&filter.input, down);
+  const std::set<size_t> stays(left.begin(), left.end());
+  Exprs here;
+  size_t next = 0;  // the index in `down` of the next own conjunct that went down
+  for (const auto& c : own) {
+    if (IsTrue(c)) continue;
+    if (!ReadsColumns(c)) {
+      here.push_back(c);  // `WHERE false` stays where it was written
+    } else if (stays.count(next++)) {
+      here.push_back(c);
+    }
+  }
+  std::vector<size_t> up;
+  for (size_t i : left) {
+    if (i >= own_down) up.push_back(i - own_down);
+  }
+  if (here.empty()) {
+    *slot = std::move(filter.input);
+  } else if (here.size() != own.size()) {
+    filter.predicate = And(here);
+  }  // else nothing moved: the predicate stays as it was spelled
+  return up;
+}
+
+// Moves as many of `conjuncts` (over the output of *slot) as the rules allow below the operator
+// at *slot, and returns the indices of the others, which belong right above it. Every Filter
+// inside *slot is pushed down too.
+std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts) {
+  PlanNode& node = **slot;
+  std::vector<size_t> stay;
+  switch (node.kind) {
+    case PlanNode::Kind::kScan: {
+      // The Filter lands here; Parquet skips the row groups its statistics rule out.
+      if (conjuncts.empty()) return stay;
+      node.scan_filter = And(conjuncts);
+      Place(slot, conjuncts);
+      return stay;
+    }
+    case PlanNode::Kind::kFilter:
+      return SinkFilter(slot, conjuncts);
+    case PlanNode::Kind::kProject: {
+      std::map<std::string, size_t> computed;
+      for (size_t i = 0; i < node.names.size(); ++i) computed[node.names[i]] = i;
+      std::set<std::string> passed;
+      if (node.keep_input) passed = OutputSet(*node.input);
+      Exprs below;
+      std::vector<size_t> which;
+      for (size_t i = 0; i < conjuncts.size(); ++i) {
+        auto rewritten = BelowProject(conjuncts[i], computed, passed, node);
+        if (rewritten.has_value()) {
+          below.push_back(std::move(*rewritten));
+          which.push_back(i);
+        } else {
+          stay.push_back(i);
+        }
+      }
+      // What would only land right under the projection stays above it, as written.
+      for (size_t j : Sink(&node.input, below)) stay.push_back(which[j]);
+      std::sort(stay.begin(), stay.end());
+      return stay;
+    }
+    case PlanNode::Kind::kJoin: {
+      const std::set<std::string> left = OutputSet(*node.input);
+      const std::set<std::string> right = OutputSet(*node.right);
+      Exprs to_left, to_right;
+      for (size_t i = 0; i < conjuncts.size(); ++i) {
+        if (ReadsOnly(conjuncts[i], left)) {
+          to_left.push_back(conjuncts[i]);
+        } else if (node.join_type == JoinType::kInner && ReadsOnly(conjuncts[i], right)) {
+          to_right.push_back(conjuncts[i]);
+        } else {
+          stay.push_back(i);  // both sides, or a left join's null-padded side
+        }
+      }
+      if (node.join_type == JoinType::kLeft && !IsTrue(node.join_filter)) {
+        // ON conditions on the null-padded side only decide which of its rows can match.
+        Exprs on, kept;
+        Conjuncts(node.join_filter, &on);
+        for (const auto& c : on) {
+          if (ReadsColumns(c) && ReadsOnly(c, right)) {
+            to_right.push_back(c);
+          } else if (!IsTrue(c)) {
+            kept.push_back(c);
+          }
+        }
+        if (kept.size() != on.size())
+          node.join_filter = kept.empty() ? cp::literal(true) : And(kept);
+      }
+      SinkAndPlace(&node.input, to_left);
+      SinkAndPlace(&node.right, to_right);
+      return stay;
+    }
+    case PlanNode::Kind::kAggregate:
+    case PlanNode::Kind::kSort:
+    case PlanNode::Kind::kLimit:
+      SinkAndPlace(&node.input, {});
+      for (size_t i = 0; i < conjuncts.size(); ++i) stay.push_back(i);
+      return stay;
+  }
+  return stay;
+}
+
+}  // namespace
+
+void PushDownFilters(PlanNode* plan) {
+  // The root may itself be a Filter that goes away: work on a slot that owns it.
+  auto root = std::make_unique<PlanNode>(std::move(*plan));
+  Sink(&root, {});
+  *plan = std::move(*root);
+}
+
+}  // namespace sluice::sql

@@ -1,0 +1,183 @@
+// Filter pushdown on plan text: queries bound over t(k, g, v) and u(uk, name) (bind_testing.h),
+// the plan as the binder leaves it (WHERE above the joins, ON conditions on the join) and after
+// the pass.
+#include "sql/optimizer/filter_pushdown.h"
+
+#include <arrow/api.h>
+#include <arrow/compute/api.h>
+#include <gtest/gtest.h>
+
+#include "exec/compute_init.h"
+#include "sql/optimizer/bind_testing.h"
+
+namespace sluice::sql {
+namespace {
+
+namespace cp = arrow::compute;
+
+class FilterPushdownTest : public ::testing::Test {
+ protected:
+  // The plan of `sql` after the pass; `before`, when given, gets it as bound.
+  static std::string Pushed(const std::string& sql, std::string* before = nullptr) {
+    BoundQuery q = BindForTest(sql);
+    if (q.plan == nullptr) return "";
+    if (before != nullptr) *before = q.plan->Explain();
+    PushDownFilters(q.plan.get());
+    const std::string once = q.plan->Explain();
+    PushDownFilters(q.plan.get());
+    EXPECT_EQ(q.plan->Explain(), once) << "a second run moved something";
+    return once;
+  }
+};
+
+TEST_F(FilterPushdownTest, WhereConditionsGoToTheSideOfAnInnerJoinTheyRead) {
+  std::string before;
+  const std::string after =
+      Pushed("select k from t join u on k = uk where v > 1 and name = 'a' and v < uk", &before);
+  EXPECT_EQ(before,
+            "Project k#5 := k#0\n"
+            "  Filter (((v#2 > 1) and (name#4 == \"a\")) and (v#2 < uk#3))\n"
+            "    HashJoin inner on k#0 = uk#3\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "      Scan u (1 files) columns=[uk#3, name#4]\n");
+  // The condition on both sides stays above the join; the others reach their scans' row groups.
+  EXPECT_EQ(after,
+            "Project k#5 := k#0\n"
+            "  Filter (v#2 < uk#3)\n"
+            "    HashJoin inner on k#0 = uk#3\n"
+            "      Filter (v#2 > 1)\n"
+            "        Scan t (1 files) columns=[k#0, g#1, v#2] pushdown=(v#2 > 1)\n"
+            "      Filter (name#4 == \"a\")\n"
+            "        Scan u (1 files) columns=[uk#3, name#4] pushdown=(name#4 == \"a\")\n");
+}
+
+TEST_F(FilterPushdownTest, AConditionOnTwoOfThreeItemsGoesToTheJoinOfThoseTwo) {
+  // (When the binder placed filters, it left such a condition above all the joins.)
+  EXPECT_EQ(Pushed("select a.k from t a join t b on a.k = b.k join u on b.k = uk "
+                   "where a.v < b.v and name = 'x'"),
+            "Project k#8 := k#0\n"
+            "  HashJoin inner on k#3 = uk#6\n"
+            "    Filter (v#2 < v#5)\n"
+            "      HashJoin inner on k#0 = k#3\n"
+            "        Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "        Scan t (1 files) columns=[k#3, g#4, v#5]\n"
+            "    Filter (name#7 == \"x\")\n"
+            "      Scan u (1 files) columns=[uk#6, name#7] pushdown=(name#7 == \"x\")\n");
+}
+
+TEST_F(FilterPushdownTest, WhereOnTheNullPaddedSideOfALeftJoinStaysAboveIt) {
+  // name = 'a' above the join drops the rows it padded; below it, they would come back padded.
+  // v > 1, on the preserved side, goes below it.
+  EXPECT_EQ(Pushed("select k, name from t left join u on k = uk where name = 'a' and v > 1"),
+            "Project k#5 := k#0, name#6 := name#4\n"
+            "  Filter (name#4 == \"a\")\n"
+            "    HashJoin left on k#0 = uk#3\n"
+            "      Filter (v#2 > 1)\n"
+            "        Scan t (1 files) columns=[k#0, g#1, v#2] pushdown=(v#2 > 1)\n"
+            "      Scan u (1 files) columns=[uk#3, name#4]\n");
+  // IS NULL above a left join finds the rows with no match; below it, it would find none.
+  EXPECT_EQ(Pushed("select k from t left join u on k = uk where name is null"),
+            "Project k#5 := k#0\n"
+            "  Filter is_null(name#4, {nan_is_null=false})\n"
+            "    HashJoin left on k#0 = uk#3\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "      Scan u (1 files) columns=[uk#3, name#4]\n");
+}
+
+TEST_F(FilterPushdownTest, OnConditionsOfALeftJoinFilterOnlyItsJoinedSide) {
+  std::string before;
+  const std::string after =
+      Pushed("select k from t left join u on k = uk and name = 'a' and v > 1", &before);
+  EXPECT_EQ(before,
+            "Project k#5 := k#0\n"
+            "  HashJoin left on k#0 = uk#3 filter ((name#4 == \"a\") and (v#2 > 1))\n"
+            "    Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "    Scan u (1 files) columns=[uk#3, name#4]\n");
+  // v > 1 stays on the join: a row of t that fails it is still kept, padded.
+  EXPECT_EQ(after,
+            "Project k#5 := k#0\n"
+            "  HashJoin left on k#0 = uk#3 filter (v#2 > 1)\n"
+            "    Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "    Filter (name#4 == \"a\")\n"
+            "      Scan u (1 files) columns=[uk#3, name#4] pushdown=(name#4 == \"a\")\n");
+}
+
+TEST_F(FilterPushdownTest, ThroughAProjectionOntoTheScan) {
+  std::string before;
+  const std::string after =
+      Pushed("select * from (select k as a, v * 2 as b from t) s where b > 10 and a < 5", &before);
+  EXPECT_EQ(before,
+            "Project a#5 := a#3, b#6 := b#4\n"
+            "  Filter ((b#4 > 10) and (a#3 < 5))\n"
+            "    Project a#3 := k#0, b#4 := multiply_checked(v#2, 2)\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2]\n");
+  EXPECT_EQ(after,
+            "Project a#5 := a#3, b#6 := b#4\n"
+            "  Project a#3 := k#0, b#4 := multiply_checked(v#2, 2)\n"
+            "    Filter ((multiply_checked(v#2, 2) > 10) and (k#0 < 5))\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2] "
+            "pushdown=((multiply_checked(v#2, 2) > 10) and (k#0 < 5))\n");
+}
+
+TEST_F(FilterPushdownTest, NotThroughAnAggregate) {
+  // Not even the condition on the grouping key: the binder never did, and this pass keeps to it.
+  const std::string sql =
+      "select * from (select g, sum(v) as s from t group by g) x "
+      "where g = 'a' and s > 1";
+  std::string before;
+  EXPECT_EQ(Pushed(sql, &before), before);
+}
+
+TEST_F(FilterPushdownTest, BelowSemiJoinsAndScalarSubqueryJoins) {
+  EXPECT_EQ(Pushed("select k from t where k in (select uk from u) and v > 1"),
+            "Project k#6 := k#0\n"
+            "  HashJoin semi on k#0 = uk#5\n"
+            "    Filter (v#2 > 1)\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2] pushdown=(v#2 > 1)\n"
+            "    Project uk#5 := uk#3\n"
+            "      Scan u (1 files) columns=[uk#3, name#4]\n");
+  // v > (the maximum) reads the subquery's result and stays above the join that brings it (the
+  // null-padded side of a left join); k > 1 goes down through the constant key's projection.
+  EXPECT_EQ(Pushed("select k from t where v > (select max(v) from t) and k > 1"),
+            "Project k#10 := k#0\n"
+            "  Filter (v#2 > max#7)\n"
+            "    HashJoin left on one#8 = one#9\n"
+            "      Project (input columns), one#8 := 1\n"
+            "        Filter (k#0 > 1)\n"
+            "          Scan t (1 files) columns=[k#0, g#1, v#2] pushdown=(k#0 > 1)\n"
+            "      Project (input columns), one#9 := 1\n"
+            "        Project max#7 := __agg6\n"
+            "          FinalAggregate keys=[] aggregates=[__agg6 := max(__p6)]\n"
+            "            PartialAggregate keys=[] aggregates=[__p6 := max(__in6)]\n"
+            "              Project __in6 := v#5\n"
+            "                Scan t (1 files) columns=[k#3, g#4, v#5]\n");
+}
+
+TEST_F(FilterPushdownTest, AConditionOnNoColumnStaysWhereItWasWritten) {
+  EXPECT_EQ(Pushed("select k from t where 1 = 0"),
+            "Project k#3 := k#0\n"
+            "  Filter false\n"
+            "    Scan t (1 files) columns=[k#0, g#1, v#2]\n");
+  EXPECT_EQ(Pushed("select k from t where k > 2 and 1 = 0"),
+            "Project k#3 := k#0\n"
+            "  Filter false\n"
+            "    Filter (k#0 > 2)\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2] pushdown=(k#0 > 2)\n");
+}
+
+TEST_F(FilterPushdownTest, ATrueConditionGoes) {
+  ASSERT_TRUE(exec::EnsureComputeInitialized().ok());
+  BoundQuery q = BindForTest("select k from t");
+  auto filter = std::make_unique<PlanNode>();
+  filter->kind = PlanNode::Kind::kFilter;
+  filter->predicate = cp::literal(true);
+  filter->input = std::move(q.plan->input);
+  q.plan->input = std::move(filter);
+  PushDownFilters(q.plan.get());
+  EXPECT_EQ(q.plan->Explain(),
+            "Project k#3 := k#0\n"
+            "  Scan t (1 files) columns=[k#0, g#1, v#2]\n");
+}
+
+}  // namespace
+}  // namespace sluice::sql
