@@ -231,6 +231,7 @@ class QueryStages {
     if (!stage.gather) {
       base.output_keys = stage.output_keys;
       base.partitions = stage.partitions;
+      base.one_row_per_key = stage.one_row_per_key;
     }
     std::vector<plan::Fragment> out;
     if (stage.split != nullptr) {

@@ -92,6 +92,9 @@ struct Stage {
   bool gather = false;
   std::vector<std::string> output_keys;
   int partitions = 1;
+  /// Each task writes one row per distinct value of output_keys: the build side of a semi or
+  /// anti join, which asks only whether a key is there.
+  bool one_row_per_key = false;
   /// kMap: MapTaskCount of the split table's units (one per worker with broadcasts); otherwise
   /// the inputs' partition count.
   int tasks = 1;

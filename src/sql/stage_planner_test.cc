@@ -357,6 +357,11 @@ TEST_F(StagePlannerTest, LargeBuildSideIsHashPartitionedWithTheProbeSide) {
     EXPECT_EQ(t.partitions, 3);
     EXPECT_EQ(u.partitions, 3);
     EXPECT_EQ(t.output_keys.size(), 1u);
+    // A semi or anti join's build side of keys alone sends each key once per task.
+    const bool semi = std::string(sql).find("IN (") != std::string::npos ||
+                      std::string(sql).find("EXISTS") != std::string::npos;
+    EXPECT_EQ(u.one_row_per_key, semi) << sql;
+    EXPECT_FALSE(t.one_row_per_key) << sql;
     EXPECT_EQ(join.role, StageRole::kJoin);
     EXPECT_EQ(join.tasks, 3);
     ASSERT_EQ(join.inputs.size(), 2u);

@@ -2,6 +2,9 @@
 
 #include <signal.h>
 
+#include <arrow/acero/exec_plan.h>
+#include <arrow/acero/options.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -54,6 +57,10 @@ arrow::Result<StageTask> Decode(const uint8_t* data, size_t size) {
     return arrow::Status::Invalid("stage task: split scan ", split_scan, " out of range");
   }
   t.split_scan = static_cast<int32_t>(split_scan);
+  ARROW_ASSIGN_OR_RAISE(t.one_row_per_key, plan::Bool(doc, "one_row_per_key"));
+  if (t.one_row_per_key && t.output_keys.empty()) {
+    return arrow::Status::Invalid("stage task: one row per key needs keys");
+  }
   ARROW_ASSIGN_OR_RAISE(t.output_prefix, plan::Text(doc, "output_prefix"));
   ARROW_RETURN_NOT_OK(CheckShuffleKey(t.output_prefix, "output prefix"));
   ARROW_ASSIGN_OR_RAISE(const json* inputs, plan::Field(doc, "inputs"));
@@ -100,6 +107,30 @@ arrow::Result<std::shared_ptr<arrow::Table>> AsDeclared(
     }
   }
   return arrow::Table::Make(declared, table->columns(), table->num_rows());
+}
+
+// One row of `table` per distinct value of `keys` (NULLs equal), any one, in no particular
+// order, with `table`'s columns in its order.
+arrow::Result<std::shared_ptr<arrow::Table>> OneRowPerKey(
+    const std::shared_ptr<arrow::Table>& table, const std::vector<std::string>& keys) {
+  namespace ac = arrow::acero;
+  std::vector<arrow::FieldRef> key_refs(keys.begin(), keys.end());
+  std::vector<arrow::compute::Aggregate> others;
+  for (const auto& f : table->schema()->fields()) {
+    if (std::find(keys.begin(), keys.end(), f->name()) != keys.end()) continue;
+    others.emplace_back("hash_one", nullptr, arrow::FieldRef(f->name()), f->name());
+  }
+  ac::Declaration plan = ac::Declaration::Sequence(
+      {{"table_source", ac::TableSourceNodeOptions(table)},
+       {"aggregate", ac::AggregateNodeOptions(std::move(others), std::move(key_refs))}});
+  ARROW_ASSIGN_OR_RAISE(auto grouped, ac::DeclarationToTable(std::move(plan)));
+  std::vector<int> order;
+  for (const auto& f : table->schema()->fields()) {
+    const int at = grouped->schema()->GetFieldIndex(f->name());
+    if (at < 0) return arrow::Status::Invalid("internal: a column is missing after grouping");
+    order.push_back(at);
+  }
+  return grouped->SelectColumns(order);
 }
 
 // Test-only fault injection (see the header).
@@ -169,6 +200,9 @@ arrow::Status RunTask(const plan::Fragment& f, const StageTask& task, const Boun
   }
   OperatorProbes probes;
   ARROW_ASSIGN_OR_RAISE(auto produced, Execute(root, root.OutputNames(), &probes, &read));
+  if (task.one_row_per_key) {
+    ARROW_ASSIGN_OR_RAISE(produced, OneRowPerKey(produced, task.output_keys));
+  }
   ARROW_ASSIGN_OR_RAISE(auto declared, OutputSchema(root));
   ARROW_ASSIGN_OR_RAISE(auto table, AsDeclared(produced, declared, "the stage's plan"));
   if (split != nullptr) {
@@ -220,6 +254,7 @@ arrow::Result<std::vector<uint8_t>> EncodeStageTask(const StageTask& t) {
               {"inputs", std::move(inputs)},
               {"output_keys", t.output_keys},
               {"partitions", t.partitions},
+              {"one_row_per_key", t.one_row_per_key},
               {"output_prefix", t.output_prefix}};
   return plan::WithMagic(kStageTaskMagic, doc);
 }

@@ -56,6 +56,8 @@ struct StageTask {
   /// The output exchange: hash on these columns into `partitions` files (no keys: one).
   std::vector<std::string> output_keys;
   int32_t partitions = 1;
+  /// Write one row per distinct value of output_keys (a semi or anti join's build side).
+  bool one_row_per_key = false;
   /// The folder of this stage's output: `_sluice/shuffle/q-<query id>/s<stage>`.
   std::string output_prefix;
 };

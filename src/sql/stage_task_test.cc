@@ -119,6 +119,8 @@ TEST(StageTaskTest, RefusesDamagedFields) {
             "stage task: input node 1 has 0 files and 0 digests");
   EXPECT_EQ(DecodeError(Reencoded(FinalTask(), [](auto& d) { d["inputs"][0]["node"] = -1; })),
             "stage task: input node -1 out of range");
+  EXPECT_EQ(DecodeError(Reencoded(FinalTask(), [](auto& d) { d["one_row_per_key"] = true; })),
+            "stage task: one row per key needs keys");
   EXPECT_EQ(DecodeError(Reencoded(FinalTask(), [](auto& d) { d["inputs"] = 3; })),
             "stage task: inputs must be a list of at most 64");
   EXPECT_NE(DecodeError(Reencoded(FinalTask(),

@@ -331,6 +331,9 @@ def test_aggregate_over_hash_partitioned_join(joined, sql, tmp_path):
     sluice, con, data = joined
     plan = explain(sluice, sql, 3, limit=0)
     assert re.search(r"stage 3 \(join\): 3 tasks, one per partition", plan), plan
+    # A semi or anti join's build side sends one row per key.
+    semi = re.search(r"\b(exists|in) \(", sql) is not None
+    assert ("one row per key, hash on" in plan) == semi, plan
     ours, err = query(sluice, sql, tmp_path / "d.arrow", 3, limit=0)
     assert "running in-process" not in err, err
     local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
