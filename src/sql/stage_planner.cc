@@ -172,13 +172,7 @@ class Planner {
     b.open.output_keys = std::move(keys);
     b.open.partitions = partitions;
     if (b.open.role == StageRole::kMap) {
-      // Each task re-reads the broadcast tables: one task per worker then, not
-      // kMaxMapTasksPerWorker.
-      b.open.tasks =
-          b.open.broadcast.empty()
-              ? MapTaskCount(b.open.split->table->SplitUnits(), options_.workers)
-              : std::min(MapTaskCount(b.open.split->table->SplitUnits(), options_.workers),
-                         options_.workers);
+      b.open.tasks = MapTaskCount(b.open.split->table->SplitUnits(), options_.workers);
     }
     b.done.push_back(std::move(b.open));
     return std::move(b.done);

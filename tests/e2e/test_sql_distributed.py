@@ -99,7 +99,8 @@ def test_q1_across_4_workers_equals_in_process(tpch, tmp_path):
     sql = q(1)
     plan = explain(sluice, sql, 4)
     assert "distributed plan: 3 stages on 4 workers" in plan, plan
-    assert f"stage 1 (map): {LINEITEM_FILES} tasks over lineitem's {LINEITEM_FILES} files" in plan
+    # One map task per worker, each with a share of the 8 files.
+    assert f"stage 1 (map): 4 tasks over lineitem's {LINEITEM_FILES} files" in plan, plan
     assert "into 4 partitions" in plan, plan
     distributed, _ = query(sluice, sql, tmp_path / "d.arrow", 4)
     local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
@@ -112,9 +113,11 @@ def test_q1_across_4_workers_equals_in_process(tpch, tmp_path):
     assert len(finals) == 4, analyzed
     for read in finals:
         tasks = sorted(re.sub(r"-\d+$", "", t) for t in read.split(","))
-        assert tasks == sorted(f"s1p{i}" for i in range(LINEITEM_FILES)), analyzed
-    maps = re.findall(r"stage 1 \(map\) task s1p\d+ attempt \d+: files=1 rows_in=(\d+)", analyzed)
-    assert len(maps) == LINEITEM_FILES, analyzed
+        assert tasks == sorted(f"s1p{i}" for i in range(4)), analyzed
+    maps = re.findall(r"stage 1 \(map\) task s1p\d+ attempt \d+: files=(\d+) rows_in=(\d+)",
+                      analyzed)
+    assert len(maps) == 4, analyzed
+    assert sum(int(f) for f, _ in maps) == LINEITEM_FILES, analyzed
     assert "shuffle_written=" in analyzed and "shuffle_read=" in analyzed
     assert shuffle_files(data) == []
 
@@ -380,11 +383,11 @@ def test_one_file_splits_by_row_groups(sluice_bin, tmp_path):
     for sql, rows_read in (("select g, count(*), sum(v) from t group by g", 1000),
                            ("select g, count(*), sum(v) from t where id >= 650 group by g", 400)):
         plan = explain(sluice, sql, 2)
-        assert "stage 1 (map): 4 tasks over t's 1 files, 10 row groups (split)" in plan, plan
+        assert "stage 1 (map): 2 tasks over t's 1 files, 10 row groups (split)" in plan, plan
         analyzed = explain(sluice, sql, 2, analyze=True)
         rows_in = re.findall(r"stage 1 \(map\) task s1p\d+ attempt \d+: files=1 rows_in=(\d+)",
                              analyzed)
-        assert len(rows_in) == 4, analyzed
+        assert len(rows_in) == 2, analyzed
         assert sum(int(r) for r in rows_in) == rows_read, analyzed
         ours, _ = query(sluice, sql, tmp_path / "r.arrow", 2)
         want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
@@ -446,8 +449,8 @@ def test_worker_sigkilled_at_a_random_moment(tpch, n, tmp_path):
     sql = q(n)
     want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
     rng = random.Random()
-    kills = 0
-    for attempt in range(6):
+    kills = retries = 0
+    for attempt in range(10):
         out = tmp_path / f"r{attempt}.arrow"
         proc = subprocess.Popen([str(sluice.binary), "query", "--workers", "2", "--format",
                                  "arrow", "-o", str(out), sql], env=sluice.env,
@@ -481,21 +484,22 @@ def test_worker_sigkilled_at_a_random_moment(tpch, n, tmp_path):
                              what=f"Q{n} after kill")
         if killed:
             kills += 1
-            # A worker killed between tasks (long-lived workers wait for the next) lost none.
-            assert "retrying" in err.decode() or "while idle" in err.decode(), err.decode()
-        if kills >= 2:
+            # A worker killed between tasks (long-lived workers wait for the next) lost none,
+            # nor did one killed while the pool was ending it after the last stage.
+            retries += "retrying" in err.decode()
+        if retries >= 1 and kills >= 2:
             break
-    assert kills >= 1, "no worker was ever killed: the test did not test anything"
+    assert retries >= 1, f"{kills} kills, none lost a running task: the retry was not tested"
     assert shuffle_files(data) == []
 
 
 def test_more_tasks_than_workers_start_only_one_process_per_worker(tpch, tmp_path):
-    """Long-lived workers: Q1's 4 map and 2 final tasks on 2 workers run in 2 processes, and the
+    """Long-lived workers: Q1's 2 map and 2 final tasks on 2 workers run in 2 processes, and the
     answer is the one a process per task gave."""
     sluice, con, _ = tpch
     sql = q(1)
     plan = explain(sluice, sql, 2)
-    assert "stage 1 (map): 4 tasks" in plan and "into 2 partitions" in plan, plan
+    assert "stage 1 (map): 2 tasks" in plan and "into 2 partitions" in plan, plan
     want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
     out = tmp_path / "r.arrow"
     proc = subprocess.Popen([str(sluice.binary), "query", "--workers", "2", "--format", "arrow",
@@ -507,7 +511,7 @@ def test_more_tasks_than_workers_start_only_one_process_per_worker(tpch, tmp_pat
         time.sleep(0.001)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err.decode()
-    assert 1 <= len(seen) <= 2, f"worker processes {sorted(seen)} for 6 tasks on 2 workers"
+    assert 1 <= len(seen) <= 2, f"worker processes {sorted(seen)} for 4 tasks on 2 workers"
     with pa.ipc.open_stream(out) as reader:
         assert_same_rows(rows_of(reader.read_all()), want, ordered=True, what="Q1 on 2 workers")
 
