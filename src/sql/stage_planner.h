@@ -4,7 +4,8 @@
 // the driver all work on one tree.
 //
 // A stage's rows are split among its tasks in one of two ways:
-//   map    one task per group of one table's files (the split scan);
+//   map    one task per worker, each with a contiguous share of one table's Parquet row groups
+//          (or files) (the split scan);
 //   join / final
 //          one task per hash partition: task p reads partition p of every task of each stage
 //          below it (a hash exchange).
@@ -17,8 +18,10 @@
 //     partition for a global aggregate), and a gather above the final aggregate; the driver runs
 //     the rest of the plan (ORDER BY, LIMIT, joins above the aggregate) on what it gathered;
 //   - a join below a cut aggregate whose build side (`right`) weighs more than the broadcast
-//     limit: hash on the join keys on both sides, and the join runs in a join stage, one task per
-//     partition (a left, semi or anti join's unmatched rows meet their only partition);
+//     limit, or more than the split probe side (every task would re-read it): hash on the join
+//     keys on both sides, and the join runs in a join stage, one task per partition (a left,
+//     semi or anti join's unmatched rows meet their only partition). A semi or anti join's build
+//     side that is its keys alone sends one row per key;
 //   - a smaller build side is a broadcast by re-scan: every task of the stage reads it whole
 //     from storage (no exchange).
 // Splitting one scan splits a subtree's output rows, so that tasks' outputs are disjoint and
