@@ -39,6 +39,11 @@ def assert_same_rows(ours, want, ordered, what):
         assert all(same(x, y) for x, y in zip(a, b)), f"{what} row {i}: {a} != {b}"
 
 
+def duckdb_rows(con, sql):
+    """The oracle's answer, normalized as ours are."""
+    return [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+
+
 def query(sluice, sql, out, workers, env=None, limit=None):
     """Runs a SELECT; returns (rows, stderr). `limit`: --broadcast-limit."""
     more = [] if limit is None else ["--broadcast-limit", limit]
@@ -127,7 +132,7 @@ def test_tpch_at_2_workers_matches_duckdb(tpch, n, tmp_path):
     sluice, con, data = tpch
     sql = q(n)
     ours, err = query(sluice, sql, tmp_path / "r.arrow", 2)
-    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    want = duckdb_rows(con, sql)
     assert_same_rows(ours, want, ordered=bool(re.search(r"\border\s+by\b", sql, re.I)),
                      what=f"Q{n}")
     if n in (1, 6, 15, 18) or n in JOIN_CUTS:  # these must be cut
@@ -199,7 +204,7 @@ def test_final_merge_across_3_partitions(mixed, sql, tmp_path):
     assert ("into 3 partitions" if grouped else "into 1 partitions") in plan, plan
     ours, err = query(sluice, sql, tmp_path / "d.arrow", 3)
     local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
-    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    want = duckdb_rows(con, sql)
     ordered = "order by" in sql
     assert_same_rows(ours, want, ordered, what=f"{sql} vs DuckDB")
     assert_same_rows(ours, local, ordered, what=f"{sql} vs --workers 0")
@@ -250,7 +255,7 @@ def test_tpch_at_1_and_4_workers_and_with_partitioned_joins(tpch, n, workers, li
     sluice, con, data = tpch
     sql = q(n)
     ours, _ = query(sluice, sql, tmp_path / "r.arrow", workers, limit=limit)
-    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    want = duckdb_rows(con, sql)
     assert_same_rows(ours, want, ordered=bool(re.search(r"\border\s+by\b", sql, re.I)),
                      what=f"Q{n} --workers {workers} --broadcast-limit {limit}")
     assert shuffle_files(data) == []
@@ -318,7 +323,7 @@ def test_aggregate_over_join_splits_the_probe_side(joined, sql, tmp_path):
     ours, err = query(sluice, sql, tmp_path / "d.arrow", 2)
     assert "running in-process" not in err, err
     local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
-    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    want = duckdb_rows(con, sql)
     assert_same_rows(ours, want, False, what=f"{sql} vs DuckDB")
     assert_same_rows(ours, local, False, what=f"{sql} vs --workers 0")
     assert shuffle_files(data) == []
@@ -340,7 +345,7 @@ def test_aggregate_over_hash_partitioned_join(joined, sql, tmp_path):
     ours, err = query(sluice, sql, tmp_path / "d.arrow", 3, limit=0)
     assert "running in-process" not in err, err
     local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
-    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    want = duckdb_rows(con, sql)
     assert_same_rows(ours, want, False, what=f"{sql} vs DuckDB")
     assert_same_rows(ours, local, False, what=f"{sql} vs --workers 0")
     # Every join task read its partition of every task of both map stages.
@@ -390,7 +395,7 @@ def test_one_file_splits_by_row_groups(sluice_bin, tmp_path):
         assert len(rows_in) == 2, analyzed
         assert sum(int(r) for r in rows_in) == rows_read, analyzed
         ours, _ = query(sluice, sql, tmp_path / "r.arrow", 2)
-        want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+        want = duckdb_rows(con, sql)
         assert_same_rows(ours, want, False, what=sql)
     assert shuffle_files(data) == []
 
@@ -410,7 +415,7 @@ def test_largest_table_on_a_build_side_is_hash_partitioned(joined, sql, tmp_path
     assert "stage 3 (join): 2 tasks" in plan, plan
     ours, err = query(sluice, sql, tmp_path / "r.arrow", 2)
     assert "running in-process" not in err, err
-    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    want = duckdb_rows(con, sql)
     assert_same_rows(ours, want, ordered=False, what=sql)
 
 
@@ -421,7 +426,7 @@ def test_a_query_without_an_aggregate_runs_in_process(joined, tmp_path):
     sql = "select k, v from f join d on k = dk where v > 0"
     ours, err = query(sluice, sql, tmp_path / "r.arrow", 2)
     assert "running in-process: the query has no aggregate to split" in err, err
-    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    want = duckdb_rows(con, sql)
     assert_same_rows(ours, want, ordered=False, what=sql)
 
 
@@ -447,7 +452,7 @@ def test_worker_sigkilled_at_a_random_moment(tpch, n, tmp_path):
     """Q1: an aggregate; Q12: a join of hash-partitioned orders and lineitem."""
     sluice, con, data = tpch
     sql = q(n)
-    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    want = duckdb_rows(con, sql)
     rng = random.Random()
     kills = retries = 0
     for attempt in range(10):
@@ -500,7 +505,7 @@ def test_more_tasks_than_workers_start_only_one_process_per_worker(tpch, tmp_pat
     sql = q(1)
     plan = explain(sluice, sql, 2)
     assert "stage 1 (map): 2 tasks" in plan and "into 2 partitions" in plan, plan
-    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    want = duckdb_rows(con, sql)
     out = tmp_path / "r.arrow"
     proc = subprocess.Popen([str(sluice.binary), "query", "--workers", "2", "--format", "arrow",
                              "-o", str(out), sql], env=sluice.env, stdout=subprocess.PIPE,
@@ -547,7 +552,7 @@ def test_stale_output_of_an_earlier_attempt_is_never_read(tpch, n, workers, stal
     for read in found:
         assert f"{stale}-2" in read.split(","), analyzed
         assert f"{stale}-1" not in read.split(","), analyzed
-    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    want = duckdb_rows(con, sql)
     for point in [failpoint, *more]:
         ours, err = query(sluice, sql, tmp_path / "r.arrow", workers,
                           env={"SLUICE_FAILPOINT": point})
