@@ -478,5 +478,22 @@ TEST(SplitSharesTest, EveryRowGroupIsInExactlyOneShare) {
   EXPECT_EQ(MapTaskCount(t.SplitUnits(), 4), 3);
 }
 
+// Rows with equal keys meet in one partition only if both sides hash the same bytes: keys of
+// other types (an int32 against an int64) are never hash-partitioned against each other.
+TEST(StageSplitTest, KeysOfOtherTypesAreNotHashPartitioned) {
+  for (bool same_types : {true, false}) {
+    auto a = ScanNode("a", 1000);
+    auto b = ScanNode("b", 1000);
+    a->table->schema = a->table->file_schema = arrow::schema({arrow::field("k", arrow::int64())});
+    b->table->schema = b->table->file_schema =
+        arrow::schema({arrow::field("k", same_types ? arrow::int64() : arrow::int32())});
+    auto plan = CountOver(JoinNode(JoinType::kInner, std::move(a), std::move(b)));
+    StagePlan stages = Plan(*plan, 2, /*broadcast_limit=*/0);
+    bool joins = false;
+    for (const Stage& s : stages.stages) joins = joins || s.role == StageRole::kJoin;
+    EXPECT_EQ(joins, same_types) << ExplainStages(*plan, stages);
+  }
+}
+
 }  // namespace
 }  // namespace sluice::sql
