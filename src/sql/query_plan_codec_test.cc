@@ -17,7 +17,7 @@
 #include "plan/cbor_fields.h"
 #include "sql/executor.h"
 #include "sql/sql_parser.h"
-#include "sql/table_source.h"
+#include "sql/plan_node.h"
 
 namespace sluice::sql {
 namespace {

@@ -19,7 +19,7 @@
 #include "sql/query_plan_codec.h"
 #include "sql/sql_parser.h"
 #include "sql/stage_planner.h"
-#include "sql/table_source.h"
+#include "sql/plan_node.h"
 
 namespace sluice::sql {
 namespace {
