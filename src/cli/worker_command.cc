@@ -22,10 +22,9 @@
 #include "cli/command.h"
 #include "dist/worker_process.h"
 #include "dist/worker_sandbox.h"
-#include "exec/compute_init.h"
 #include "exec/fragment_runner.h"
+#include "plan/compute_init.h"
 #include "plan/plan_codec.h"
-#include "sql/stage_task.h"
 
 namespace sluice::cli {
 
@@ -67,17 +66,14 @@ exec::TaskReport RunTask(const std::vector<uint8_t>& bytes, const exec::Progress
     report.status = "error";
     report.error = "worker: " + fragment.status().ToString();
   } else {
-    arrow::Status init = exec::EnsureComputeInitialized();
+    arrow::Status init = plan::EnsureComputeInitialized();
     if (!init.ok()) {
       report.task = fragment->task_name();
       report.status = "error";
       report.error = init.ToString();
     } else {
-      // A distributed SQL query's task is one RunSqlStage operator, which the SQL layer runs.
-      const bool sql_stage = fragment->operators.size() == 1 &&
-                             std::holds_alternative<plan::RunSqlStage>(fragment->operators[0]);
-      report = sql_stage ? sql::RunStageTask(*fragment, progress)
-                         : exec::RunFragment(*fragment, progress);
+      // A job's task and a SQL query's stage task are both plans of the one plan type.
+      report = exec::RunFragment(*fragment, progress);
     }
   }
   report.worker_pid = getpid();

@@ -16,8 +16,11 @@
 #include <string>
 #include <vector>
 
+#include <arrow/api.h>
+
 #include "dist/worker_pool.h"
 #include "dist/worker_process.h"
+#include "plan/plan_node.h"
 
 namespace sluice::dist::testing {
 
@@ -80,6 +83,18 @@ while True:
     os.write(4, len(line).to_bytes(8, "little") + line)
 )PY";
 
+// Any plan that encodes (and has no word the fake reacts to): the fake reads only the run id.
+inline std::shared_ptr<const plan::PlanNode> AnyPlan() {
+  return plan::Chain(
+      {plan::Step(plan::ScanObjects{"ipc",
+                                    {"in/a.arrow"},
+                                    0,
+                                    "",
+                                    arrow::schema({arrow::field("k", arrow::int64())}),
+                                    false}),
+       plan::Step(plan::WriteSink{"ipc", "out/a.arrow"})});
+}
+
 class FakeWorkerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -121,6 +136,12 @@ class FakeWorkerTest : public ::testing::Test {
       plan::Fragment f;
       f.run_id = run_ids[i];
       f.partition = static_cast<int32_t>(i);
+      // Any plan that encodes: the fake worker reads only the run id.
+      f.root = plan::Chain(
+          {plan::Step(plan::ShuffleRead{{"_sluice/shuffle/fake/part-0.arrow"},
+                                        {std::string(64, '0')},
+                                        arrow::schema({arrow::field("k", arrow::int64())}),
+                                        {}})});
       out.push_back(std::move(f));
     }
     return out;

@@ -21,6 +21,7 @@ std::vector<plan::Fragment> StageFragments(int id, int tasks, const std::string&
     f.run_id = run_id;
     f.stage_id = id;
     f.partition = t;
+    f.root = testing::AnyPlan();
     out.push_back(std::move(f));
   }
   return out;

@@ -6,7 +6,7 @@
 #include <string>
 #include <unordered_set>
 
-#include "exec/compute_init.h"
+#include "plan/compute_init.h"
 #include "exec/key_bytes.h"
 #include "plan/fragment.h"
 
@@ -14,7 +14,7 @@ namespace sluice::exec {
 
 arrow::Result<std::shared_ptr<arrow::Table>> DedupFirst(const std::shared_ptr<arrow::Table>& table,
                                                         const std::string& key, int64_t* dropped) {
-  ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
+  ARROW_RETURN_NOT_OK(plan::EnsureComputeInitialized());
   if (table->GetColumnByName(key) == nullptr) {
     return arrow::Status::Invalid("dedup key '", key, "' is not a column of ",
                                   table->schema()->ToString());

@@ -3,18 +3,21 @@
 #include <arrow/acero/api.h>
 #include <arrow/api.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <mutex>
-#include <type_traits>
 
 #include "exec/call_transform_node.h"
-#include "exec/compute_init.h"
 #include "exec/dedup_node.h"
+#include "exec/plan_executor.h"
 #include "exec/scan_objects_node.h"
 #include "exec/shuffle.h"
 #include "exec/shuffle_write_node.h"
 #include "exec/sink_write_node.h"
+#include "plan/compute_init.h"
 #include "plan/session_spec.h"
+#include "plan/stage_shape.h"
 
 namespace sluice::exec {
 
@@ -36,88 +39,213 @@ arrow::Status RegisterJobNodes() {
   return status;
 }
 
-// The rows of a shuffle scan: every file, in the order given, read whole and checked against
+// The rows of a shuffle read: every file, in the order given, read whole and checked against
 // its writer's BLAKE3 and the plan's schema before the plan starts.
-arrow::Result<ac::Declaration> ShuffleSource(const plan::ScanShuffle& scan, const JobTask& task) {
-  if (scan.schema == nullptr || scan.blake3.size() != scan.keys.size()) {
-    return arrow::Status::Invalid("internal: plan: scan_shuffle without a schema or digests");
+arrow::Result<std::shared_ptr<arrow::Table>> ReadShuffle(const plan::ShuffleRead& read,
+                                                         const JobTask& task) {
+  if (read.schema == nullptr || read.blake3.size() != read.files.size()) {
+    return arrow::Status::Invalid("internal: plan: shuffle_read without a schema or digests");
   }
-  std::vector<arrow::ExecBatch> batches;
-  for (size_t i = 0; i < scan.keys.size(); ++i) {
-    const std::string& key = scan.keys[i];
+  std::vector<std::shared_ptr<arrow::Table>> tables;
+  for (size_t i = 0; i < read.files.size(); ++i) {
+    const std::string& key = read.files[i];
     task.Say("reading shuffle file '" + key + "'");
     ARROW_ASSIGN_OR_RAISE(auto table,
-                          ReadShuffleFile(task.store.get(), key, scan.blake3[i], *scan.schema));
-    ARROW_ASSIGN_OR_RAISE(auto read, arrow::TableBatchReader(*table).ToRecordBatches());
-    for (const auto& b : read) batches.emplace_back(*b);
+                          ReadShuffleFile(task.store.get(), key, read.blake3[i], *read.schema));
+    tables.push_back(std::move(table));
   }
-  return ac::Declaration("exec_batch_source",
-                         ac::ExecBatchSourceNodeOptions(scan.schema, std::move(batches)));
+  if (tables.empty()) return arrow::Table::MakeEmpty(read.schema);
+  return arrow::ConcatenateTables(tables);
 }
 
-// One declaration per operator, in order: a scan first, then stages, and at most one end
-// (a shuffle write or a sink part) last.
-arrow::Result<ac::Declaration> JobDeclaration(const plan::Fragment& f,
+// A job's plan is one chain: a scan first, then stages, then one end (a shuffle or sink
+// write). Each node becomes one Acero declaration.
+arrow::Result<ac::Declaration> JobDeclaration(const plan::PlanNode& root,
                                               const std::shared_ptr<JobTask>& task) {
+  std::vector<const plan::PlanNode*> chain;
+  for (const plan::PlanNode* n = &root; n != nullptr; n = n->input.get()) {
+    if (n->right != nullptr) return arrow::Status::Invalid("internal: plan: a job plan branches");
+    chain.insert(chain.begin(), n);
+  }
   std::vector<ac::Declaration> steps;
-  bool ended = false;
-  for (size_t i = 0; i < f.operators.size(); ++i) {
-    const plan::Operator& op = f.operators[i];
-    if (std::holds_alternative<plan::RunSqlStage>(op)) {
-      // `sluice worker` hands a SQL stage to the SQL layer before it gets here.
-      return arrow::Status::Invalid(
-          "internal: plan: run_sql_stage reached the job fragment runner");
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const plan::PlanNode& n = *chain[i];
+    using K = plan::PlanNode::Kind;
+    const bool source = n.kind == K::kScanObjects || n.kind == K::kShuffleRead;
+    const bool end = n.kind == K::kShuffleWrite || n.kind == K::kSinkWrite;
+    if (source != (i == 0) || end != (i + 1 == chain.size())) {
+      return arrow::Status::Invalid("internal: plan: task ", task->fragment->task_name(),
+                                    ": a job plan is one scan, then stages, then one end");
     }
-    const bool scan = std::holds_alternative<plan::ScanObjects>(op) ||
-                      std::holds_alternative<plan::ScanShuffle>(op);
-    if (scan != (i == 0) || ended) {
-      return arrow::Status::Invalid("internal: plan: task ", f.task_name(),
-                                    ": a job fragment is one scan, then stages, then one end");
+    switch (n.kind) {
+      case K::kScanObjects:
+        steps.emplace_back(kScanObjectsNode, ScanObjectsNodeOptions(n.objects, task));
+        break;
+      case K::kShuffleRead: {
+        // Rows that already carry __seq enter as plain batches (object_chunks.h).
+        ARROW_ASSIGN_OR_RAISE(auto table, ReadShuffle(n.shuffle_read, *task));
+        ARROW_ASSIGN_OR_RAISE(auto read, arrow::TableBatchReader(*table).ToRecordBatches());
+        std::vector<arrow::ExecBatch> batches;
+        for (const auto& b : read) batches.emplace_back(*b);
+        steps.emplace_back("exec_batch_source", ac::ExecBatchSourceNodeOptions(
+                                                    n.shuffle_read.schema, std::move(batches)));
+        break;
+      }
+      case K::kTransform:
+        steps.emplace_back(kCallTransformNode, CallTransformNodeOptions(n.transform, task));
+        break;
+      case K::kDedup:
+        steps.emplace_back(kDedupNode, DedupNodeOptions(n.dedup, task));
+        break;
+      case K::kShuffleWrite:
+        steps.emplace_back(kShuffleWriteNode, ShuffleWriteNodeOptions(n.shuffle_write, task));
+        break;
+      case K::kSinkWrite:
+        steps.emplace_back(kSinkWriteNode, SinkWriteNodeOptions(n.sink, task));
+        break;
+      default:
+        return arrow::Status::Invalid("internal: plan: a ", plan::KindName(n.kind),
+                                      " in a job plan");
     }
-    ARROW_ASSIGN_OR_RAISE(
-        ac::Declaration step,
-        std::visit(
-            [&](const auto& o) -> arrow::Result<ac::Declaration> {
-              using T = std::decay_t<decltype(o)>;
-              if constexpr (std::is_same_v<T, plan::ScanObjects>) {
-                return ac::Declaration(kScanObjectsNode, ScanObjectsNodeOptions(o, task));
-              } else if constexpr (std::is_same_v<T, plan::ScanShuffle>) {
-                return ShuffleSource(o, *task);
-              } else if constexpr (std::is_same_v<T, plan::CallTransform>) {
-                return ac::Declaration(kCallTransformNode, CallTransformNodeOptions(o, task));
-              } else if constexpr (std::is_same_v<T, plan::HashExchange>) {
-                ended = true;
-                return ac::Declaration(kShuffleWriteNode, ShuffleWriteNodeOptions(o, task));
-              } else if constexpr (std::is_same_v<T, plan::DedupFirst>) {
-                return ac::Declaration(kDedupNode, DedupNodeOptions(o, task));
-              } else if constexpr (std::is_same_v<T, plan::WriteSink>) {
-                ended = true;
-                return ac::Declaration(kSinkWriteNode, SinkWriteNodeOptions(o, task));
-              } else {
-                return arrow::Status::Invalid("internal: plan: unexpected operator");
-              }
-            },
-            op));
-    steps.push_back(std::move(step));
   }
   return ac::Declaration::Sequence(std::move(steps));
 }
 
-arrow::Status RunJob(const plan::Fragment& f, const ProgressFn& progress, TaskReport* report) {
-  auto task = std::make_shared<JobTask>();
-  task->fragment = &f;
-  task->report = report;
-  task->progress = progress;
-  ARROW_ASSIGN_OR_RAISE(task->store, storage::ObjectStore::Open(f.session.store_url));
-  if (f.operators.empty()) return arrow::Status::OK();
-  ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
+arrow::Status RunJob(const plan::PlanNode& root, const std::shared_ptr<JobTask>& task) {
   ARROW_RETURN_NOT_OK(RegisterJobNodes());
-  ARROW_ASSIGN_OR_RAISE(ac::Declaration plan, JobDeclaration(f, task));
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration plan, JobDeclaration(root, task));
   ac::QueryOptions options;
   // One thread: rows arrive at every node in the order they were sent, which object framing,
   // __seq and byte-identical outputs rely on; a task is a worker process, one per core.
   options.use_threads = false;
   return ac::DeclarationToStatus(std::move(plan), std::move(options));
+}
+
+// `table` under the schema the plan declares for it: Acero marks every output column nullable,
+// where the plan keeps a file's NOT NULL, and readers check schemas exactly. Names and types
+// must already agree, and a NOT NULL column must hold no nulls.
+arrow::Result<std::shared_ptr<arrow::Table>> AsDeclared(
+    const std::shared_ptr<arrow::Table>& table, const std::shared_ptr<arrow::Schema>& declared) {
+  auto differ = [&] {
+    return arrow::Status::Invalid("internal: the stage's plan produced ",
+                                  table->schema()->ToString(), ", the plan declares ",
+                                  declared->ToString());
+  };
+  if (table->num_columns() != declared->num_fields()) return differ();
+  for (int i = 0; i < declared->num_fields(); ++i) {
+    const auto& want = declared->field(i);
+    const auto& got = table->schema()->field(i);
+    if (want->name() != got->name() || !want->type()->Equals(*got->type()) ||
+        (!want->nullable() && table->column(i)->null_count() > 0)) {
+      return differ();
+    }
+  }
+  return arrow::Table::Make(declared, table->columns(), table->num_rows());
+}
+
+// One row of `table` per distinct value of `keys` (NULLs equal), any one, in no particular
+// order, with `table`'s columns in its order.
+arrow::Result<std::shared_ptr<arrow::Table>> OneRowPerKey(
+    const std::shared_ptr<arrow::Table>& table, const std::vector<std::string>& keys) {
+  std::vector<arrow::FieldRef> key_refs(keys.begin(), keys.end());
+  std::vector<arrow::compute::Aggregate> others;
+  for (const auto& f : table->schema()->fields()) {
+    if (std::find(keys.begin(), keys.end(), f->name()) != keys.end()) continue;
+    others.emplace_back("hash_one", nullptr, arrow::FieldRef(f->name()), f->name());
+  }
+  ac::Declaration plan = ac::Declaration::Sequence(
+      {{"table_source", ac::TableSourceNodeOptions(table)},
+       {"aggregate", ac::AggregateNodeOptions(std::move(others), std::move(key_refs))}});
+  ARROW_ASSIGN_OR_RAISE(auto grouped, ac::DeclarationToTable(std::move(plan)));
+  std::vector<int> order;
+  for (const auto& f : table->schema()->fields()) {
+    const int at = grouped->schema()->GetFieldIndex(f->name());
+    if (at < 0) return arrow::Status::Invalid("internal: a column is missing after grouping");
+    order.push_back(at);
+  }
+  return grouped->SelectColumns(order);
+}
+
+// A SQL stage's task: relational operators over a split scan or shuffle reads, under the
+// stage's exchange. The plan runs on Acero's threads; its result is written as one table.
+arrow::Status RunRelational(const plan::PlanNode& root, const std::shared_ptr<JobTask>& task) {
+  using K = plan::PlanNode::Kind;
+  if (root.kind != K::kShuffleWrite) {
+    return arrow::Status::Invalid("plan: a SQL stage's task ends in a shuffle_write, not a ",
+                                  plan::KindName(root.kind));
+  }
+  const plan::PlanNode& stage = *root.input;
+  // The driver placed the split and the partitions; the worker checks that they split the
+  // output (plan/stage_shape.h).
+  const plan::PlanNode* split = nullptr;
+  std::map<const plan::PlanNode*, std::vector<std::string>> partitioned;
+  for (const plan::PlanNode* n : plan::NodesOf(stage)) {
+    if (n->kind == K::kScan && n->split) {
+      if (split != nullptr) return arrow::Status::Invalid("plan: more than one split scan");
+      split = n;
+    }
+    if (n->kind == K::kShuffleRead) partitioned[n] = n->shuffle_read.partition_keys;
+  }
+  const std::string refused = plan::StageShapeRefusal(stage, split, partitioned);
+  if (!refused.empty()) {
+    return arrow::Status::Invalid("plan: the stage cannot run split: ", refused);
+  }
+  NodeInputs read;
+  for (const auto& [node, keys] : partitioned) {
+    ARROW_ASSIGN_OR_RAISE(read[node], ReadShuffle(node->shuffle_read, *task));
+    // A SQL task's report counts the shuffle files it read, and their rows, as its input.
+    task->report->objects += static_cast<int64_t>(node->shuffle_read.files.size());
+    task->report->records_in += read[node]->num_rows();
+  }
+  std::string broadcast;
+  for (const plan::PlanNode* s : plan::ScansOf(stage)) {
+    if (s != split && broadcast.find(s->table->name) == std::string::npos) {
+      broadcast += (broadcast.empty() ? "" : ", ") + s->table->name;
+    }
+  }
+  const std::string& name = task->fragment->task_name();
+  if (split != nullptr) {
+    std::string files;
+    for (const auto& k : split->table->files) files += (files.empty() ? "" : ", ") + k;
+    task->Say("running task " + name + " on " + split->table->name + " files " + files +
+              (broadcast.empty() ? "" : ", reading whole " + broadcast));
+  } else {
+    task->Say("running task " + name + " on " + std::to_string(task->report->records_in) +
+              " shuffled rows" + (broadcast.empty() ? "" : ", reading whole " + broadcast));
+  }
+  OperatorProbes probes;
+  ARROW_ASSIGN_OR_RAISE(auto produced, Execute(stage, stage.OutputNames(), &probes, &read));
+  if (root.shuffle_write.one_row_per_key) {
+    ARROW_ASSIGN_OR_RAISE(produced, OneRowPerKey(produced, root.shuffle_write.keys));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto declared, plan::OutputSchema(stage));
+  ARROW_ASSIGN_OR_RAISE(auto table, AsDeclared(produced, declared));
+  if (split != nullptr) {
+    if (auto it = probes.find(split); it != probes.end()) {
+      task->report->records_in = it->second->rows;
+    }
+    task->report->objects = static_cast<int64_t>(split->table->files.size());
+  }
+  task->report->rows_out = table->num_rows();
+  return WriteExchange(table, root.shuffle_write, *task);
+}
+
+bool IsJobPlan(const plan::PlanNode& root) {
+  for (const plan::PlanNode* n = &root; n != nullptr; n = n->input.get()) {
+    if (plan::IsJobKind(n->kind)) return true;
+  }
+  return false;
+}
+
+arrow::Status Run(const plan::Fragment& f, const ProgressFn& progress, TaskReport* report) {
+  if (f.root == nullptr) return arrow::Status::Invalid("internal: a fragment without a plan");
+  auto task = std::make_shared<JobTask>();
+  task->fragment = &f;
+  task->report = report;
+  task->progress = progress;
+  ARROW_ASSIGN_OR_RAISE(task->store, storage::ObjectStore::Open(f.session.store_url));
+  ARROW_RETURN_NOT_OK(plan::EnsureComputeInitialized());
+  return IsJobPlan(*f.root) ? RunJob(*f.root, task) : RunRelational(*f.root, task);
 }
 
 }  // namespace
@@ -129,10 +257,11 @@ TaskReport RunFragment(const plan::Fragment& fragment, const ProgressFn& progres
   report.attempt = fragment.attempt;
   // Nothing runs on a worker that cannot give the driver's answer.
   arrow::Status st = plan::CheckParity(fragment.session.parity);
-  if (st.ok()) st = RunJob(fragment, progress, &report);
+  if (st.ok()) st = Run(fragment, progress, &report);
   if (!st.ok()) {
     report.status = "error";
     report.error = "task " + fragment.task_name() + ": " + st.ToString();
+    report.shuffle_files.clear();
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

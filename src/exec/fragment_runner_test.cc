@@ -83,9 +83,10 @@ TEST_F(FragmentRunnerTest, ASinkPartHoldsEveryObjectsBatchesInOrder) {
   Put("in/b.arrow", {});  // no batches at all
   Put("in/c.arrow", {Rows({}), Rows({{"d", 3}})});
   plan::Fragment f = Task(0, 0);
-  f.operators.push_back(
-      plan::ScanObjects{"ipc", {"in/a.arrow", "in/b.arrow", "in/c.arrow"}, 4, "", schema_, false});
-  f.operators.push_back(plan::WriteSink{"ipc", "out/part-0.arrow"});
+  f.root =
+      plan::Chain({plan::Step(plan::ScanObjects{
+                       "ipc", {"in/a.arrow", "in/b.arrow", "in/c.arrow"}, 4, "", schema_, false}),
+                   plan::Step(plan::WriteSink{"ipc", "out/part-0.arrow"})});
   std::vector<std::string> said;
   bool on_this_thread = true;  // the plan runs on the caller's thread, as the order needs
   TaskReport r = RunFragment(f, [&](const std::string& doing) {
@@ -121,14 +122,14 @@ TEST_F(FragmentRunnerTest, MapAndReduceKeepTheFirstRowOfEachKeyInJobOrder) {
   Put("in/0.arrow", {Rows({{"x", 10}, {"y", 11}}), Rows({{"x", 12}})});
   Put("in/1.arrow", {Rows({{"y", 1}, {"z", 2}, {"z", 3}})});
   plan::Fragment map = Task(0, 0);
-  map.operators.push_back(
-      plan::ScanObjects{"ipc", {"in/0.arrow", "in/1.arrow"}, 0, "", schema_, false});
-  map.operators.push_back(plan::HashExchange{"k", 2, "shuffle/s0"});
+  map.root = plan::Chain(
+      {plan::Step(plan::ScanObjects{"ipc", {"in/0.arrow", "in/1.arrow"}, 0, "", schema_, false}),
+       plan::Step(plan::ShuffleWrite{{"k"}, 2, "_sluice/shuffle/run-1/s0"})});
   TaskReport m = RunFragment(map);
   ASSERT_EQ(m.status, "ok") << m.error;
   EXPECT_EQ(m.rows_out, 6);
   ASSERT_EQ(m.shuffle_files.size(), 2u);
-  EXPECT_EQ(m.shuffle_files[0].key, "shuffle/s0/s0p0-1/part-0.arrow");
+  EXPECT_EQ(m.shuffle_files[0].key, "_sluice/shuffle/run-1/s0/s0p0-1/part-0.arrow");
   EXPECT_EQ(m.shuffle_files[0].rows + m.shuffle_files[1].rows, 6);
 
   auto seq_schema =
@@ -138,10 +139,12 @@ TEST_F(FragmentRunnerTest, MapAndReduceKeepTheFirstRowOfEachKeyInJobOrder) {
   for (int32_t p = 0; p < 2; ++p) {
     plan::Fragment reduce = Task(1, p);
     const OutputFile& file = m.shuffle_files[static_cast<size_t>(p)];
-    reduce.operators.push_back(plan::ScanShuffle{{file.key}, {file.blake3}, seq_schema});
-    reduce.operators.push_back(plan::DedupFirst{"k"});
+    std::vector<plan::PlanNodeFields> steps = {
+        plan::Step(plan::ShuffleRead{{file.key}, {file.blake3}, seq_schema, {"k"}}),
+        plan::Step(plan::DedupFirst{"k"})};
     const std::string out = "out/part-" + std::to_string(p) + ".arrow";
-    reduce.operators.push_back(plan::WriteSink{"ipc", out});
+    steps.push_back(plan::Step(plan::WriteSink{"ipc", out}));
+    reduce.root = plan::Chain(std::move(steps));
     TaskReport r = RunFragment(reduce);
     ASSERT_EQ(r.status, "ok") << r.error;
     dropped += r.duplicates_dropped;
@@ -157,10 +160,10 @@ TEST_F(FragmentRunnerTest, MapAndReduceKeepTheFirstRowOfEachKeyInJobOrder) {
 
   // A shuffle file that is not what its writer reported is an error naming it.
   plan::Fragment damaged = Task(1, 0);
-  damaged.operators.push_back(
-      plan::ScanShuffle{{m.shuffle_files[0].key}, {std::string(64, '0')}, seq_schema});
-  damaged.operators.push_back(plan::DedupFirst{"k"});
-  damaged.operators.push_back(plan::WriteSink{"ipc", "out/damaged.arrow"});
+  damaged.root = plan::Chain(
+      {plan::Step(
+           plan::ShuffleRead{{m.shuffle_files[0].key}, {std::string(64, '0')}, seq_schema, {"k"}}),
+       plan::Step(plan::DedupFirst{"k"}), plan::Step(plan::WriteSink{"ipc", "out/damaged.arrow"})});
   TaskReport d = RunFragment(damaged);
   EXPECT_EQ(d.status, "error");
   EXPECT_NE(
@@ -174,9 +177,9 @@ TEST_F(FragmentRunnerTest, ADataErrorNamesTheObjectAndWritesNothing) {
   Put("in/good.arrow", {Rows({{"a", 0}})});
   ASSERT_TRUE(store_->Put("in/bad.arrow", arrow::Buffer::FromString("not arrow")).ok());
   plan::Fragment f = Task(0, 3);
-  f.operators.push_back(
-      plan::ScanObjects{"ipc", {"in/good.arrow", "in/bad.arrow"}, 0, "", schema_, false});
-  f.operators.push_back(plan::WriteSink{"ipc", "out/part-3.arrow"});
+  f.root = plan::Chain({plan::Step(plan::ScanObjects{
+                            "ipc", {"in/good.arrow", "in/bad.arrow"}, 0, "", schema_, false}),
+                        plan::Step(plan::WriteSink{"ipc", "out/part-3.arrow"})});
   TaskReport r = RunFragment(f);
   EXPECT_EQ(r.status, "error");
   EXPECT_EQ(r.error.rfind("task s0p3: Invalid: object 'in/bad.arrow': not an Arrow IPC file", 0),
@@ -188,7 +191,7 @@ TEST_F(FragmentRunnerTest, ADataErrorNamesTheObjectAndWritesNothing) {
 
 TEST_F(FragmentRunnerTest, AFragmentOutOfShapeIsAnInternalError) {
   plan::Fragment f = Task(0, 0);
-  f.operators.push_back(plan::WriteSink{"ipc", "out/part-0.arrow"});
+  f.root = plan::Chain({plan::Step(plan::WriteSink{"ipc", "out/part-0.arrow"})});
   TaskReport r = RunFragment(f);
   EXPECT_EQ(r.status, "error");
   EXPECT_NE(r.error.find("internal: plan:"), std::string::npos) << r.error;

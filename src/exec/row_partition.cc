@@ -7,7 +7,7 @@
 #include <cstring>
 #include <limits>
 
-#include "exec/compute_init.h"
+#include "plan/compute_init.h"
 #include "exec/shuffle.h"
 
 namespace sluice::exec {
@@ -125,7 +125,7 @@ arrow::Result<std::vector<int32_t>> PartitionRowsByKeys(const arrow::RecordBatch
 arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> HashPartitionByKeys(
     const std::shared_ptr<arrow::Table>& table, const std::vector<std::string>& keys,
     int32_t partitions) {
-  ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
+  ARROW_RETURN_NOT_OK(plan::EnsureComputeInitialized());
   ARROW_ASSIGN_OR_RAISE(auto combined, table->CombineChunksToBatch());
   ARROW_ASSIGN_OR_RAISE(auto assignment, PartitionRowsByKeys(*combined, keys, partitions));
   return SplitRows(combined, assignment, partitions);

@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "common/status.h"
-#include "exec/compute_init.h"
+#include "plan/compute_init.h"
 #include "exec/fragment_runner.h"
 #include "plan/plan_codec.h"
 
@@ -68,7 +68,7 @@ class QuietStdio {
 arrow::Result<std::vector<exec::TaskReport>> RunStageInProcess(
     std::vector<plan::Fragment> fragments,
     const std::function<void(const exec::TaskReport&)>& on_report) {
-  ARROW_RETURN_NOT_OK(exec::EnsureComputeInitialized());
+  ARROW_RETURN_NOT_OK(plan::EnsureComputeInitialized());
   std::vector<exec::TaskReport> reports;
   reports.reserve(fragments.size());
   for (plan::Fragment& fragment : fragments) {

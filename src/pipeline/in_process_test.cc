@@ -49,8 +49,9 @@ class InProcessStageTest : public ::testing::Test {
   // Task s0p<partition>: reads `key` and writes it to `out`.
   plan::Fragment Copy(int32_t partition, const std::string& key, const std::string& out) {
     plan::Fragment f{"run-1", 0, partition, 7, {store_url_, (home_ / "cache").string(), {}}, {}};
-    f.operators.push_back(plan::ScanObjects{"ipc", {key}, partition, "", schema_, false});
-    f.operators.push_back(plan::WriteSink{"ipc", out});
+    f.root =
+        plan::Chain({plan::Step(plan::ScanObjects{"ipc", {key}, partition, "", schema_, false}),
+                     plan::Step(plan::WriteSink{"ipc", out})});
     return f;
   }
 
@@ -120,8 +121,10 @@ TEST_F(InProcessStageTest, AUserErrorStopsTheStageWithTheTasksMessage) {
 TEST_F(InProcessStageTest, APlanThatDoesNotDecodeIsRefusedBeforeItRuns) {
   PutIds("in/a.arrow", 0, 1);
   plan::Fragment f = Copy(0, "in/a.arrow", "out/part-00000-att.arrow");
-  // A sink before the scan: the codec's operator-order check refuses it, as a worker would.
-  std::swap(f.operators[0], f.operators[1]);
+  // A sink below the scan: the codec's shape check refuses it, as a worker would.
+  f.root =
+      plan::Chain({plan::Step(plan::WriteSink{"ipc", "out/part-00000-att.arrow"}),
+                   plan::Step(plan::ScanObjects{"ipc", {"in/a.arrow"}, 0, "", schema_, false})});
   auto reports = RunStageInProcess({f});
   ASSERT_FALSE(reports.ok());
   EXPECT_NE(reports.status().message().find("task s0p0: its plan"), std::string::npos)

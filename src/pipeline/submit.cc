@@ -569,20 +569,22 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     for (int64_t m = 0; m < n_maps; ++m) {
       const int64_t begin = n_objects * m / n_maps, end = n_objects * (m + 1) / n_maps;
       plan::Fragment f{options.run_id, 0, static_cast<int32_t>(m), 1, session, {}};
-      f.operators.push_back(plan::ScanObjects{
+      std::vector<plan::PlanNodeFields> steps = {plan::Step(plan::ScanObjects{
           job.source.kind,
           std::vector<std::string>(plan.objects.begin() + begin, plan.objects.begin() + end), begin,
-          plan.scan_schema_id, plan.scan_schema, job.source.on_error == "skip"});
+          plan.scan_schema_id, plan.scan_schema, job.source.on_error == "skip"})};
       for (const auto& t : plan.transforms) {
         // A null output schema (`any`) is fixed by the first stream the stage emits.
-        f.operators.push_back(plan::CallTransform{t.artifact.qualified_name,
-                                                  t.artifact.artifact_blake3, t.output_schema});
+        steps.push_back(plan::Step(plan::CallTransform{
+            t.artifact.qualified_name, t.artifact.artifact_blake3, t.output_schema}));
       }
       if (plan.dedup != nullptr) {
-        f.operators.push_back(plan::HashExchange{plan.dedup->key, reduce_partitions, map_folder});
+        steps.push_back(
+            plan::Step(plan::ShuffleWrite{{plan.dedup->key}, reduce_partitions, map_folder}));
       } else {
-        f.operators.push_back(plan::WriteSink{job.sink.kind, part_key(static_cast<int>(m))});
+        steps.push_back(plan::Step(plan::WriteSink{job.sink.kind, part_key(static_cast<int>(m))}));
       }
+      f.root = plan::Chain(std::move(steps));
       maps.push_back(std::move(f));
     }
     return maps;
@@ -591,8 +593,7 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
   if (plan.dedup != nullptr) {
     map_stage.shuffle_files = reduce_partitions;
     map_stage.shuffle_file_key = [&](const plan::Fragment& task, int32_t attempt, int32_t file) {
-      return plan::ShuffleAttemptFolder(map_folder, task.task_name(), attempt) + "/part-" +
-             std::to_string(file) + ".arrow";
+      return plan::ShuffleFileKey(map_folder, task.task_name(), attempt, file);
     };
     stages.push_back(std::move(map_stage));
     ARROW_ASSIGN_OR_RAISE(
@@ -609,15 +610,15 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
       std::vector<plan::Fragment> reduces;
       for (int r = 0; r < reduce_partitions; ++r) {
         plan::Fragment f{options.run_id, 1, r, 1, session, {}};
-        plan::ScanShuffle scan{{}, {}, seq_schema};
+        plan::ShuffleRead read{{}, {}, seq_schema, {plan.dedup->key}};
         for (const exec::TaskReport& map : done[0].reports) {
           const exec::OutputFile& file = map.shuffle_files[static_cast<size_t>(r)];
-          scan.keys.push_back(file.key);
-          scan.blake3.push_back(file.blake3);
+          read.files.push_back(file.key);
+          read.blake3.push_back(file.blake3);
         }
-        f.operators.push_back(std::move(scan));
-        f.operators.push_back(plan::DedupFirst{plan.dedup->key});
-        f.operators.push_back(plan::WriteSink{job.sink.kind, part_key(r)});
+        f.root =
+            plan::Chain({plan::Step(std::move(read)), plan::Step(plan::DedupFirst{plan.dedup->key}),
+                         plan::Step(plan::WriteSink{job.sink.kind, part_key(r)})});
         reduces.push_back(std::move(f));
       }
       return reduces;

@@ -35,14 +35,15 @@ std::string DecodeError(const std::vector<uint8_t>& body) {
 }
 
 TEST(CborShape, DeepNestingIsRefusedBeforeDecoding) {
-  // 200,000 nested one-item arrays overflowed the stack inside nlohmann's from_cbor.
+  // 200,000 nested one-item arrays overflowed the stack inside nlohmann's from_cbor. Plans
+  // nest a level per operator and two per expression level, up to 2064 levels.
   EXPECT_EQ(DecodeError(Nested({0x81}, 200000, false)),
-            "plan: nested deeper than 64 levels (at byte 64)");
+            "plan: nested deeper than 2064 levels (at byte 2064)");
   // Indefinite-length arrays, and maps whose values nest.
   EXPECT_EQ(DecodeError(Nested({0x9f}, 200000, true)),
-            "plan: nested deeper than 64 levels (at byte 64)");
+            "plan: nested deeper than 2064 levels (at byte 2064)");
   EXPECT_EQ(DecodeError(Nested({0xa1, 0x61, 'k'}, 200000, false)),
-            "plan: nested deeper than 64 levels (at byte 192)");
+            "plan: nested deeper than 2064 levels (at byte 6192)");
   // Tags do not nest, however many there are; nlohmann then refuses the first one.
   EXPECT_NE(DecodeError(Nested({0xc6}, 200000, false)), "decoded");
 }

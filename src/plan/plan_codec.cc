@@ -1,170 +1,539 @@
 #include "plan/plan_codec.h"
 
-#include <arrow/buffer.h>
+#include <arrow/api.h>
+#include <arrow/compute/api.h>
 
-#include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "plan/cbor_fields.h"
+#include "plan/compute_init.h"
+#include "plan/expression_codec.h"
 #include "plan/session_spec.h"
 
 namespace sluice::plan {
 
 namespace {
 
+namespace cp = arrow::compute;
 using json = nlohmann::json;
 
-// A schema's bytes, recording a failure in *st (EncodeFragment reports it) instead of throwing.
-json SchemaOrNull(const std::shared_ptr<arrow::Schema>& schema, arrow::Status* st) {
-  auto bytes = SchemaBytes(schema);
-  if (!bytes.ok()) {
-    *st = bytes.status();
-    return nullptr;
+// Deeper plans than any query binds are refused before they can exhaust the stack. The parser
+// bounds a query's nesting; a bound plan is at most about twice as deep (a subquery level adds
+// a join and a projection), and its expressions about as deep, with a cast at some levels.
+// sql_parser_test decodes the deepest query of each shape the parser accepts.
+constexpr int kMaxDepth = 4 * kMaxQueryNesting;
+
+// The CBOR nesting of the deepest plan the decoder accepts: a level per plan node, two per
+// expression level (a call's map and its argument list), and a few for the document, a node's
+// fields and their lists. Deeper bytes are refused before nlohmann's recursive decoder sees them.
+constexpr int kMaxCborDepth = kMaxDepth + 2 * kMaxExpressionDepth + 16;
+
+// The store that tables read: given, or the session's, opened on the first table.
+class StoreSource {
+ public:
+  StoreSource(std::shared_ptr<storage::ObjectStore> store, std::string url)
+      : store_(std::move(store)), url_(std::move(url)) {}
+
+  arrow::Result<std::shared_ptr<storage::ObjectStore>> Get() {
+    if (store_ == nullptr && !url_.empty()) {
+      auto opened = storage::ObjectStore::Open(url_);
+      if (!opened.ok()) {
+        return arrow::Status::Invalid("plan: the session's store: ", opened.status().message());
+      }
+      store_ = *std::move(opened);
+    }
+    return store_;
   }
-  return *bytes;
+
+ private:
+  std::shared_ptr<storage::ObjectStore> store_;
+  std::string url_;
+};
+
+arrow::Result<cp::Expression> ExpressionAt(const json& node, const char* key) {
+  ARROW_ASSIGN_OR_RAISE(const json* v, Field(node, key));
+  return DecodeExpression(*v, 0);
 }
 
-json EncodeOperator(const Operator& op, arrow::Status* st) {
-  return std::visit(
-      [st](const auto& o) -> json {
-        using T = std::decay_t<decltype(o)>;
-        if constexpr (std::is_same_v<T, ScanObjects>) {
-          return {{"op", "scan_objects"},
-                  {"format", o.format},
+arrow::Result<std::shared_ptr<arrow::Schema>> SchemaAt(const json& node, const char* key) {
+  ARROW_ASSIGN_OR_RAISE(const json* v, Field(node, key));
+  return SchemaFrom(*v);
+}
+
+// A store key of `what`, under `prefix` when one is given.
+arrow::Status CheckKey(const std::string& key, const std::string& what, const char* prefix) {
+  auto valid = storage::ObjectStore::ValidateKey(key);
+  if (!valid.ok()) return arrow::Status::Invalid("plan: ", what, ": ", valid.message());
+  if (prefix[0] != '\0' && key.rfind(prefix, 0) != 0) {
+    return arrow::Status::Invalid("plan: ", what, " '", key, "' is not under ", prefix);
+  }
+  return arrow::Status::OK();
+}
+
+json RangesJson(const std::vector<std::pair<int32_t, int32_t>>& ranges) {
+  json out = json::array();
+  for (const auto& [first, end] : ranges) out.push_back({first, end});
+  return out;
+}
+
+arrow::Result<json> EncodeNode(const PlanNode& n) {
+  json out = {{"kind", KindName(n.kind)}};
+  switch (n.kind) {
+    case PlanNode::Kind::kScan: {
+      const TableSource& t = *n.table;
+      ARROW_ASSIGN_OR_RAISE(json file_schema, SchemaBytes(t.file_schema));
+      ARROW_ASSIGN_OR_RAISE(json schema, SchemaBytes(t.schema));
+      out["table"] = {{"name", t.name},
+                      {"location", t.location},
+                      {"store_url", t.store_url},
+                      {"format", t.format},
+                      {"files", t.files},
+                      {"row_group_ranges", RangesJson(t.row_group_ranges)},
+                      {"file_schema", file_schema},
+                      {"schema", schema},
+                      {"dictionary_columns", std::vector<std::string>(t.dictionary_columns.begin(),
+                                                                      t.dictionary_columns.end())}};
+      out["columns"] = n.columns;
+      out["names"] = n.names;
+      ARROW_ASSIGN_OR_RAISE(out["scan_filter"], EncodeExpression(n.scan_filter));
+      out["batch_rows"] = n.batch_rows;
+      out["split"] = n.split;
+      break;
+    }
+    case PlanNode::Kind::kFilter: {
+      ARROW_ASSIGN_OR_RAISE(out["predicate"], EncodeExpression(n.predicate));
+      break;
+    }
+    case PlanNode::Kind::kProject: {
+      json expressions = json::array();
+      for (const auto& e : n.expressions) {
+        ARROW_ASSIGN_OR_RAISE(json bytes, EncodeExpression(e));
+        expressions.push_back(std::move(bytes));
+      }
+      out["expressions"] = std::move(expressions);
+      out["names"] = n.names;
+      out["keep_input"] = n.keep_input;
+      break;
+    }
+    case PlanNode::Kind::kAggregate: {
+      out["final_phase"] = n.final_phase;
+      out["keys"] = n.keys;
+      json aggregates = json::array();
+      for (const auto& a : n.aggregates) {
+        aggregates.push_back({{"function", a.function}, {"input", a.input}, {"output", a.output}});
+      }
+      out["aggregates"] = std::move(aggregates);
+      break;
+    }
+    case PlanNode::Kind::kSort: {
+      json keys = json::array();
+      for (const auto& k : n.sort_keys) {
+        const std::string* name = k.target.name();
+        if (name == nullptr) return arrow::Status::Invalid("internal: a sort key is not a name");
+        keys.push_back({{"column", *name}, {"descending", k.order == cp::SortOrder::Descending}});
+      }
+      out["keys"] = std::move(keys);
+      break;
+    }
+    case PlanNode::Kind::kLimit:
+      out["offset"] = n.offset;
+      out["count"] = n.count;
+      break;
+    case PlanNode::Kind::kJoin: {
+      out["join_type"] = JoinTypeName(n.join_type);
+      out["left_keys"] = n.left_keys;
+      out["right_keys"] = n.right_keys;
+      ARROW_ASSIGN_OR_RAISE(out["join_filter"], EncodeExpression(n.join_filter));
+      out["build_input"] = n.build_input;
+      break;
+    }
+    case PlanNode::Kind::kScanObjects: {
+      const ScanObjects& o = n.objects;
+      ARROW_ASSIGN_OR_RAISE(json schema, SchemaBytes(o.schema));
+      out.update({{"format", o.format},
                   {"keys", o.keys},
                   {"first_object_index", o.first_object_index},
                   {"schema_id", o.schema_id},
-                  {"schema", SchemaOrNull(o.schema, st)},
-                  {"skip_bad_records", o.skip_bad_records}};
-        } else if constexpr (std::is_same_v<T, ScanShuffle>) {
-          return {{"op", "scan_shuffle"},
-                  {"keys", o.keys},
-                  {"blake3", o.blake3},
-                  {"schema", SchemaOrNull(o.schema, st)}};
-        } else if constexpr (std::is_same_v<T, CallTransform>) {
-          return {{"op", "call_transform"},
-                  {"qualified_name", o.qualified_name},
-                  {"pin", o.pin},
-                  {"output_schema", SchemaOrNull(o.output_schema, st)}};
-        } else if constexpr (std::is_same_v<T, HashExchange>) {
-          return {{"op", "hash_exchange"},
-                  {"key", o.key},
-                  {"partitions", o.partitions},
-                  {"folder", o.folder}};
-        } else if constexpr (std::is_same_v<T, DedupFirst>) {
-          return {{"op", "dedup_first"}, {"key", o.key}};
-        } else if constexpr (std::is_same_v<T, RunSqlStage>) {
-          return {{"op", "run_sql_stage"}, {"body", json::binary(o.body)}};
-        } else {
-          return {{"op", "write_sink"}, {"format", o.format}, {"key", o.key}};
-        }
-      },
-      op);
+                  {"schema", schema},
+                  {"skip_bad_records", o.skip_bad_records}});
+      break;
+    }
+    case PlanNode::Kind::kTransform: {
+      ARROW_ASSIGN_OR_RAISE(json schema, SchemaBytes(n.transform.output_schema));
+      out.update({{"qualified_name", n.transform.qualified_name},
+                  {"pin", n.transform.pin},
+                  {"output_schema", schema}});
+      break;
+    }
+    case PlanNode::Kind::kDedup:
+      out["key"] = n.dedup.key;
+      break;
+    case PlanNode::Kind::kSinkWrite:
+      out.update({{"format", n.sink.format}, {"key", n.sink.key}});
+      break;
+    case PlanNode::Kind::kShuffleRead: {
+      const ShuffleRead& r = n.shuffle_read;
+      ARROW_ASSIGN_OR_RAISE(json schema, SchemaBytes(r.schema));
+      out.update({{"files", r.files},
+                  {"blake3", r.blake3},
+                  {"schema", schema},
+                  {"partition_keys", r.partition_keys}});
+      break;
+    }
+    case PlanNode::Kind::kShuffleWrite: {
+      const ShuffleWrite& w = n.shuffle_write;
+      out.update({{"keys", w.keys},
+                  {"partitions", w.partitions},
+                  {"folder", w.folder},
+                  {"one_row_per_key", w.one_row_per_key}});
+      break;
+    }
+  }
+  if (n.input != nullptr) {
+    ARROW_ASSIGN_OR_RAISE(out["input"], EncodeNode(*n.input));
+  }
+  if (n.right != nullptr) {
+    ARROW_ASSIGN_OR_RAISE(out["right"], EncodeNode(*n.right));
+  }
+  return out;
 }
 
-arrow::Result<Operator> DecodeOperator(const json& v) {
-  ARROW_ASSIGN_OR_RAISE(std::string op, Text(v, "op"));
-  if (op == "scan_objects") {
-    ScanObjects o;
-    ARROW_ASSIGN_OR_RAISE(o.format, Text(v, "format"));
-    ARROW_ASSIGN_OR_RAISE(o.keys, TextList(v, "keys"));
-    ARROW_ASSIGN_OR_RAISE(o.first_object_index, Int(v, "first_object_index"));
-    ARROW_ASSIGN_OR_RAISE(o.schema_id, Text(v, "schema_id"));
-    ARROW_ASSIGN_OR_RAISE(const json* schema, Field(v, "schema"));
-    ARROW_ASSIGN_OR_RAISE(o.schema, SchemaFrom(*schema));
-    if (o.schema == nullptr) return arrow::Status::Invalid("plan: ", op, " needs a schema");
-    ARROW_ASSIGN_OR_RAISE(const json* skip, Field(v, "skip_bad_records"));
-    if (!skip->is_boolean()) return arrow::Status::Invalid("plan: skip_bad_records not boolean");
-    o.skip_bad_records = skip->get<bool>();
-    return o;
-  }
-  if (op == "scan_shuffle") {
-    ScanShuffle o;
-    ARROW_ASSIGN_OR_RAISE(o.keys, TextList(v, "keys"));
-    ARROW_ASSIGN_OR_RAISE(o.blake3, TextList(v, "blake3"));
-    if (o.blake3.size() != o.keys.size()) {
-      return arrow::Status::Invalid("plan: scan_shuffle has ", o.keys.size(), " keys but ",
-                                    o.blake3.size(), " digests");
+arrow::Result<std::shared_ptr<TableSource>> DecodeTable(const json& v, StoreSource* store) {
+  auto t = std::make_shared<TableSource>();
+  ARROW_ASSIGN_OR_RAISE(t->store, store->Get());
+  ARROW_ASSIGN_OR_RAISE(t->name, Text(v, "name"));
+  ARROW_ASSIGN_OR_RAISE(t->location, Text(v, "location"));
+  // A table at a path or URL of its own carries its store; its files are keys of that store.
+  ARROW_ASSIGN_OR_RAISE(t->store_url, Text(v, "store_url"));
+  if (!t->store_url.empty()) {
+    auto own = storage::ObjectStore::Open(t->store_url);
+    if (!own.ok()) {
+      return arrow::Status::Invalid("plan: table '", t->name, "': ", own.status().message());
     }
-    ARROW_ASSIGN_OR_RAISE(const json* schema, Field(v, "schema"));
-    ARROW_ASSIGN_OR_RAISE(o.schema, SchemaFrom(*schema));
-    if (o.schema == nullptr) return arrow::Status::Invalid("plan: ", op, " needs a schema");
-    return o;
+    t->store = *std::move(own);
   }
-  if (op == "call_transform") {
-    CallTransform o;
-    ARROW_ASSIGN_OR_RAISE(o.qualified_name, Text(v, "qualified_name"));
-    ARROW_ASSIGN_OR_RAISE(o.pin, Text(v, "pin"));
-    ARROW_ASSIGN_OR_RAISE(const json* schema, Field(v, "output_schema"));
-    ARROW_ASSIGN_OR_RAISE(o.output_schema, SchemaFrom(*schema));
-    return o;
+  ARROW_ASSIGN_OR_RAISE(t->format, Text(v, "format"));
+  if (t->format != "parquet" && t->format != "ipc" && t->format != "jsonl") {
+    return arrow::Status::Invalid("plan: table '", t->name, "' has unknown format '", t->format,
+                                  "'");
   }
-  if (op == "hash_exchange") {
-    HashExchange o;
-    ARROW_ASSIGN_OR_RAISE(o.key, Text(v, "key"));
+  ARROW_ASSIGN_OR_RAISE(t->files, TextList(v, "files"));
+  if (t->files.empty()) return arrow::Status::Invalid("plan: table '", t->name, "' has no files");
+  for (const auto& key : t->files) {
+    auto valid = storage::ObjectStore::ValidateKey(key);
+    if (!valid.ok()) {
+      return arrow::Status::Invalid("plan: table '", t->name, "': ", valid.message());
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(const json* ranges, Field(v, "row_group_ranges"));
+  if (!ranges->is_array() ||
+      (!ranges->empty() && (ranges->size() != t->files.size() || t->format != "parquet"))) {
+    return arrow::Status::Invalid("plan: table '", t->name,
+                                  "': row group ranges need one range per Parquet file");
+  }
+  for (const json& r : *ranges) {
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer() ||
+        r[0].get<int64_t>() < 0 || r[0].get<int64_t>() > r[1].get<int64_t>() ||
+        r[1].get<int64_t>() > (int64_t{1} << 24)) {
+      return arrow::Status::Invalid("plan: table '", t->name, "': a bad row group range");
+    }
+    t->row_group_ranges.emplace_back(r[0].get<int32_t>(), r[1].get<int32_t>());
+  }
+  ARROW_ASSIGN_OR_RAISE(const json* file_schema, Field(v, "file_schema"));
+  ARROW_ASSIGN_OR_RAISE(t->file_schema, SchemaFrom(*file_schema));
+  ARROW_ASSIGN_OR_RAISE(const json* schema, Field(v, "schema"));
+  ARROW_ASSIGN_OR_RAISE(t->schema, SchemaFrom(*schema));
+  if (t->file_schema == nullptr || t->schema == nullptr ||
+      t->file_schema->num_fields() != t->schema->num_fields()) {
+    return arrow::Status::Invalid("plan: table '", t->name, "' has mismatched schemas");
+  }
+  for (int i = 0; i < t->schema->num_fields(); ++i) {
+    if (t->schema->field(i)->name() != t->file_schema->field(i)->name()) {
+      return arrow::Status::Invalid("plan: table '", t->name, "' has mismatched schemas");
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(auto dictionary, TextList(v, "dictionary_columns"));
+  t->dictionary_columns.insert(dictionary.begin(), dictionary.end());
+  return t;
+}
+
+arrow::Result<std::unique_ptr<PlanNode>> DecodeNode(const json& v, StoreSource* store, int depth) {
+  if (depth > kMaxDepth) return arrow::Status::Invalid("plan: nested deeper than ", kMaxDepth);
+  ARROW_ASSIGN_OR_RAISE(std::string kind, Text(v, "kind"));
+  auto n = std::make_unique<PlanNode>();
+  size_t children = 1;
+  if (kind == "scan") {
+    n->kind = PlanNode::Kind::kScan;
+    children = 0;
+    ARROW_ASSIGN_OR_RAISE(const json* table, Field(v, "table"));
+    ARROW_ASSIGN_OR_RAISE(n->table, DecodeTable(*table, store));
+    ARROW_ASSIGN_OR_RAISE(n->columns, TextList(v, "columns"));
+    ARROW_ASSIGN_OR_RAISE(n->names, TextList(v, "names"));
+    if (n->columns.empty() || n->columns.size() != n->names.size()) {
+      return arrow::Status::Invalid("plan: scan of '", n->table->name,
+                                    "' needs as many names as columns, at least one");
+    }
+    for (const auto& c : n->columns) {
+      if (n->table->schema->GetFieldByName(c) == nullptr) {
+        return arrow::Status::Invalid("plan: scan of '", n->table->name, "' reads unknown column '",
+                                      c, "'");
+      }
+    }
+    ARROW_ASSIGN_OR_RAISE(n->scan_filter, ExpressionAt(v, "scan_filter"));
+    ARROW_ASSIGN_OR_RAISE(n->batch_rows, Int(v, "batch_rows"));
+    if (n->batch_rows < 1 || n->batch_rows > (int64_t{1} << 24)) {
+      return arrow::Status::Invalid("plan: batch_rows ", n->batch_rows, " out of range");
+    }
+    ARROW_ASSIGN_OR_RAISE(n->split, Bool(v, "split"));
+  } else if (kind == "filter") {
+    n->kind = PlanNode::Kind::kFilter;
+    ARROW_ASSIGN_OR_RAISE(n->predicate, ExpressionAt(v, "predicate"));
+  } else if (kind == "project") {
+    n->kind = PlanNode::Kind::kProject;
+    ARROW_ASSIGN_OR_RAISE(const json* expressions, Field(v, "expressions"));
+    if (!expressions->is_array()) return arrow::Status::Invalid("plan: expressions not a list");
+    for (size_t i = 0; i < expressions->size(); ++i) {
+      json holder = {{"e", expressions->at(i)}};
+      ARROW_ASSIGN_OR_RAISE(auto e, ExpressionAt(holder, "e"));
+      n->expressions.push_back(std::move(e));
+    }
+    ARROW_ASSIGN_OR_RAISE(n->names, TextList(v, "names"));
+    if (n->names.size() != n->expressions.size()) {
+      return arrow::Status::Invalid("plan: a projection needs one name per expression");
+    }
+    ARROW_ASSIGN_OR_RAISE(n->keep_input, Bool(v, "keep_input"));
+  } else if (kind == "aggregate") {
+    n->kind = PlanNode::Kind::kAggregate;
+    ARROW_ASSIGN_OR_RAISE(n->final_phase, Bool(v, "final_phase"));
+    ARROW_ASSIGN_OR_RAISE(n->keys, TextList(v, "keys"));
+    ARROW_ASSIGN_OR_RAISE(const json* aggregates, Field(v, "aggregates"));
+    if (!aggregates->is_array()) return arrow::Status::Invalid("plan: aggregates not a list");
+    static const std::set<std::string> kFunctions = {"sum", "count", "count_all",
+                                                     "min", "max",   "count_distinct"};
+    for (const auto& a : *aggregates) {
+      AggregateCall call;
+      ARROW_ASSIGN_OR_RAISE(call.function, Text(a, "function"));
+      if (!kFunctions.count(call.function)) {
+        return arrow::Status::Invalid("plan: unknown aggregate function '", call.function, "'");
+      }
+      ARROW_ASSIGN_OR_RAISE(call.input, Text(a, "input"));
+      ARROW_ASSIGN_OR_RAISE(call.output, Text(a, "output"));
+      n->aggregates.push_back(std::move(call));
+    }
+  } else if (kind == "sort") {
+    n->kind = PlanNode::Kind::kSort;
+    ARROW_ASSIGN_OR_RAISE(const json* keys, Field(v, "keys"));
+    if (!keys->is_array() || keys->empty()) {
+      return arrow::Status::Invalid("plan: a sort needs a list of keys");
+    }
+    for (const auto& k : *keys) {
+      ARROW_ASSIGN_OR_RAISE(std::string column, Text(k, "column"));
+      ARROW_ASSIGN_OR_RAISE(bool descending, Bool(k, "descending"));
+      n->sort_keys.emplace_back(arrow::FieldRef(column),
+                                descending ? cp::SortOrder::Descending : cp::SortOrder::Ascending);
+    }
+  } else if (kind == "limit") {
+    n->kind = PlanNode::Kind::kLimit;
+    ARROW_ASSIGN_OR_RAISE(n->offset, Int(v, "offset"));
+    ARROW_ASSIGN_OR_RAISE(n->count, Int(v, "count"));
+    if (n->offset < 0 || n->count < -1) return arrow::Status::Invalid("plan: negative limit");
+    if (depth != 0) return arrow::Status::Invalid("plan: a limit only at the top of a plan");
+  } else if (kind == "join") {
+    n->kind = PlanNode::Kind::kJoin;
+    children = 2;
+    ARROW_ASSIGN_OR_RAISE(std::string type, Text(v, "join_type"));
+    if (type == "inner") {
+      n->join_type = JoinType::kInner;
+    } else if (type == "left") {
+      n->join_type = JoinType::kLeft;
+    } else if (type == "semi") {
+      n->join_type = JoinType::kSemi;
+    } else if (type == "anti") {
+      n->join_type = JoinType::kAnti;
+    } else {
+      return arrow::Status::Invalid("plan: unknown join type '", type, "'");
+    }
+    ARROW_ASSIGN_OR_RAISE(n->left_keys, TextList(v, "left_keys"));
+    ARROW_ASSIGN_OR_RAISE(n->right_keys, TextList(v, "right_keys"));
+    if (n->left_keys.empty() || n->left_keys.size() != n->right_keys.size()) {
+      return arrow::Status::Invalid("plan: a join needs pairs of keys");
+    }
+    ARROW_ASSIGN_OR_RAISE(n->join_filter, ExpressionAt(v, "join_filter"));
+    ARROW_ASSIGN_OR_RAISE(n->build_input, Bool(v, "build_input"));
+    if (n->build_input && n->join_type == JoinType::kInner) {
+      return arrow::Status::Invalid("plan: an inner join hashes its right side");
+    }
+  } else if (kind == "scan_objects") {
+    n->kind = PlanNode::Kind::kScanObjects;
+    children = 0;
+    ScanObjects& o = n->objects;
+    ARROW_ASSIGN_OR_RAISE(o.format, Text(v, "format"));
+    if (o.format != "jsonl" && o.format != "parquet" && o.format != "ipc") {
+      return arrow::Status::Invalid("plan: scan_objects has unknown format '", o.format, "'");
+    }
+    ARROW_ASSIGN_OR_RAISE(o.keys, TextList(v, "keys"));
+    for (const auto& key : o.keys) ARROW_RETURN_NOT_OK(CheckKey(key, "scan_objects", ""));
+    ARROW_ASSIGN_OR_RAISE(o.first_object_index, Int(v, "first_object_index"));
+    if (o.first_object_index < 0 || o.first_object_index > (int64_t{1} << 31)) {
+      return arrow::Status::Invalid("plan: first_object_index out of range");
+    }
+    ARROW_ASSIGN_OR_RAISE(o.schema_id, Text(v, "schema_id"));
+    ARROW_ASSIGN_OR_RAISE(o.schema, SchemaAt(v, "schema"));
+    if (o.schema == nullptr) return arrow::Status::Invalid("plan: scan_objects needs a schema");
+    ARROW_ASSIGN_OR_RAISE(o.skip_bad_records, Bool(v, "skip_bad_records"));
+  } else if (kind == "transform") {
+    n->kind = PlanNode::Kind::kTransform;
+    ARROW_ASSIGN_OR_RAISE(n->transform.qualified_name, Text(v, "qualified_name"));
+    ARROW_ASSIGN_OR_RAISE(n->transform.pin, Text(v, "pin"));
+    ARROW_ASSIGN_OR_RAISE(n->transform.output_schema, SchemaAt(v, "output_schema"));
+  } else if (kind == "dedup") {
+    n->kind = PlanNode::Kind::kDedup;
+    ARROW_ASSIGN_OR_RAISE(n->dedup.key, Text(v, "key"));
+  } else if (kind == "sink_write") {
+    n->kind = PlanNode::Kind::kSinkWrite;
+    ARROW_ASSIGN_OR_RAISE(n->sink.format, Text(v, "format"));
+    if (n->sink.format != "parquet" && n->sink.format != "ipc") {
+      return arrow::Status::Invalid("plan: sink_write has unknown format '", n->sink.format, "'");
+    }
+    ARROW_ASSIGN_OR_RAISE(n->sink.key, Text(v, "key"));
+    ARROW_RETURN_NOT_OK(CheckKey(n->sink.key, "sink_write", ""));
+  } else if (kind == "shuffle_read") {
+    n->kind = PlanNode::Kind::kShuffleRead;
+    children = 0;
+    ShuffleRead& r = n->shuffle_read;
+    ARROW_ASSIGN_OR_RAISE(r.files, TextList(v, "files"));
+    ARROW_ASSIGN_OR_RAISE(r.blake3, TextList(v, "blake3"));
+    if (r.files.empty() || r.files.size() != r.blake3.size()) {
+      return arrow::Status::Invalid("plan: shuffle_read has ", r.files.size(), " files and ",
+                                    r.blake3.size(), " digests");
+    }
+    for (const auto& key : r.files)
+      ARROW_RETURN_NOT_OK(CheckKey(key, "shuffle_read", kShufflePrefix));
+    ARROW_ASSIGN_OR_RAISE(r.schema, SchemaAt(v, "schema"));
+    if (r.schema == nullptr) return arrow::Status::Invalid("plan: shuffle_read needs a schema");
+    ARROW_ASSIGN_OR_RAISE(r.partition_keys, TextList(v, "partition_keys"));
+  } else if (kind == "shuffle_write") {
+    n->kind = PlanNode::Kind::kShuffleWrite;
+    ShuffleWrite& w = n->shuffle_write;
+    ARROW_ASSIGN_OR_RAISE(w.keys, TextList(v, "keys"));
     ARROW_ASSIGN_OR_RAISE(int64_t partitions, Int(v, "partitions"));
     if (partitions < 1 || partitions > 65536) {
       return arrow::Status::Invalid("plan: partitions ", partitions, " out of range");
     }
-    o.partitions = static_cast<int32_t>(partitions);
-    ARROW_ASSIGN_OR_RAISE(o.folder, Text(v, "folder"));
-    return o;
+    w.partitions = static_cast<int32_t>(partitions);
+    ARROW_ASSIGN_OR_RAISE(w.folder, Text(v, "folder"));
+    ARROW_RETURN_NOT_OK(CheckKey(w.folder, "shuffle_write", kShufflePrefix));
+    ARROW_ASSIGN_OR_RAISE(w.one_row_per_key, Bool(v, "one_row_per_key"));
+    if (w.one_row_per_key && w.keys.empty()) {
+      return arrow::Status::Invalid("plan: one row per key needs keys");
+    }
+  } else {
+    return arrow::Status::Invalid("plan: unknown node kind '", kind, "'");
   }
-  if (op == "dedup_first") {
-    DedupFirst o;
-    ARROW_ASSIGN_OR_RAISE(o.key, Text(v, "key"));
-    return o;
+  if ((n->kind == PlanNode::Kind::kShuffleWrite || n->kind == PlanNode::Kind::kSinkWrite) &&
+      depth != 0) {
+    return arrow::Status::Invalid("plan: a ", kind, " only at the top of a plan");
   }
-  if (op == "write_sink") {
-    WriteSink o;
-    ARROW_ASSIGN_OR_RAISE(o.format, Text(v, "format"));
-    ARROW_ASSIGN_OR_RAISE(o.key, Text(v, "key"));
-    return o;
+  if (children >= 1) {
+    ARROW_ASSIGN_OR_RAISE(const json* input, Field(v, "input"));
+    ARROW_ASSIGN_OR_RAISE(n->input, DecodeNode(*input, store, depth + 1));
+  } else if (v.contains("input")) {
+    return arrow::Status::Invalid("plan: a ", kind, " has no input");
   }
-  if (op == "run_sql_stage") {
-    RunSqlStage o;
-    ARROW_ASSIGN_OR_RAISE(auto body, Bytes(v, "body"));
-    o.body.assign(body->data(), body->data() + body->size());
-    return o;
+  if (children == 2) {
+    ARROW_ASSIGN_OR_RAISE(const json* right, Field(v, "right"));
+    ARROW_ASSIGN_OR_RAISE(n->right, DecodeNode(*right, store, depth + 1));
+  } else if (v.contains("right")) {
+    return arrow::Status::Invalid("plan: only a join has a right input");
   }
-  return arrow::Status::Invalid("plan: unknown operator '", op, "'");
+  return n;
 }
 
-}  // namespace
-
-std::string Fragment::task_name() const {
-  return "s" + std::to_string(stage_id) + "p" + std::to_string(partition);
+// The node's output schema, after binding each of its expressions to its input.
+arrow::Result<std::shared_ptr<arrow::Schema>> CheckBinds(const PlanNode& n) {
+  std::shared_ptr<arrow::Schema> in, right;
+  if (n.input != nullptr) {
+    ARROW_ASSIGN_OR_RAISE(in, CheckBinds(*n.input));
+  }
+  if (n.right != nullptr) {
+    ARROW_ASSIGN_OR_RAISE(right, CheckBinds(*n.right));
+  }
+  auto binds = [](const cp::Expression& e, const arrow::Schema& schema) -> arrow::Status {
+    return e.Bind(schema).status();
+  };
+  ARROW_ASSIGN_OR_RAISE(auto out, NodeOutputSchema(n, in, right));  // children: once each
+  switch (n.kind) {
+    case PlanNode::Kind::kScan:
+      ARROW_RETURN_NOT_OK(binds(n.scan_filter, *out));
+      break;
+    case PlanNode::Kind::kFilter:
+      ARROW_RETURN_NOT_OK(binds(n.predicate, *in));
+      break;
+    case PlanNode::Kind::kSort:
+      for (const auto& k : n.sort_keys) ARROW_RETURN_NOT_OK(k.target.FindOne(*in).status());
+      break;
+    case PlanNode::Kind::kJoin: {
+      for (const auto& k : n.left_keys)
+        ARROW_RETURN_NOT_OK(arrow::FieldRef(k).FindOne(*in).status());
+      for (const auto& k : n.right_keys) {
+        ARROW_RETURN_NOT_OK(arrow::FieldRef(k).FindOne(*right).status());
+      }
+      arrow::FieldVector both = in->fields();
+      both.insert(both.end(), right->fields().begin(), right->fields().end());
+      ARROW_RETURN_NOT_OK(binds(n.join_filter, *arrow::schema(both)));
+      break;
+    }
+    case PlanNode::Kind::kShuffleWrite:
+      for (const auto& k : n.shuffle_write.keys) {
+        ARROW_RETURN_NOT_OK(arrow::FieldRef(k).FindOne(*in).status());
+      }
+      break;
+    default:
+      break;  // projections and aggregates are bound by OutputSchema itself
+  }
+  return out;
 }
 
-std::string ShuffleAttemptFolder(const std::string& folder, const std::string& task,
-                                 int32_t attempt) {
-  return folder + "/" + task + "-" + std::to_string(attempt);
+// The shapes a worker can run: a job's operators form one chain from scan_objects or a
+// shuffle_read, with no relational operator in it; at most one scan is a task's share. True
+// for a job's plan.
+arrow::Result<bool> CheckShape(const PlanNode& root) {
+  std::vector<const PlanNode*> stack = {&root};
+  bool job = false, relational = false;
+  int splits = 0;
+  while (!stack.empty()) {
+    const PlanNode* n = stack.back();
+    stack.pop_back();
+    if (IsJobKind(n->kind)) job = true;
+    if (n->kind != PlanNode::Kind::kShuffleRead && n->kind != PlanNode::Kind::kShuffleWrite &&
+        !IsJobKind(n->kind)) {
+      relational = true;
+    }
+    if (n->kind == PlanNode::Kind::kScan && n->split) ++splits;
+    if (n->input != nullptr) stack.push_back(n->input.get());
+    if (n->right != nullptr) stack.push_back(n->right.get());
+  }
+  if (job && relational) {
+    return arrow::Status::Invalid("plan: job operators and relational operators in one fragment");
+  }
+  if (splits > 1) return arrow::Status::Invalid("plan: more than one split scan");
+  return job;
 }
 
-arrow::Result<std::vector<uint8_t>> EncodeFragment(const Fragment& f) {
-  json ops = json::array();
-  arrow::Status st;
-  for (const auto& op : f.operators) ops.push_back(EncodeOperator(op, &st));
-  ARROW_RETURN_NOT_OK(st);
-  json doc = {{"run_id", f.run_id},
-              {"stage_id", f.stage_id},
-              {"partition", f.partition},
-              {"attempt", f.attempt},
-              {"session",
-               {{"store_url", f.session.store_url},
-                {"cache_dir", f.session.cache_dir},
-                {"parity", LocalParity()}}},
-              {"operators", ops}};
-  return WithMagic(kPlanMagic, doc);
-}
-
-arrow::Result<Fragment> DecodeFragment(const uint8_t* data, size_t size) {
-  ARROW_ASSIGN_OR_RAISE(json doc, BodyAfterMagic(data, size, kPlanMagic, "SLUICE-PLAN/"));
+arrow::Result<Fragment> Decode(const uint8_t* data, size_t size,
+                               std::shared_ptr<storage::ObjectStore> store) {
+  ARROW_ASSIGN_OR_RAISE(json doc,
+                        BodyAfterMagic(data, size, kPlanMagic, "SLUICE-PLAN/", kMaxCborDepth));
   Fragment f;
   ARROW_ASSIGN_OR_RAISE(f.run_id, Text(doc, "run_id"));
   ARROW_ASSIGN_OR_RAISE(int64_t stage, Int(doc, "stage_id"));
   ARROW_ASSIGN_OR_RAISE(int64_t partition, Int(doc, "partition"));
   ARROW_ASSIGN_OR_RAISE(int64_t attempt, Int(doc, "attempt"));
+  if (stage < 0 || stage > 65536 || partition < 0 || partition > 65536 || attempt < 1 ||
+      attempt > 65536) {
+    return arrow::Status::Invalid("plan: stage, partition or attempt out of range");
+  }
   f.stage_id = static_cast<int32_t>(stage);
   f.partition = static_cast<int32_t>(partition);
   f.attempt = static_cast<int32_t>(attempt);
@@ -181,41 +550,63 @@ arrow::Result<Fragment> DecodeFragment(const uint8_t* data, size_t size) {
     }
     f.session.parity[key] = value.get<std::string>();
   }
-  ARROW_ASSIGN_OR_RAISE(const json* ops, Field(doc, "operators"));
-  if (!ops->is_array() || ops->empty()) {
-    return arrow::Status::Invalid("plan: operators must be a non-empty list");
+  StoreSource stores(std::move(store), f.session.store_url);
+  ARROW_ASSIGN_OR_RAISE(const json* root, Field(doc, "plan"));
+  ARROW_ASSIGN_OR_RAISE(std::unique_ptr<PlanNode> plan, DecodeNode(*root, &stores, 0));
+  ARROW_ASSIGN_OR_RAISE(bool job, CheckShape(*plan));
+  // Binding every expression against its input proves the plan is well-formed: names exist
+  // and types fit, before anything runs. A job's rows are typed by its transforms at run time.
+  if (!job) {
+    auto schema = CheckBinds(*plan);
+    if (!schema.ok()) {
+      return arrow::Status::Invalid("plan: does not bind: ", schema.status().message());
+    }
   }
-  for (const auto& op : *ops) {
-    ARROW_ASSIGN_OR_RAISE(Operator decoded, DecodeOperator(op));
-    f.operators.push_back(std::move(decoded));
-  }
-  ARROW_RETURN_NOT_OK(CheckOperatorOrder(f.operators));
+  f.root = std::move(plan);
   return f;
 }
 
-arrow::Status CheckOperatorOrder(const std::vector<Operator>& ops) {
-  // The runner relies on this shape: a source first, a sink or exchange only last.
-  auto is = [](const Operator& op, auto tag) { return std::holds_alternative<decltype(tag)>(op); };
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const bool source =
-        is(ops[i], ScanObjects{}) || is(ops[i], ScanShuffle{}) || is(ops[i], RunSqlStage{});
-    const bool last = is(ops[i], WriteSink{}) || is(ops[i], HashExchange{});
-    if (i == 0 && !source) {
-      return arrow::Status::Invalid("plan: a fragment must start with a scan, not operator ", i);
-    }
-    if (i > 0 && source) {
-      return arrow::Status::Invalid("plan: operator ", i,
-                                    " is a source, but only the first may be");
-    }
-    if (last && i + 1 != ops.size()) {
-      return arrow::Status::Invalid("plan: operator ", i, " ends a fragment, but ",
-                                    ops.size() - i - 1, " follow it");
-    }
-    if (is(ops[i], RunSqlStage{}) && ops.size() != 1) {
-      return arrow::Status::Invalid("plan: a SQL stage task has exactly one operator");
-    }
+}  // namespace
+
+std::string Fragment::task_name() const {
+  return "s" + std::to_string(stage_id) + "p" + std::to_string(partition);
+}
+
+std::string ShuffleAttemptFolder(const std::string& folder, const std::string& task,
+                                 int32_t attempt) {
+  return folder + "/" + task + "-" + std::to_string(attempt);
+}
+
+std::string ShuffleFileKey(const std::string& folder, const std::string& task, int32_t attempt,
+                           int32_t partition) {
+  return ShuffleAttemptFolder(folder, task, attempt) + "/part-" + std::to_string(partition) +
+         ".arrow";
+}
+
+arrow::Result<std::vector<uint8_t>> EncodeFragment(const Fragment& f) {
+  if (f.root == nullptr) return arrow::Status::Invalid("internal: a fragment without a plan");
+  ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
+  ARROW_ASSIGN_OR_RAISE(json root, EncodeNode(*f.root));
+  json doc = {{"run_id", f.run_id},
+              {"stage_id", f.stage_id},
+              {"partition", f.partition},
+              {"attempt", f.attempt},
+              {"session",
+               {{"store_url", f.session.store_url},
+                {"cache_dir", f.session.cache_dir},
+                {"parity", LocalParity()}}},
+              {"plan", std::move(root)}};
+  return WithMagic(kPlanMagic, doc);
+}
+
+arrow::Result<Fragment> DecodeFragment(const uint8_t* data, size_t size,
+                                       std::shared_ptr<storage::ObjectStore> store) {
+  ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
+  try {
+    return Decode(data, size, std::move(store));
+  } catch (const std::exception& e) {  // a tree shape nlohmann refuses by throwing
+    return arrow::Status::Invalid("plan: malformed (", e.what(), ")");
   }
-  return arrow::Status::OK();
 }
 
 }  // namespace sluice::plan

@@ -8,30 +8,61 @@
 namespace sluice::plan {
 namespace {
 
-Fragment Sample() {
-  auto schema = arrow::schema({arrow::field("data_hash", arrow::fixed_size_binary(32), false),
-                               arrow::field("content", arrow::utf8())},
-                              arrow::key_value_metadata({"sluice.schema"}, {"x.Y"}));
+std::unique_ptr<PlanNode> Node(PlanNode::Kind kind, std::unique_ptr<PlanNode> input = nullptr) {
+  auto n = std::make_unique<PlanNode>();
+  n->kind = kind;
+  n->input = std::move(input);
+  return n;
+}
+
+std::shared_ptr<arrow::Schema> RecordSchema() {
+  return arrow::schema({arrow::field("data_hash", arrow::fixed_size_binary(32), false),
+                        arrow::field("content", arrow::utf8())},
+                       arrow::key_value_metadata({"sluice.schema"}, {"x.Y"}));
+}
+
+// A job's map task: scan objects, a transform, a shuffle write.
+std::unique_ptr<PlanNode> MapPlan() {
+  auto scan = Node(PlanNode::Kind::kScanObjects);
+  scan->objects =
+      ScanObjects{"jsonl", {"raw/a.jsonl", "raw/b.jsonl"}, 10, "x.In", RecordSchema(), true};
+  auto call = Node(PlanNode::Kind::kTransform, std::move(scan));
+  call->transform = CallTransform{"extract", std::string(64, 'a'), RecordSchema()};
+  auto write = Node(PlanNode::Kind::kShuffleWrite, std::move(call));
+  write->shuffle_write = ShuffleWrite{{"data_hash"}, 4, "_sluice/shuffle/run-1/s0"};
+  return write;
+}
+
+// A job's reduce task: the operators the map task does not have.
+std::unique_ptr<PlanNode> ReducePlan() {
+  auto read = Node(PlanNode::Kind::kShuffleRead);
+  read->shuffle_read =
+      ShuffleRead{{"_sluice/shuffle/run-1/s0/s0p0-1/part-3.arrow",
+                   "_sluice/shuffle/run-1/s0/s0p1-2/part-3.arrow"},
+                  {std::string(64, 'a'), std::string(64, 'b')},
+                  arrow::schema({arrow::field("data_hash", arrow::fixed_size_binary(32), false)}),
+                  {"data_hash"}};
+  auto dedup = Node(PlanNode::Kind::kDedup, std::move(read));
+  dedup->dedup = DedupFirst{"data_hash"};
+  auto sink = Node(PlanNode::Kind::kSinkWrite, std::move(dedup));
+  sink->sink = WriteSink{"parquet", "derived/x/run-1/part-00003.parquet"};
+  return sink;
+}
+
+Fragment Sample(std::unique_ptr<PlanNode> root = MapPlan()) {
   Fragment f;
   f.run_id = "run-1";
   f.stage_id = 1;
   f.partition = 3;
   f.attempt = 2;
   f.session = {"file:///tmp/store", "/tmp/cache", {}};
-  f.operators = {ScanObjects{"jsonl", {"raw/a.jsonl", "raw/b.jsonl"}, 10, "x.In", schema, true},
-                 CallTransform{"extract", std::string(64, 'a'), schema},
-                 HashExchange{"data_hash", 4, "tmp/shuffle/run-1/s0/p3"}};
+  f.root = std::move(root);
   return f;
 }
 
-// A reduce task: the operators the map task above does not have.
-Fragment ReduceSample() {
-  auto schema = arrow::schema({arrow::field("data_hash", arrow::fixed_size_binary(32), false)});
-  Fragment f = Sample();
-  f.operators = {
-      ScanShuffle{{"f1.arrow", "f2.arrow"}, {std::string(64, 'a'), std::string(64, 'b')}, schema},
-      DedupFirst{"data_hash"}, WriteSink{"parquet", "derived/x/run-1/part-00003.parquet"}};
-  return f;
+arrow::Result<Fragment> RoundTrip(const Fragment& f) {
+  ARROW_ASSIGN_OR_RAISE(auto bytes, EncodeFragment(f));
+  return DecodeFragment(bytes.data(), bytes.size());
 }
 
 TEST(PlanCodec, RoundTrip) {
@@ -44,66 +75,93 @@ TEST(PlanCodec, RoundTrip) {
   EXPECT_EQ(back->task_name(), "s1p3");
   EXPECT_EQ(back->attempt, 2);
   EXPECT_EQ(back->session.cache_dir, "/tmp/cache");
-  ASSERT_EQ(back->operators.size(), 3u);
-  const auto& scan = std::get<ScanObjects>(back->operators[0]);
-  EXPECT_EQ(scan.keys, (std::vector<std::string>{"raw/a.jsonl", "raw/b.jsonl"}));
-  EXPECT_EQ(scan.first_object_index, 10);
-  EXPECT_TRUE(scan.skip_bad_records);
-  EXPECT_TRUE(scan.schema->Equals(*std::get<ScanObjects>(f.operators[0]).schema, true));
-  EXPECT_EQ(std::get<HashExchange>(back->operators[2]).partitions, 4);
+  const PlanNode& write = *back->root;
+  ASSERT_EQ(write.kind, PlanNode::Kind::kShuffleWrite);
+  EXPECT_EQ(write.shuffle_write.partitions, 4);
+  EXPECT_EQ(write.shuffle_write.keys, std::vector<std::string>{"data_hash"});
+  ASSERT_EQ(write.input->kind, PlanNode::Kind::kTransform);
+  const PlanNode& scan = *write.input->input;
+  ASSERT_EQ(scan.kind, PlanNode::Kind::kScanObjects);
+  EXPECT_EQ(scan.objects.keys, (std::vector<std::string>{"raw/a.jsonl", "raw/b.jsonl"}));
+  EXPECT_EQ(scan.objects.first_object_index, 10);
+  EXPECT_TRUE(scan.objects.skip_bad_records);
+  EXPECT_TRUE(scan.objects.schema->Equals(*RecordSchema(), true));
   // Encoding is deterministic.
   EXPECT_EQ(*EncodeFragment(*back), *bytes);
-  auto reduce = EncodeFragment(ReduceSample());
-  ASSERT_TRUE(reduce.ok());
-  auto reduce_back = DecodeFragment(reduce->data(), reduce->size());
-  ASSERT_TRUE(reduce_back.ok()) << reduce_back.status().ToString();
-  EXPECT_EQ(std::get<ScanShuffle>(reduce_back->operators[0]).blake3[1], std::string(64, 'b'));
-  EXPECT_EQ(std::get<WriteSink>(reduce_back->operators[2]).key,
-            "derived/x/run-1/part-00003.parquet");
+  auto reduce = RoundTrip(Sample(ReducePlan()));
+  ASSERT_TRUE(reduce.ok()) << reduce.status().ToString();
+  EXPECT_EQ(reduce->root->sink.key, "derived/x/run-1/part-00003.parquet");
+  EXPECT_EQ(reduce->root->input->input->shuffle_read.blake3[1], std::string(64, 'b'));
+  EXPECT_EQ(reduce->root->Explain(),
+            "SinkWrite parquet derived/x/run-1/part-00003.parquet\n"
+            "  DedupFirst data_hash\n"
+            "    ShuffleRead (2 files) partitioned on data_hash\n");
 }
 
-// The runner trusts this shape; a fragment without a source, with a second source, or with
-// operators after its sink once crashed a worker.
-TEST(PlanCodec, OperatorsComeInTheirOrder) {
-  auto refused = [](std::vector<Operator> ops, const std::string& message) {
-    Fragment f = Sample();
-    f.operators = std::move(ops);
-    auto bytes = EncodeFragment(f);
-    ASSERT_TRUE(bytes.ok());
-    auto back = DecodeFragment(bytes->data(), bytes->size());
+// The runner trusts these shapes; a fragment with a write below its top, or a job operator
+// over a relational one, must never reach it.
+TEST(PlanCodec, RefusesShapesNoTaskRuns) {
+  auto refused = [](std::unique_ptr<PlanNode> root, const std::string& message) {
+    auto back = RoundTrip(Sample(std::move(root)));
     ASSERT_FALSE(back.ok());
     EXPECT_NE(back.status().message().find(message), std::string::npos) << back.status().message();
   };
-  refused({DedupFirst{"k"}}, "a fragment must start with a scan, not operator 0");
-  const auto shuffle = std::get<ScanShuffle>(ReduceSample().operators[0]);
-  refused({shuffle, shuffle}, "operator 1 is a source, but only the first may be");
-  refused({shuffle, WriteSink{"parquet", "a/b.parquet"}, DedupFirst{"k"}},
-          "operator 1 ends a fragment, but 1 follow it");
+  // A sink write under a dedup.
+  auto reduce = ReducePlan();
+  auto dedup = Node(PlanNode::Kind::kDedup, std::move(reduce));
+  dedup->dedup = DedupFirst{"data_hash"};
+  refused(std::move(dedup), "plan: a sink_write only at the top of a plan");
+  // A job operator over a relational one.
+  auto read = ReducePlan();
+  auto filter = Node(PlanNode::Kind::kFilter, std::move(read->input->input));
+  filter->predicate = arrow::compute::literal(true);
+  auto transform = Node(PlanNode::Kind::kTransform, std::move(filter));
+  transform->transform = CallTransform{"extract", std::string(64, 'a'), RecordSchema()};
+  auto sink = Node(PlanNode::Kind::kSinkWrite, std::move(transform));
+  sink->sink = WriteSink{"parquet", "derived/x/run-1/part-00003.parquet"};
+  refused(std::move(sink), "plan: job operators and relational operators in one fragment");
+  // Shuffle files outside the shuffle folder, or without their digests.
+  auto outside = ReducePlan();
+  outside->input->input->shuffle_read.files[0] = "tables/t/part-0.parquet";
+  refused(std::move(outside),
+          "plan: shuffle_read 'tables/t/part-0.parquet' is not under _sluice/shuffle/");
+  auto undigested = ReducePlan();
+  undigested->input->input->shuffle_read.blake3.pop_back();
+  refused(std::move(undigested), "plan: shuffle_read has 2 files and 1 digests");
+  auto no_partitions = MapPlan();
+  no_partitions->shuffle_write.partitions = 0;
+  refused(std::move(no_partitions), "plan: partitions 0 out of range");
+  auto keyless = MapPlan();
+  keyless->shuffle_write.keys.clear();
+  keyless->shuffle_write.one_row_per_key = true;
+  refused(std::move(keyless), "plan: one row per key needs keys");
 }
 
 TEST(PlanCodec, RefusesOtherFormatsByName) {
   auto bytes = *EncodeFragment(Sample());
-  std::vector<uint8_t> v2 = bytes;
-  v2[12] = '2';  // SLUICE-PLAN/2
-  auto st = DecodeFragment(v2.data(), v2.size());
+  std::vector<uint8_t> v3 = bytes;
+  v3[12] = '3';  // SLUICE-PLAN/3
+  auto st = DecodeFragment(v3.data(), v3.size());
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.status().message(),
-            "plan bytes are format 'SLUICE-PLAN/2'; this sluice reads only SLUICE-PLAN/1");
+            "plan bytes are format 'SLUICE-PLAN/3'; this sluice reads only SLUICE-PLAN/2");
   const char junk[] = "{\"json\": true}";
   st = DecodeFragment(reinterpret_cast<const uint8_t*>(junk), sizeof(junk));
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.status().message().find("missing the SLUICE-PLAN/1 header"), std::string::npos);
+  EXPECT_NE(st.status().message().find("missing the SLUICE-PLAN/2 header"), std::string::npos);
 }
 
 TEST(PlanCodec, TruncatedOrCorruptBytesAreErrorsNotCrashes) {
-  auto bytes = *EncodeFragment(Sample());
-  for (size_t cut = 0; cut < bytes.size(); cut += 7) {
-    EXPECT_FALSE(DecodeFragment(bytes.data(), cut).ok()) << cut;
-  }
-  for (size_t i = std::strlen(kPlanMagic); i < bytes.size(); i += 13) {
-    auto flipped = bytes;
-    flipped[i] ^= 0x5a;
-    (void)DecodeFragment(flipped.data(), flipped.size());  // must not crash; may decode
+  for (const auto& f : {Sample(), Sample(ReducePlan())}) {
+    auto bytes = *EncodeFragment(f);
+    for (size_t cut = 0; cut < bytes.size(); cut += 7) {
+      EXPECT_FALSE(DecodeFragment(bytes.data(), cut).ok()) << cut;
+    }
+    for (size_t i = std::strlen(kPlanMagic); i < bytes.size(); i += 13) {
+      auto flipped = bytes;
+      flipped[i] ^= 0x5a;
+      (void)DecodeFragment(flipped.data(), flipped.size());  // must not crash; may decode
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-#include "sql/plan_node.h"
+#include "plan/plan_node.h"
 
 #include <arrow/compute/api.h>
 #include <arrow/compute/exec.h>
@@ -6,13 +6,94 @@
 
 #include <sstream>
 
-namespace sluice::sql {
+namespace sluice::plan {
 
 namespace {
 
 namespace cp = arrow::compute;
 
+std::vector<std::string> FieldNames(const std::shared_ptr<arrow::Schema>& schema) {
+  return schema == nullptr ? std::vector<std::string>{} : schema->field_names();
+}
+
 }  // namespace
+
+const char* KindName(PlanNode::Kind kind) {
+  using K = PlanNode::Kind;
+  switch (kind) {
+    case K::kScan:
+      return "scan";
+    case K::kFilter:
+      return "filter";
+    case K::kProject:
+      return "project";
+    case K::kAggregate:
+      return "aggregate";
+    case K::kSort:
+      return "sort";
+    case K::kLimit:
+      return "limit";
+    case K::kJoin:
+      return "join";
+    case K::kScanObjects:
+      return "scan_objects";
+    case K::kTransform:
+      return "transform";
+    case K::kDedup:
+      return "dedup";
+    case K::kSinkWrite:
+      return "sink_write";
+    case K::kShuffleRead:
+      return "shuffle_read";
+    case K::kShuffleWrite:
+      return "shuffle_write";
+  }
+  return "?";
+}
+
+bool IsJobKind(PlanNode::Kind kind) {
+  return kind == PlanNode::Kind::kScanObjects || kind == PlanNode::Kind::kTransform ||
+         kind == PlanNode::Kind::kDedup || kind == PlanNode::Kind::kSinkWrite;
+}
+
+std::unique_ptr<PlanNode> CopyPlan(
+    const PlanNode& node,
+    const std::function<std::unique_ptr<PlanNode>(const PlanNode&)>& replace) {
+  if (replace) {
+    if (auto instead = replace(node)) return instead;
+  }
+  auto out = std::make_unique<PlanNode>();
+  static_cast<PlanNodeFields&>(*out) = node;
+  if (node.input != nullptr) out->input = CopyPlan(*node.input, replace);
+  if (node.right != nullptr) out->right = CopyPlan(*node.right, replace);
+  return out;
+}
+
+#define SLUICE_PLAN_STEP(Type, kind_value, member) \
+  PlanNodeFields Step(Type value) {                \
+    PlanNodeFields f;                              \
+    f.kind = PlanNode::Kind::kind_value;           \
+    f.member = std::move(value);                   \
+    return f;                                      \
+  }
+SLUICE_PLAN_STEP(ScanObjects, kScanObjects, objects)
+SLUICE_PLAN_STEP(CallTransform, kTransform, transform)
+SLUICE_PLAN_STEP(DedupFirst, kDedup, dedup)
+SLUICE_PLAN_STEP(WriteSink, kSinkWrite, sink)
+SLUICE_PLAN_STEP(ShuffleRead, kShuffleRead, shuffle_read)
+SLUICE_PLAN_STEP(ShuffleWrite, kShuffleWrite, shuffle_write)
+#undef SLUICE_PLAN_STEP
+
+std::unique_ptr<PlanNode> Chain(std::vector<PlanNodeFields> steps) {
+  std::unique_ptr<PlanNode> top;
+  for (PlanNodeFields& step : steps) {
+    auto node = std::make_unique<PlanNode>();
+    static_cast<PlanNodeFields&>(*node) = std::move(step);
+    node->input = std::move(top);
+    top = std::move(node);
+  }
+  return top;
+}
 
 arrow::Result<std::shared_ptr<arrow::DataType>> AggregateOutputType(
     const AggregateCall& call, const std::shared_ptr<arrow::DataType>& input) {
@@ -89,6 +170,12 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
       }
       return arrow::schema(fields);
     }
+    case PlanNode::Kind::kScanObjects:
+      return node.objects.schema;
+    case PlanNode::Kind::kTransform:
+      return node.transform.output_schema;
+    case PlanNode::Kind::kShuffleRead:
+      return node.shuffle_read.schema;
     default:
       return in;
   }
@@ -141,6 +228,12 @@ std::vector<std::string> PlanNode::OutputNames() const {
       }
       return out;
     }
+    case Kind::kScanObjects:
+      return FieldNames(objects.schema);
+    case Kind::kTransform:
+      return FieldNames(transform.output_schema);
+    case Kind::kShuffleRead:
+      return FieldNames(shuffle_read.schema);
     default:
       return input->OutputNames();
   }
@@ -152,7 +245,8 @@ std::string PlanNode::Explain(int indent,
   out << std::string(static_cast<size_t>(indent) * 2, ' ');
   switch (kind) {
     case Kind::kScan: {
-      out << "Scan " << table->name << " (" << table->files.size() << " files) columns=[";
+      out << "Scan " << table->name << " (" << table->files.size() << " files"
+          << (split ? ", this task's share" : "") << ") columns=[";
       for (size_t i = 0; i < columns.size(); ++i) out << (i ? ", " : "") << names[i];
       out << "]";
       if (!scan_filter.Equals(arrow::compute::literal(true))) {
@@ -199,6 +293,38 @@ std::string PlanNode::Explain(int indent,
         out << " filter " << join_filter.ToString();
       }
       break;
+    case Kind::kScanObjects:
+      out << "ScanObjects " << objects.format << " (" << objects.keys.size() << " objects) as "
+          << objects.schema_id;
+      break;
+    case Kind::kTransform:
+      out << "Transform " << transform.qualified_name << " @" << transform.pin.substr(0, 12);
+      break;
+    case Kind::kDedup:
+      out << "DedupFirst " << dedup.key;
+      break;
+    case Kind::kSinkWrite:
+      out << "SinkWrite " << sink.format << " " << sink.key;
+      break;
+    case Kind::kShuffleRead:
+      out << "ShuffleRead (" << shuffle_read.files.size() << " files)";
+      if (!shuffle_read.partition_keys.empty()) {
+        out << " partitioned on ";
+        for (size_t i = 0; i < shuffle_read.partition_keys.size(); ++i) {
+          out << (i ? ", " : "") << shuffle_read.partition_keys[i];
+        }
+      }
+      break;
+    case Kind::kShuffleWrite:
+      out << "ShuffleWrite " << shuffle_write.partitions << " partitions";
+      if (!shuffle_write.keys.empty()) {
+        out << " on ";
+        for (size_t i = 0; i < shuffle_write.keys.size(); ++i) {
+          out << (i ? ", " : "") << shuffle_write.keys[i];
+        }
+      }
+      if (shuffle_write.one_row_per_key) out << " (one row per key)";
+      break;
   }
   if (annotate) out << "  " << annotate(*this);
   out << "\n";
@@ -207,4 +333,4 @@ std::string PlanNode::Explain(int indent,
   return out.str();
 }
 
-}  // namespace sluice::sql
+}  // namespace sluice::plan

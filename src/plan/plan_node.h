@@ -1,4 +1,8 @@
-// The logical/physical plan of a query: a tree of operators over Arrow compute expressions.
+// The physical plan: one tree type for what a SQL query and a job compile to, and what the one
+// plan codec (plan_codec.h) carries to workers. Relational operators run over Arrow compute
+// expressions; job operators (scan objects, transform, dedup, sink write) and the exchange's two
+// ends (shuffle read and shuffle write) sit in the same tree.
+//
 // Every column in a plan has a name unique in the whole query ("l_orderkey#3"), so a self-join
 // or a correlated subquery over the same table never confuses two columns. Aggregates are always
 // planned as a partial and a final step, even in one process, so that distributing a query only
@@ -15,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "sql/table_source.h"
+#include "plan/table_source.h"
 
-namespace sluice::sql {
+namespace sluice::plan {
 
 struct AggregateCall {
   /// Acero's hash_* / scalar function name without the prefix: sum, count, count_all, min,
@@ -30,16 +34,88 @@ struct AggregateCall {
 
 enum class JoinType { kInner, kLeft, kSemi, kAnti };
 
+/// Reads JSONL, Parquet or IPC objects and parses them against `schema`. Object i of this task
+/// has global index first_object_index + i in the job's sorted object list; that index orders
+/// rows for dedup.
+struct ScanObjects {
+  std::string format;  // "jsonl" | "parquet" | "ipc"
+  std::vector<std::string> keys;
+  int64_t first_object_index = 0;
+  /// The schema record type id the rows are parsed as (JSONL), and its Arrow schema.
+  std::string schema_id;
+  std::shared_ptr<arrow::Schema> schema;
+  /// With skip_bad_records a bad JSONL line is counted and dropped instead of failing the task.
+  bool skip_bad_records = false;
+};
+
+/// Reads this task's partition from the shuffle files that the stage below wrote. Each file's
+/// BLAKE3, as its writer reported it, is checked before a byte of it is parsed: a flipped bit
+/// that still makes valid Arrow must be an error, never another answer.
+struct ShuffleRead {
+  std::vector<std::string> files;
+  /// Hex digests, one per file.
+  std::vector<std::string> blake3;
+  std::shared_ptr<arrow::Schema> schema;
+  /// The columns the rows were hash-partitioned on (a worker checks a stage's shape by them).
+  std::vector<std::string> partition_keys;
+};
+
+/// Calls a published batch transform, loaded by pin through the verified loader, once per
+/// input object.
+struct CallTransform {
+  std::string qualified_name;
+  std::string pin;
+  /// Null for a transform declared to emit `any` schema.
+  std::shared_ptr<arrow::Schema> output_schema;
+};
+
+/// Ends a task's plan with an exchange: rows go to `partitions` shuffle files by the hash of
+/// `keys` (no keys: one file). File p is `<folder>/<task>-<attempt>/part-<p>.arrow`
+/// (ShuffleFileKey), so no two attempts share a file name.
+struct ShuffleWrite {
+  std::vector<std::string> keys;
+  int32_t partitions = 1;
+  std::string folder;
+  /// Write one row per distinct value of `keys` (a semi or anti join's build side).
+  bool one_row_per_key = false;
+};
+
+/// Keeps the first row of each `key` in sequence order (the hidden __seq column).
+struct DedupFirst {
+  std::string key;
+};
+
+/// Ends a task by writing one sink part object.
+struct WriteSink {
+  std::string format;  // "parquet" | "ipc"
+  std::string key;
+};
+
 /// "inner", "left", "semi" or "anti": for EXPLAIN and plan bytes.
 const char* JoinTypeName(JoinType type);
 
-struct PlanNode {
-  enum class Kind { kScan, kFilter, kProject, kAggregate, kSort, kLimit, kJoin };
-  Kind kind;
-  std::unique_ptr<PlanNode> input;
-  /// kJoin: the build side; `input` is the probe side (and the preserved side of a left join,
-  /// the side a semi or anti join keeps rows of).
-  std::unique_ptr<PlanNode> right;
+/// What a node holds apart from its inputs, so that a plan can be copied node by node. Each
+/// field is used by the kinds its comment names.
+struct PlanNodeFields {
+  enum class Kind {
+    // Relational operators.
+    kScan,
+    kFilter,
+    kProject,
+    kAggregate,
+    kSort,
+    kLimit,
+    kJoin,
+    // Job operators: a chain from kScanObjects or kShuffleRead, run in object order.
+    kScanObjects,
+    kTransform,
+    kDedup,
+    kSinkWrite,
+    // The two ends of an exchange between stages (both front doors).
+    kShuffleRead,
+    kShuffleWrite,
+  };
+  Kind kind = Kind::kScan;
   JoinType join_type = JoinType::kInner;
   std::vector<std::string> left_keys;
   std::vector<std::string> right_keys;
@@ -79,6 +155,23 @@ struct PlanNode {
   int64_t offset = 0;
   int64_t count = -1;
 
+  /// kScan: this task reads only its share of the table (a map stage's split scan).
+  bool split = false;
+
+  ScanObjects objects;         // kScanObjects
+  CallTransform transform;     // kTransform
+  DedupFirst dedup;            // kDedup
+  WriteSink sink;              // kSinkWrite
+  ShuffleRead shuffle_read;    // kShuffleRead
+  ShuffleWrite shuffle_write;  // kShuffleWrite
+};
+
+struct PlanNode : PlanNodeFields {
+  std::unique_ptr<PlanNode> input;
+  /// kJoin: the build side; `input` is the probe side (and the preserved side of a left join,
+  /// the side a semi or anti join keeps rows of).
+  std::unique_ptr<PlanNode> right;
+
   /// The columns this node outputs, in order.
   std::vector<std::string> OutputNames() const;
 
@@ -86,6 +179,29 @@ struct PlanNode {
   std::string Explain(int indent = 0,
                       const std::function<std::string(const PlanNode&)>& annotate = {}) const;
 };
+
+/// The kind's name in plan bytes and messages ("scan", "shuffle_write", ...).
+const char* KindName(PlanNode::Kind kind);
+
+/// Whether `kind` is a job operator (kScanObjects, kTransform, kDedup, kSinkWrite).
+bool IsJobKind(PlanNode::Kind kind);
+
+/// A deep copy of `node`, where `replace` (when given) may return a node to stand in for a
+/// subtree (null: copy it).
+std::unique_ptr<PlanNode> CopyPlan(
+    const PlanNode& node,
+    const std::function<std::unique_ptr<PlanNode>(const PlanNode&)>& replace = {});
+
+/// A node holding one of the non-relational operators, without inputs: the steps of Chain.
+PlanNodeFields Step(ScanObjects scan);
+PlanNodeFields Step(CallTransform call);
+PlanNodeFields Step(DedupFirst dedup);
+PlanNodeFields Step(WriteSink sink);
+PlanNodeFields Step(ShuffleRead read);
+PlanNodeFields Step(ShuffleWrite write);
+
+/// A chain of single-input nodes, `steps[0]` at the bottom: a job task's plan.
+std::unique_ptr<PlanNode> Chain(std::vector<PlanNodeFields> steps);
 
 /// The type an aggregate step produces from its input type.
 arrow::Result<std::shared_ptr<arrow::DataType>> AggregateOutputType(
@@ -100,4 +216,4 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
     const PlanNode& node, const std::shared_ptr<arrow::Schema>& in,
     const std::shared_ptr<arrow::Schema>& right);
 
-}  // namespace sluice::sql
+}  // namespace sluice::plan

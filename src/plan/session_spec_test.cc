@@ -11,7 +11,13 @@ namespace {
 TEST(SessionSpec, EncodedTasksCarryTheDriversValuesAndTheyMatchHere) {
   Fragment f;
   f.run_id = "r";
-  f.operators.push_back(ScanShuffle{{}, {}, arrow::schema({arrow::field("k", arrow::utf8())})});
+  auto read = std::make_unique<PlanNode>();
+  read->kind = PlanNode::Kind::kShuffleRead;
+  read->shuffle_read = ShuffleRead{{"_sluice/shuffle/r/s0/s0p0-1/part-0.arrow"},
+                                   {std::string(64, 'a')},
+                                   arrow::schema({arrow::field("k", arrow::utf8())}),
+                                   {}};
+  f.root = std::move(read);
   auto bytes = EncodeFragment(f);
   ASSERT_TRUE(bytes.ok());
   auto decoded = DecodeFragment(bytes->data(), bytes->size());

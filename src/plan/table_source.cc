@@ -1,4 +1,4 @@
-#include "sql/table_source.h"
+#include "plan/table_source.h"
 
 #include <arrow/api.h>
 #include <arrow/dataset/discovery.h>
@@ -13,7 +13,7 @@
 
 #include "storage/sink_manifest.h"
 
-namespace sluice::sql {
+namespace sluice::plan {
 
 namespace {
 
@@ -240,4 +240,4 @@ int64_t TableSource::DistinctBound(const std::string& column) const {
   return std::max<int64_t>(1, std::min(num_rows, it->second.second - it->second.first + 1));
 }
 
-}  // namespace sluice::sql
+}  // namespace sluice::plan

@@ -16,7 +16,7 @@
 
 #include "storage/object_store.h"
 
-namespace sluice::sql {
+namespace sluice::plan {
 
 struct TableSource {
   std::string name;
@@ -68,4 +68,4 @@ arrow::Result<std::shared_ptr<TableSource>> OpenTable(std::shared_ptr<storage::O
                                                       const std::string& location,
                                                       const std::string& format);
 
-}  // namespace sluice::sql
+}  // namespace sluice::plan

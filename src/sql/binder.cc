@@ -10,7 +10,7 @@
 #include <set>
 #include <utility>
 
-#include "exec/compute_init.h"
+#include "plan/compute_init.h"
 #include "sluice/schemas/codec.hpp"
 #include "sql/optimizer/cardinality.h"
 #include "sql/optimizer/conjuncts.h"
@@ -1770,7 +1770,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
 arrow::Result<BoundQuery> BindLogical(const json& select, const std::string& sql,
                                       const TableResolver& resolve) {
   // Type checking binds compute expressions, which needs Arrow's kernels registered.
-  ARROW_RETURN_NOT_OK(exec::EnsureComputeInitialized());
+  ARROW_RETURN_NOT_OK(plan::EnsureComputeInitialized());
   Context ctx{sql, resolve, 0, 0};
   Binder binder(ctx, nullptr, nullptr);
   // The binder reads libpg_query's tree by its documented shapes; a shape it does not expect

@@ -5,14 +5,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <random>
 
 #include "dist/driver_tag.h"
 #include "dist/stage_scheduler.h"
+#include "exec/plan_executor.h"
 #include "exec/shuffle.h"
-#include "sql/executor.h"
-#include "sql/query_plan_codec.h"
-#include "sql/stage_task.h"
+#include "plan/fragment.h"
 
 namespace sluice::sql {
 
@@ -64,34 +65,23 @@ class ShuffleFolder {
   std::string prefix_;
 };
 
-// Swaps a scan's table for its share of the files while a map task's plan is encoded. The driver
-// owns the plan and nothing else reads it meanwhile.
-class ScopedShare {
- public:
-  ScopedShare(const PlanNode* scan, SplitShare share)
-      : scan_(const_cast<PlanNode*>(scan)), saved_(scan_->table) {
-    auto subset = std::make_shared<TableSource>(*saved_);
-    subset->files = std::move(share.files);
-    subset->row_group_ranges = std::move(share.row_group_ranges);
-    scan_->table = std::move(subset);
-  }
-  ~ScopedShare() { scan_->table = saved_; }
-  ScopedShare(const ScopedShare&) = delete;
-  ScopedShare& operator=(const ScopedShare&) = delete;
-
- private:
-  PlanNode* scan_;
-  std::shared_ptr<TableSource> saved_;
-};
-
-plan::Fragment StageFragment(const std::string& query_id, int stage, int task,
-                             const std::string& store_url, std::vector<uint8_t> body) {
+// A task of a query's stage: the stage's plan under `write`, with `replace` standing in for the
+// nodes that this task reads differently (its share of the split scan, its partition of the
+// stage's inputs).
+plan::Fragment StageFragment(
+    const std::string& query_id, const Stage& stage, int task, const std::string& store_url,
+    const plan::ShuffleWrite& write,
+    const std::function<std::unique_ptr<PlanNode>(const PlanNode&)>& replace) {
   plan::Fragment f;
   f.run_id = "q-" + query_id;
-  f.stage_id = stage;
+  f.stage_id = stage.id;
   f.partition = task;
   f.session.store_url = store_url;
-  f.operators.push_back(plan::RunSqlStage{std::move(body)});
+  auto root = std::make_unique<PlanNode>();
+  root->kind = PlanNode::Kind::kShuffleWrite;
+  root->shuffle_write = write;
+  root->input = plan::CopyPlan(*stage.root, replace);
+  f.root = std::move(root);
   return f;
 }
 
@@ -142,7 +132,7 @@ class QueryStages {
       s.shuffle_files = stage.gather ? 1 : stage.partitions;
       s.shuffle_file_key = [prefix = StagePrefix(folder_, stage.id)](
                                const plan::Fragment& task, int32_t attempt, int32_t file) {
-        return ShuffleFileKey(prefix, task.task_name(), attempt, file);
+        return plan::ShuffleFileKey(prefix, task.task_name(), attempt, file);
       };
       out.push_back(std::move(s));
     }
@@ -150,8 +140,8 @@ class QueryStages {
   }
 
   // The tables the driver reads in place of the gathered nodes.
-  arrow::Result<NodeInputs> Gather(const std::vector<dist::StageResult>& done) const {
-    NodeInputs inputs;
+  arrow::Result<exec::NodeInputs> Gather(const std::vector<dist::StageResult>& done) const {
+    exec::NodeInputs inputs;
     for (const StageInput& g : plan_.gathered) {
       ARROW_ASSIGN_OR_RAISE(auto schema, OutputSchema(*g.node));
       std::vector<std::shared_ptr<arrow::Table>> tables;
@@ -224,63 +214,61 @@ class QueryStages {
     const Stage& stage = plan_.stages[index];
     std::vector<int64_t>* read_bytes = &read_bytes_[index];
     const std::string prefix = StagePrefix(folder_, stage.id);
-    const std::vector<std::string> names = stage.root->OutputNames();
-    StageTask base;
-    base.role = StageRoleName(stage.role);
-    base.output_prefix = prefix;
+    plan::ShuffleWrite write;
+    write.folder = prefix;
     if (!stage.gather) {
-      base.output_keys = stage.output_keys;
-      base.partitions = stage.partitions;
-      base.one_row_per_key = stage.one_row_per_key;
+      write.keys = stage.output_keys;
+      write.partitions = stage.partitions;
+      write.one_row_per_key = stage.one_row_per_key;
     }
     std::vector<plan::Fragment> out;
     if (stage.split != nullptr) {
       // Map stage: contiguous runs of the split table's row groups (or files).
-      const std::vector<const PlanNode*> scans = ScansOf(*stage.root);
-      const auto at = std::find(scans.begin(), scans.end(), stage.split);
-      if (at == scans.end()) {
-        return arrow::Status::Invalid("internal: the split is not in its stage");
-      }
-      base.split_scan = static_cast<int32_t>(at - scans.begin());
       std::vector<SplitShare> shares = SplitShares(*stage.split->table, stage.tasks);
       for (size_t t = 0; t < shares.size(); ++t) {
-        StageTask task = base;
         scan_bytes_[index].push_back(shares[t].bytes);
-        {
-          ScopedShare subset(stage.split, std::move(shares[t]));
-          ARROW_ASSIGN_OR_RAISE(task.plan, EncodeQueryPlan(*stage.root, names));
-        }
-        ARROW_ASSIGN_OR_RAISE(auto body, EncodeStageTask(task));
-        out.push_back(StageFragment(query_id_, stage.id, static_cast<int>(t), options_.store_url,
-                                    std::move(body)));
+        auto share = [&](const PlanNode& n) -> std::unique_ptr<PlanNode> {
+          if (&n != stage.split) return nullptr;
+          auto scan = plan::CopyPlan(n);
+          auto subset = std::make_shared<TableSource>(*n.table);
+          subset->files = std::move(shares[t].files);
+          subset->row_group_ranges = std::move(shares[t].row_group_ranges);
+          scan->table = std::move(subset);
+          scan->split = true;
+          return scan;
+        };
+        out.push_back(
+            StageFragment(query_id_, stage, static_cast<int>(t), options_.store_url, write, share));
         read_bytes->push_back(0);
       }
       return out;
     }
     // Partitioned stage: task p reads part p of every task of each producer's successful
     // attempt, named by the reports (never a file found by listing).
-    ARROW_ASSIGN_OR_RAISE(base.plan, EncodeQueryPlan(*stage.root, names));
-    const std::vector<const PlanNode*> nodes = NodesOf(*stage.root);
     for (int p = 0; p < stage.tasks; ++p) {
-      StageTask task = base;
+      std::map<const PlanNode*, plan::ShuffleRead> reads;
       int64_t bytes = 0;
       for (const StageInput& in : stage.inputs) {
-        const auto at = std::find(nodes.begin(), nodes.end(), in.node);
-        if (at == nodes.end())
-          return arrow::Status::Invalid("internal: an input outside its stage");
-        StageTaskInput input;
-        input.node = static_cast<int32_t>(at - nodes.begin());
-        input.partition_keys = plan_.stages[static_cast<size_t>(in.producer)].output_keys;
+        plan::ShuffleRead read;
+        ARROW_ASSIGN_OR_RAISE(read.schema, OutputSchema(*in.node));
+        read.partition_keys = plan_.stages[static_cast<size_t>(in.producer)].output_keys;
         for (const auto& r : done[static_cast<size_t>(in.producer)].reports) {
           const exec::OutputFile& file = r.shuffle_files[static_cast<size_t>(p)];
-          input.files.push_back(file.key);
-          input.blake3.push_back(file.blake3);
+          read.files.push_back(file.key);
+          read.blake3.push_back(file.blake3);
           bytes += file.bytes;
         }
-        task.inputs.push_back(std::move(input));
+        reads[in.node] = std::move(read);
       }
-      ARROW_ASSIGN_OR_RAISE(auto body, EncodeStageTask(task));
-      out.push_back(StageFragment(query_id_, stage.id, p, options_.store_url, std::move(body)));
+      auto partition = [&](const PlanNode& n) -> std::unique_ptr<PlanNode> {
+        auto it = reads.find(&n);
+        if (it == reads.end()) return nullptr;
+        auto node = std::make_unique<PlanNode>();
+        node->kind = PlanNode::Kind::kShuffleRead;
+        node->shuffle_read = it->second;
+        return node;
+      };
+      out.push_back(StageFragment(query_id_, stage, p, options_.store_url, write, partition));
       read_bytes->push_back(bytes);
     }
     return out;
@@ -323,13 +311,13 @@ arrow::Result<std::shared_ptr<arrow::Table>> RunDistributed(const BoundQuery& qu
                                                             std::string* analyze) {
   if (!plan.cut()) return arrow::Status::Invalid("internal: a plan without stages");
   const std::string query_id = NewQueryId();
-  ShuffleFolder folder(options.store, std::string(kShufflePrefix) + "q-" + query_id);
+  ShuffleFolder folder(options.store, std::string(plan::kShufflePrefix) + "q-" + query_id);
   QueryStages stages(plan, options, query_id, folder);
   ARROW_ASSIGN_OR_RAISE(auto done, RunStages(&stages, options, query_id));
   if (analyze != nullptr) *analyze += stages.Analyze(done);
-  ARROW_ASSIGN_OR_RAISE(NodeInputs inputs, stages.Gather(done));
+  ARROW_ASSIGN_OR_RAISE(exec::NodeInputs inputs, stages.Gather(done));
   const auto start = std::chrono::steady_clock::now();
-  ARROW_ASSIGN_OR_RAISE(auto table, Execute(*query.plan, query.names, nullptr, &inputs));
+  ARROW_ASSIGN_OR_RAISE(auto table, exec::Execute(*query.plan, query.names, nullptr, &inputs));
   if (analyze != nullptr) {
     *analyze +=
         "  stage " + std::to_string(plan.driver_stage) +

@@ -7,10 +7,10 @@
 
 #include "catalog/registry.h"
 #include "catalog/run_lease.h"
-#include "exec/compute_init.h"
+#include "exec/plan_executor.h"
+#include "plan/compute_init.h"
 #include "sql/binder.h"
 #include "sql/distributed_query.h"
-#include "sql/executor.h"
 #include "sql/optimizer/optimizer.h"
 #include "sql/run_with_stack.h"
 #include "sql/sql_parser.h"
@@ -56,7 +56,7 @@ arrow::Result<QueryResult> RunDistributedSelect(const BoundQuery& bound, const S
 
 arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std::string& sql,
                                                 const RunOptions& options) {
-  ARROW_RETURN_NOT_OK(exec::EnsureComputeInitialized());
+  ARROW_RETURN_NOT_OK(plan::EnsureComputeInitialized());
   ARROW_ASSIGN_OR_RAISE(Statement statement, ParseStatement(sql));
   ARROW_ASSIGN_OR_RAISE(auto registry, catalog::Registry::Open(config.database_url));
   ARROW_ASSIGN_OR_RAISE(std::shared_ptr<storage::ObjectStore> store,
@@ -128,7 +128,7 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
     std::fprintf(stderr, "sluice: running in-process: %s\n", stages.not_cut_reason.c_str());
   }
   if (select.explain) {
-    ARROW_ASSIGN_OR_RAISE(auto decl, ToDeclaration(*bound.plan));
+    ARROW_ASSIGN_OR_RAISE(auto decl, exec::ToDeclaration(*bound.plan));
     if (!select.analyze) {
       std::string ran;
       for (const auto& pass : passes) ran += (ran.empty() ? "" : ", ") + pass;
@@ -138,9 +138,9 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
       return result;
     }
     // Runs the query with a probe above every operator; the result itself is dropped.
-    OperatorProbes probes;
+    exec::OperatorProbes probes;
     const auto start = std::chrono::steady_clock::now();
-    ARROW_ASSIGN_OR_RAISE(auto table, Execute(*bound.plan, bound.names, &probes));
+    ARROW_ASSIGN_OR_RAISE(auto table, exec::Execute(*bound.plan, bound.names, &probes));
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     result.message =
@@ -156,7 +156,7 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
     result.message += total;
     return result;
   }
-  ARROW_ASSIGN_OR_RAISE(result.table, Execute(*bound.plan, bound.names));
+  ARROW_ASSIGN_OR_RAISE(result.table, exec::Execute(*bound.plan, bound.names));
   return result;
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <variant>
 
+#include "plan/expression_codec.h"
+
 namespace sluice::sql {
 
 struct CreateExternalTable {
@@ -30,7 +32,7 @@ using Statement = std::variant<CreateExternalTable, SelectStatement>;
 /// (1+1+...+1 with n terms is n + 2 deep; TPC-H's deepest query is 17). Everything after the
 /// parser (binder, plan, Arrow's expressions, the plan codec) recurses per level on the caller's
 /// stack; sql_parser_test binds, encodes and decodes the deepest accepted queries on 1 MiB.
-inline constexpr int kMaxQueryNesting = 256;
+inline constexpr int kMaxQueryNesting = plan::kMaxQueryNesting;
 
 /// Parses exactly one statement, on a thread of its own with a stack large enough for
 /// libpg_query, which recurses without a depth check. Queries over 1 MiB and parse trees deeper

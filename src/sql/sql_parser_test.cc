@@ -9,8 +9,8 @@
 #include <functional>
 #include <string>
 
+#include "plan/plan_codec.h"
 #include "sql/binder.h"
-#include "sql/query_plan_codec.h"
 #include "sql/run_with_stack.h"
 
 namespace sluice::sql {
@@ -149,9 +149,11 @@ TEST(SqlParser, DeepestAcceptedQueriesBindOnASmallStack) {
       auto query = BindSelect(std::get<SelectStatement>(*statement).select, sql, resolve);
       ASSERT_TRUE(query.ok()) << query.status().ToString();
       EXPECT_FALSE(query->plan->Explain().empty());
-      auto bytes = EncodeQueryPlan(*query);
+      plan::Fragment fragment;
+      fragment.root = plan::CopyPlan(*query->plan);
+      auto bytes = plan::EncodeFragment(fragment);
       ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-      auto decoded = DecodeQueryPlan(bytes->data(), bytes->size(), nullptr);
+      auto decoded = plan::DecodeFragment(bytes->data(), bytes->size());
       ASSERT_TRUE(decoded.ok()) << sql.substr(0, 200) << ": " << decoded.status().ToString();
     });
     EXPECT_TRUE(ran.ok()) << ran.ToString();

@@ -24,16 +24,8 @@
 //     side that is its keys alone sends one row per key;
 //   - a smaller build side is a broadcast by re-scan: every task of the stage reads it whole
 //     from storage (no exchange).
-// Splitting one scan splits a subtree's output rows, so that tasks' outputs are disjoint and
-// together make the whole, only when the path from the subtree's top to the scan passes through
-// filters, projections and the `input` side of joins: a join's output rows each come from exactly
-// one row of its `input` side, and which rows a given `input` row yields depends on that row and
-// the WHOLE `right` side only (true of inner, left, semi and anti joins, whichever side the hash
-// table is built on). The same holds of a hash partition read in place of `input`, and of a join
-// whose two sides are partitions with the same number on exactly its keys. An aggregate, sort or
-// limit needs all of its rows: none sits between a stage's top and its split (a broadcast side
-// may hold an aggregate: each task computes it over the whole table). A plan or a part of one
-// that cannot be cut runs in-process, with its reason: slower, never wrong.
+// Which plans a stage may split, and why, is in plan/stage_shape.h: the planner follows those
+// rules and every worker checks them again.
 //
 // Partitioning on the FINAL keys is what keeps count(DISTINCT) right: its partial step is a
 // DISTINCT on the keys and the value, and all rows of a group must meet in one final task.
@@ -45,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/stage_shape.h"
 #include "sql/plan_node.h"
 
 namespace sluice::sql {
@@ -125,20 +118,6 @@ struct StagePlan {
 
 /// Places the exchanges of `root` and cuts it into stages. The plan must outlive the result.
 StagePlan PlanStages(const PlanNode& root, const StageOptions& options);
-
-/// Why a stage task cannot run the subtree at `root` with `split` (or null) divided among its
-/// tasks and each of `inputs` (node -> the keys its rows were hash-partitioned on) read as one
-/// partition, or empty: the soundness rules at the top of this file, which the planner follows
-/// and every worker checks again on the plan it was sent.
-std::string StageShapeRefusal(const PlanNode& root, const PlanNode* split,
-                              const std::map<const PlanNode*, std::vector<std::string>>& inputs);
-
-/// Every node below `node` (itself included) in pre-order, `input` before `right`: how a stage
-/// task's bytes name the nodes it reads from shuffle files.
-std::vector<const PlanNode*> NodesOf(const PlanNode& node);
-
-/// Every scan below `node` (itself included), in pre-order: how a map task names its split scan.
-std::vector<const PlanNode*> ScansOf(const PlanNode& node);
 
 /// Map tasks for a table of `units` split units (TableSource::SplitUnits: row groups, else files)
 /// and `workers` workers: one task per unit up to kMaxMapTasksPerWorker tasks per worker, at

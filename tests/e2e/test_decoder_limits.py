@@ -10,7 +10,7 @@ import pytest
 
 from conftest import base_env
 
-MAGIC = b"SLUICE-PLAN/1\n"
+MAGIC = b"SLUICE-PLAN/2\n"
 
 
 def run_worker(sluice_bin, tmp_path, body):
@@ -24,9 +24,9 @@ def run_worker(sluice_bin, tmp_path, body):
 
 
 @pytest.mark.parametrize("body, message", [
-    (b"\x81" * 200000 + b"\x00", "plan: nested deeper than 64 levels (at byte 64)"),
+    (b"\x81" * 200000 + b"\x00", "plan: nested deeper than 2064 levels (at byte 2064)"),
     (b"\x9f" * 200000 + b"\x00" + b"\xff" * 200000,
-     "plan: nested deeper than 64 levels (at byte 64)"),
+     "plan: nested deeper than 2064 levels (at byte 2064)"),
     (b"\x9b" + b"\xff" * 8 + b"\x00",
      "an array at byte 0 declares 18446744073709551615 items, but 1 bytes remain"),
     (b"\x5b" + b"\xff" * 8, "a string at byte 0 declares 18446744073709551615 bytes, but 0 remain"),
@@ -91,17 +91,21 @@ def test_a_worker_refuses_a_task_from_a_driver_it_cannot_match(sluice_bin, tmp_p
         return cbor2.dumps({"run_id": "r", "stage_id": 0, "partition": 0, "attempt": 1,
                             "session": {"store_url": f"file://{tmp_path}/store",
                                         "cache_dir": f"{tmp_path}/cache", "parity": parity},
-                            "operators": [{"op": "scan_shuffle", "keys": [], "blake3": [],
-                                           "schema": pa.schema([("k", pa.utf8())])
-                                           .serialize().to_pybytes()}]})
+                            "plan": {"kind": "shuffle_write", "keys": [], "partitions": 1,
+                                     "folder": "_sluice/shuffle/r/s0", "one_row_per_key": False,
+                                     "input": {"kind": "scan_objects", "format": "ipc",
+                                               "keys": [], "first_object_index": 0,
+                                               "schema_id": "", "skip_bad_records": False,
+                                               "schema": pa.schema([("k", pa.utf8())])
+                                               .serialize().to_pybytes()}}})
 
     other = dict(parity, engine="sluice 0.0.0-other", null_order="nulls_last")
     err = run_worker(sluice_bin, tmp_path, task(other))
     assert "session spec: this worker cannot match the driver" in err, err
     assert f"engine: the driver has 'sluice 0.0.0-other', this worker has '{engine}'" in err, err
     assert "null_order: the driver has 'nulls_last', this worker has 'postgresql'" in err, err
-    # The same task with this worker's own values runs (it reads no shuffle file and writes
-    # nothing).
+    # The same task with this worker's own values runs (it reads no object and writes one empty
+    # shuffle file).
     env = base_env(tmp_path / "home")
     proc = subprocess.run([str(sluice_bin), "worker"], input=MAGIC + task(parity),
                           capture_output=True, env=env, timeout=120)
@@ -115,5 +119,5 @@ def test_a_fragment_without_a_source_is_refused(sluice_bin, tmp_path):
     body = cbor2.dumps({"run_id": "r", "stage_id": 0, "partition": 0, "attempt": 1,
                         "session": {"store_url": f"file://{tmp_path}/store",
                                     "cache_dir": f"{tmp_path}/cache", "parity": {}},
-                        "operators": [{"op": "dedup_first", "key": "k"}]})
-    assert "plan: a fragment must start with a scan" in run_worker(sluice_bin, tmp_path, body)
+                        "plan": {"kind": "dedup", "key": "k"}})
+    assert "plan: missing field 'input'" in run_worker(sluice_bin, tmp_path, body)

@@ -4,7 +4,7 @@
 #include <arrow/compute/api.h>
 #include <gtest/gtest.h>
 
-#include "exec/compute_init.h"
+#include "plan/compute_init.h"
 
 namespace sluice::sql {
 namespace {
@@ -13,7 +13,7 @@ namespace cp = arrow::compute;
 
 class CardinalityTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(exec::EnsureComputeInitialized().ok()); }
+  void SetUp() override { ASSERT_TRUE(plan::EnsureComputeInitialized().ok()); }
 
   // 1,000 rows; `k` has 200 distinct values, `d` (days) spans 0..99, `s` has no statistics.
   static Cardinality Table() {

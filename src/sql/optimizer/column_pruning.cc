@@ -47,6 +47,8 @@ void CollectRead(const PlanNode* node, std::set<std::string>* out) {
       out->insert(node->right_keys.begin(), node->right_keys.end());
       AddFields(node->join_filter, out);
       break;
+    default:  // job operators and exchanges: not in a query's plan while it is optimized
+      break;
   }
   CollectRead(node->input.get(), out);
   CollectRead(node->right.get(), out);

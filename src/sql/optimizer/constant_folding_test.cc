@@ -5,7 +5,7 @@
 #include <arrow/compute/api.h>
 #include <gtest/gtest.h>
 
-#include "exec/compute_init.h"
+#include "plan/compute_init.h"
 #include "sql/optimizer/bind_testing.h"
 
 namespace sluice::sql {
@@ -15,7 +15,7 @@ namespace cp = arrow::compute;
 
 class ConstantFoldingTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(exec::EnsureComputeInitialized().ok()); }
+  void SetUp() override { ASSERT_TRUE(plan::EnsureComputeInitialized().ok()); }
 
   static std::string Simplified(const cp::Expression& e) { return Simplify(e).ToString(); }
 

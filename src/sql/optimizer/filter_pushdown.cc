@@ -203,6 +203,7 @@ std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts) {
     case PlanNode::Kind::kAggregate:
     case PlanNode::Kind::kSort:
     case PlanNode::Kind::kLimit:
+    default:
       SinkAndPlace(&node.input, {});
       for (size_t i = 0; i < conjuncts.size(); ++i) stay.push_back(i);
       return stay;

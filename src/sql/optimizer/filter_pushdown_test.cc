@@ -7,7 +7,7 @@
 #include <arrow/compute/api.h>
 #include <gtest/gtest.h>
 
-#include "exec/compute_init.h"
+#include "plan/compute_init.h"
 #include "sql/optimizer/bind_testing.h"
 
 namespace sluice::sql {
@@ -166,7 +166,7 @@ TEST_F(FilterPushdownTest, AConditionOnNoColumnStaysWhereItWasWritten) {
 }
 
 TEST_F(FilterPushdownTest, ATrueConditionGoes) {
-  ASSERT_TRUE(exec::EnsureComputeInitialized().ok());
+  ASSERT_TRUE(plan::EnsureComputeInitialized().ok());
   BoundQuery q = BindForTest("select k from t");
   auto filter = std::make_unique<PlanNode>();
   filter->kind = PlanNode::Kind::kFilter;

@@ -6,7 +6,7 @@
 #include <arrow/compute/api.h>
 #include <gtest/gtest.h>
 
-#include "exec/compute_init.h"
+#include "plan/compute_init.h"
 #include "sql/optimizer/filter_pushdown.h"
 
 namespace sluice::sql {
@@ -16,7 +16,7 @@ namespace cp = arrow::compute;
 
 class JoinOrderTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(exec::EnsureComputeInitialized().ok()); }
+  void SetUp() override { ASSERT_TRUE(plan::EnsureComputeInitialized().ok()); }
 
   // A relation scanning table `name` with int64 columns `ids`, `rows` rows before filters.
   static Relation Scan(const std::string& name, const std::vector<std::string>& ids, double rows) {

@@ -5,7 +5,7 @@
 #include <arrow/compute/api.h>
 #include <gtest/gtest.h>
 
-#include "exec/compute_init.h"
+#include "plan/compute_init.h"
 
 namespace sluice::sql {
 namespace {
@@ -14,7 +14,7 @@ namespace cp = arrow::compute;
 
 class SemiJoinsTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(exec::EnsureComputeInitialized().ok()); }
+  void SetUp() override { ASSERT_TRUE(plan::EnsureComputeInitialized().ok()); }
 
   static std::unique_ptr<PlanNode> ScanPlan(const std::string& name,
                                             const std::vector<std::string>& ids) {

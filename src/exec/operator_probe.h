@@ -12,7 +12,7 @@
 #include <chrono>
 #include <memory>
 
-namespace sluice::sql {
+namespace sluice::exec {
 
 struct OperatorStats {
   std::atomic<int64_t> rows{0};
@@ -29,4 +29,4 @@ struct OperatorStats {
 arrow::Result<arrow::acero::Declaration> WithProbe(arrow::acero::Declaration decl,
                                                    std::shared_ptr<OperatorStats> stats);
 
-}  // namespace sluice::sql
+}  // namespace sluice::exec

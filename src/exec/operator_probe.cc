@@ -1,4 +1,4 @@
-#include "sql/operator_probe.h"
+#include "exec/operator_probe.h"
 
 #include <arrow/acero/map_node.h>
 #include <arrow/acero/options.h>
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <mutex>
 
-namespace sluice::sql {
+namespace sluice::exec {
 
 namespace {
 
@@ -81,4 +81,4 @@ arrow::Result<ac::Declaration> WithProbe(ac::Declaration decl,
       {std::move(decl), {kProbeFactory, ProbeOptions(std::move(stats))}});
 }
 
-}  // namespace sluice::sql
+}  // namespace sluice::exec

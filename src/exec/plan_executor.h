@@ -1,6 +1,7 @@
-// Runs a plan on Arrow Acero in this process, where a partial aggregate and the final one above
-// it run as one Acero aggregate. The distributed executor will cut the same plans between the
-// two and run the pieces (sent as SLUICE-SQL-PLAN bytes) on workers.
+// Lowers a plan's relational operators to Arrow Acero and runs them in this process. A partial
+// aggregate and the final one above it run as one Acero aggregate, unless the partials come
+// from elsewhere (a shuffle read, or a result given in NodeInputs): that is where a distributed
+// query cuts its plans into stages (sql/stage_planner.h).
 #pragma once
 
 #include <arrow/acero/exec_plan.h>
@@ -10,29 +11,29 @@
 #include <map>
 #include <memory>
 
-#include "sql/operator_probe.h"
-#include "sql/plan_node.h"
+#include "exec/operator_probe.h"
+#include "plan/plan_node.h"
 
-namespace sluice::sql {
+namespace sluice::exec {
 
 /// Measurements per plan operator, for EXPLAIN ANALYZE.
-using OperatorProbes = std::map<const PlanNode*, std::shared_ptr<OperatorStats>>;
+using OperatorProbes = std::map<const plan::PlanNode*, std::shared_ptr<OperatorStats>>;
 
 /// Results computed elsewhere that stand in for plan nodes (and their subtrees): a distributed
 /// query's driver and final-stage tasks run the plan above a cut on the tables that the stage
 /// below it produced. A partial aggregate given here is not fused with its final one.
-using NodeInputs = std::map<const PlanNode*, std::shared_ptr<arrow::Table>>;
+using NodeInputs = std::map<const plan::PlanNode*, std::shared_ptr<arrow::Table>>;
 
 /// The Acero declaration of a plan (Limit is applied to the result, outside Acero). With
 /// `probes`, every operator is followed by a probe recorded there.
-arrow::Result<arrow::acero::Declaration> ToDeclaration(const PlanNode& node,
+arrow::Result<arrow::acero::Declaration> ToDeclaration(const plan::PlanNode& node,
                                                        OperatorProbes* probes = nullptr,
                                                        const NodeInputs* inputs = nullptr);
 
 /// Runs a plan and returns its result with the given column names.
-arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
+arrow::Result<std::shared_ptr<arrow::Table>> Execute(const plan::PlanNode& plan,
                                                      const std::vector<std::string>& names,
                                                      OperatorProbes* probes = nullptr,
                                                      const NodeInputs* inputs = nullptr);
 
-}  // namespace sluice::sql
+}  // namespace sluice::exec

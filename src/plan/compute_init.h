@@ -5,9 +5,9 @@
 
 #include <arrow/status.h>
 
-namespace sluice::exec {
+namespace sluice::plan {
 
 /// Registers Arrow's compute kernels once per process. Thread-safe.
 arrow::Status EnsureComputeInitialized();
 
-}  // namespace sluice::exec
+}  // namespace sluice::plan

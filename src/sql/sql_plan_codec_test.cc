@@ -1,6 +1,7 @@
-// Plans through bytes: every query binds, encodes, decodes in the same way a worker would, and
-// the decoded plan gives the same table as the original. Damaged bytes are refused, not run.
-#include "sql/query_plan_codec.h"
+// Query plans through the one plan codec (plan/plan_codec.h): every query binds, encodes as a
+// fragment's plan, decodes in the same way a worker would, and the decoded plan gives the same
+// table as the original. Damaged bytes are refused, not run.
+#include "plan/plan_codec.h"
 
 #include <arrow/api.h>
 #include <arrow/io/file.h>
@@ -14,10 +15,11 @@
 #include <functional>
 
 #include "common/splitmix64.h"
+#include "exec/plan_executor.h"
 #include "plan/cbor_fields.h"
-#include "sql/executor.h"
-#include "sql/sql_parser.h"
+#include "sql/binder.h"
 #include "sql/plan_node.h"
+#include "sql/sql_parser.h"
 
 namespace sluice::sql {
 namespace {
@@ -86,6 +88,19 @@ class QueryPlanCodecTest : public ::testing::Test {
     return BindSelect(std::get<SelectStatement>(statement).select, sql, resolve);
   }
 
+  // The bytes of a fragment whose plan is a copy of the query's, as a driver would send it.
+  arrow::Result<std::vector<uint8_t>> Encode(const BoundQuery& query) const {
+    plan::Fragment f;
+    f.run_id = "q-test";
+    f.session.store_url = "file://" + dir_.string();
+    f.root = plan::CopyPlan(*query.plan);
+    return plan::EncodeFragment(f);
+  }
+
+  arrow::Result<plan::Fragment> Decode(const std::vector<uint8_t>& bytes) const {
+    return plan::DecodeFragment(bytes.data(), bytes.size(), store_);
+  }
+
   fs::path dir_;
   std::shared_ptr<storage::ObjectStore> store_;
 };
@@ -112,14 +127,16 @@ TEST_F(QueryPlanCodecTest, DecodedPlansGiveTheSameTables) {
     SCOPED_TRACE(sql);
     auto query = Bind(sql);
     ASSERT_TRUE(query.ok()) << query.status().ToString();
-    auto expected = Execute(*query->plan, query->names);
+    auto expected = exec::Execute(*query->plan, query->names);
     ASSERT_TRUE(expected.ok()) << expected.status().ToString();
-    auto bytes = EncodeQueryPlan(*query);
+    auto bytes = Encode(*query);
     ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-    auto decoded = DecodeQueryPlan(bytes->data(), bytes->size(), store_);
+    auto decoded = Decode(*bytes);
     ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
-    EXPECT_EQ(decoded->plan->Explain(), query->plan->Explain());
-    auto actual = Execute(*decoded->plan, decoded->names);
+    EXPECT_EQ(decoded->root->Explain(), query->plan->Explain());
+    EXPECT_EQ(decoded->root->OutputNames(), query->plan->OutputNames());
+    // The query's column names are not in the bytes: the driver keeps them.
+    auto actual = exec::Execute(*decoded->root, query->names);
     ASSERT_TRUE(actual.ok()) << actual.status().ToString();
     EXPECT_TRUE(actual.ValueOrDie()->Equals(**expected)) << (*actual)->ToString() << "\nexpected\n"
                                                          << (*expected)->ToString();
@@ -129,22 +146,25 @@ TEST_F(QueryPlanCodecTest, DecodedPlansGiveTheSameTables) {
 TEST_F(QueryPlanCodecTest, RefusesForeignOrDamagedBytes) {
   auto query = Bind(kQueries[1]);
   ASSERT_TRUE(query.ok());
-  auto bytes = EncodeQueryPlan(*query);
+  auto bytes = Encode(*query);
   ASSERT_TRUE(bytes.ok());
 
-  std::vector<uint8_t> v2 = *bytes;
-  v2[16] = '2';  // SLUICE-SQL-PLAN/2
-  auto other = DecodeQueryPlan(v2.data(), v2.size(), store_);
+  std::vector<uint8_t> v3 = *bytes;
+  v3[12] = '3';  // SLUICE-PLAN/3
+  auto other = Decode(v3);
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.status().message(),
-            "plan bytes are format 'SLUICE-SQL-PLAN/2'; this sluice reads only SLUICE-SQL-PLAN/1");
-  const std::string junk = "SLUICE-PLAN/1\nnot this";
-  auto foreign =
-      DecodeQueryPlan(reinterpret_cast<const uint8_t*>(junk.data()), junk.size(), store_);
+            "plan bytes are format 'SLUICE-PLAN/3'; this sluice reads only SLUICE-PLAN/2");
+  // The retired SQL plan format is foreign now.
+  std::vector<uint8_t> old = *bytes;
+  const std::string old_magic = "SLUICE-SQL-PLAN/1\n";
+  old.erase(old.begin(), old.begin() + static_cast<std::ptrdiff_t>(std::strlen(plan::kPlanMagic)));
+  old.insert(old.begin(), old_magic.begin(), old_magic.end());
+  auto foreign = Decode(old);
   ASSERT_FALSE(foreign.ok());
-  EXPECT_NE(foreign.status().message().find("missing the SLUICE-SQL-PLAN/1 header"),
-            std::string::npos);
-  auto truncated = DecodeQueryPlan(bytes->data(), bytes->size() / 2, store_);
+  EXPECT_NE(foreign.status().message().find("missing the SLUICE-PLAN/2 header"), std::string::npos)
+      << foreign.status().ToString();
+  auto truncated = plan::DecodeFragment(bytes->data(), bytes->size() / 2, store_);
   EXPECT_FALSE(truncated.ok());
 
   // Thousands of damaged copies: each decodes to a plan that binds, or is refused. None may
@@ -155,10 +175,11 @@ TEST_F(QueryPlanCodecTest, RefusesForeignOrDamagedBytes) {
     std::vector<uint8_t> damaged = *bytes;
     const int edits = 1 + static_cast<int>(rng.Below(4));
     for (int e = 0; e < edits; ++e) {
-      const size_t pos = std::strlen(kQueryPlanMagic) + rng.Below(damaged.size() - 18);
+      const size_t magic = std::strlen(plan::kPlanMagic);
+      const size_t pos = magic + rng.Below(damaged.size() - magic);
       damaged[pos] = static_cast<uint8_t>(rng.Below(256));
     }
-    auto result = DecodeQueryPlan(damaged.data(), damaged.size(), store_);
+    auto result = Decode(damaged);
     if (!result.ok()) {
       ++refused;
       EXPECT_EQ(result.status().message().rfind("plan", 0), 0u) << result.status().ToString();
@@ -175,9 +196,9 @@ TEST_F(QueryPlanCodecTest, RefusesPlansThatDoNotBindOrEscapeTheStore) {
   while (node->kind != PlanNode::Kind::kFilter) node = node->input.get();
   node->predicate = arrow::compute::greater(arrow::compute::field_ref("nope#1"),
                                             arrow::compute::literal(int64_t{3}));
-  auto bytes = EncodeQueryPlan(*query);
+  auto bytes = Encode(*query);
   ASSERT_TRUE(bytes.ok());
-  auto unbound = DecodeQueryPlan(bytes->data(), bytes->size(), store_);
+  auto unbound = Decode(*bytes);
   ASSERT_FALSE(unbound.ok());
   EXPECT_NE(unbound.status().message().find("plan: does not bind"), std::string::npos);
 
@@ -188,9 +209,9 @@ TEST_F(QueryPlanCodecTest, RefusesPlansThatDoNotBindOrEscapeTheStore) {
   auto table = std::make_shared<TableSource>(*node->table);
   table->files = {"../../etc/passwd"};
   node->table = table;
-  bytes = EncodeQueryPlan(*escaping);
+  bytes = Encode(*escaping);
   ASSERT_TRUE(bytes.ok());
-  auto refused = DecodeQueryPlan(bytes->data(), bytes->size(), store_);
+  auto refused = Decode(*bytes);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find(".."), std::string::npos)
       << refused.status().ToString();
@@ -199,10 +220,11 @@ TEST_F(QueryPlanCodecTest, RefusesPlansThatDoNotBindOrEscapeTheStore) {
 // Bytes whose CBOR body `edit` changed, with the magic line kept.
 std::vector<uint8_t> Tampered(const std::vector<uint8_t>& bytes,
                               const std::function<void(nlohmann::json&)>& edit) {
-  const size_t magic = std::strlen(kQueryPlanMagic);
-  nlohmann::json doc = nlohmann::json::from_cbor(bytes.begin() + magic, bytes.end());
+  const size_t magic = std::strlen(plan::kPlanMagic);
+  nlohmann::json doc =
+      nlohmann::json::from_cbor(bytes.begin() + static_cast<std::ptrdiff_t>(magic), bytes.end());
   edit(doc);
-  return plan::WithMagic(kQueryPlanMagic, doc);
+  return plan::WithMagic(plan::kPlanMagic, doc);
 }
 
 // The first node of `kind` found walking down from `node`.
@@ -219,12 +241,11 @@ nlohmann::json* FindNode(nlohmann::json& node, const std::string& kind) {
 TEST_F(QueryPlanCodecTest, EachCheckRefusesItsKindOfBadPlan) {
   auto query = Bind("select g, count(*) from t join u on k = uk where v > 0 group by g limit 3");
   ASSERT_TRUE(query.ok()) << query.status().ToString();
-  auto bytes = EncodeQueryPlan(*query);
+  auto bytes = Encode(*query);
   ASSERT_TRUE(bytes.ok());
-  ASSERT_TRUE(DecodeQueryPlan(bytes->data(), bytes->size(), store_).ok());
+  ASSERT_TRUE(Decode(*bytes).ok());
   auto refused = [&](const std::function<void(nlohmann::json&)>& edit) {
-    const auto damaged = Tampered(*bytes, edit);
-    auto result = DecodeQueryPlan(damaged.data(), damaged.size(), store_);
+    auto result = Decode(Tampered(*bytes, edit));
     return result.ok() ? std::string("decoded") : result.status().message();
   };
   EXPECT_EQ(refused([](auto& d) { d["plan"]["kind"] = "teleport"; }),

@@ -1,4 +1,4 @@
-#include "sql/executor.h"
+#include "exec/plan_executor.h"
 
 #include <arrow/acero/api.h>
 #include <arrow/compute/api.h>
@@ -16,9 +16,14 @@
 #include <mutex>
 #include <optional>
 
-#include "exec/compute_init.h"
+#include "plan/compute_init.h"
 
-namespace sluice::sql {
+namespace sluice::exec {
+
+using plan::AggregateCall;
+using plan::JoinType;
+using plan::PlanNode;
+using plan::TableSource;
 
 namespace {
 
@@ -28,7 +33,7 @@ namespace ds = arrow::dataset;
 
 // Arrow's compute kernels (registered once for the whole process) and the dataset scan node.
 arrow::Status EnsureInitialized() {
-  ARROW_RETURN_NOT_OK(exec::EnsureComputeInitialized());
+  ARROW_RETURN_NOT_OK(plan::EnsureComputeInitialized());
   static std::once_flag once;
   std::call_once(once, [] { ds::internal::Initialize(); });
   return arrow::Status::OK();
@@ -300,4 +305,4 @@ arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
   return table->CombineChunks();
 }
 
-}  // namespace sluice::sql
+}  // namespace sluice::exec
