@@ -6,48 +6,9 @@
 #include <arrow/ipc/api.h>
 
 #include "artifact/blake3_digest.h"
-#include "exec/compute_init.h"
-#include "exec/key_bytes.h"
 #include "storage/ipc_stream.h"
 
 namespace sluice::exec {
-
-namespace {
-
-uint64_t Fnv1a(const uint8_t* data, size_t size) {
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < size; ++i) {
-    h ^= data[i];
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-}  // namespace
-
-arrow::Result<std::vector<int32_t>> PartitionRows(const arrow::Array& key, int32_t partitions) {
-  std::vector<int32_t> out(static_cast<size_t>(key.length()), 0);
-  ARROW_RETURN_NOT_OK(ForEachKey(key, [&](int64_t i, const uint8_t* data, size_t size) {
-    if (data != nullptr) {
-      out[static_cast<size_t>(i)] =
-          static_cast<int32_t>(Fnv1a(data, size) % static_cast<uint64_t>(partitions));
-    }
-  }));
-  return out;
-}
-
-arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> HashPartition(
-    const std::shared_ptr<arrow::Table>& table, const std::string& key, int32_t partitions) {
-  ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
-  auto column = table->GetColumnByName(key);
-  if (column == nullptr) {
-    return arrow::Status::Invalid("key column '", key, "' is not in ", table->schema()->ToString());
-  }
-  ARROW_ASSIGN_OR_RAISE(auto combined, table->CombineChunksToBatch());
-  ARROW_ASSIGN_OR_RAISE(auto assignment,
-                        PartitionRows(*combined->GetColumnByName(key), partitions));
-  return SplitRows(combined, assignment, partitions);
-}
 
 arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> SplitRows(
     const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<int32_t>& assignment,

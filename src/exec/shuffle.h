@@ -19,14 +19,6 @@
 
 namespace sluice::exec {
 
-/// Partition of each row of `key` (binary, string or integer types), stable across processes
-/// and machines: FNV-1a of the key's bytes modulo `partitions`.
-arrow::Result<std::vector<int32_t>> PartitionRows(const arrow::Array& key, int32_t partitions);
-
-/// Splits `table` by the hash of `key` into `partitions` tables.
-arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> HashPartition(
-    const std::shared_ptr<arrow::Table>& table, const std::string& key, int32_t partitions);
-
 /// Splits a batch's rows into `partitions` tables, row i going to partition assignment[i]; every
 /// table has the batch's schema, also when empty.
 arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> SplitRows(

@@ -18,35 +18,6 @@ std::shared_ptr<arrow::Table> Keys(int n) {
   return arrow::Table::Make(arrow::schema({arrow::field("k", arrow::utf8())}), {*b.Finish()});
 }
 
-TEST(Shuffle, PartitionsAreStableAndKeepEqualKeysTogether) {
-  auto parts = HashPartition(Keys(1000), "k", 4);
-  ASSERT_TRUE(parts.ok());
-  int64_t total = 0;
-  std::map<std::string, int> home;
-  for (int p = 0; p < 4; ++p) {
-    auto t = (*parts)[static_cast<size_t>(p)];
-    total += t->num_rows();
-    auto col = std::static_pointer_cast<arrow::StringArray>(t->column(0)->chunk(0));
-    for (int64_t i = 0; i < col->length(); ++i) {
-      auto [it, inserted] = home.emplace(col->GetString(i), p);
-      EXPECT_EQ(it->second, p) << "a key split across partitions";
-    }
-  }
-  EXPECT_EQ(total, 1000);
-  // FNV-1a of "key-0" modulo 4, computed independently: a change here moves data between
-  // partitions of existing jobs.
-  arrow::StringBuilder one;
-  ASSERT_TRUE(one.Append("key-0").ok());
-  auto p = PartitionRows(**one.Finish(), 4);
-  ASSERT_TRUE(p.ok());
-  uint64_t h = 1469598103934665603ULL;
-  for (char c : std::string("key-0")) {
-    h ^= static_cast<uint8_t>(c);
-    h *= 1099511628211ULL;
-  }
-  EXPECT_EQ((*p)[0], static_cast<int32_t>(h % 4));
-}
-
 TEST(Shuffle, ReaderChecksTheSchemaAndNamesTheFile) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("sluice-shuffle-" + std::to_string(getpid()));

@@ -1,5 +1,6 @@
 #include "pipeline/gc.h"
 
+#include <cstring>
 #include <limits>
 #include <set>
 
@@ -50,12 +51,12 @@ arrow::Result<GcResult> CollectGarbage(const Config& config) {
   // Shuffle folders: everything under _sluice/shuffle/ that no live attempt owns.
   std::set<std::string> folders;
   for (const auto& o : shuffle) {
-    const size_t slash = o.key.find('/', sizeof(kShuffleRoot) - 1);
+    const size_t slash = o.key.find('/', std::strlen(kShuffleRoot));
     if (slash != std::string::npos) folders.insert(o.key.substr(0, slash));
   }
   for (const auto& folder : folders) {
     if (live.contains(folder)) continue;
-    const std::string name = folder.substr(sizeof(kShuffleRoot) - 1);
+    const std::string name = folder.substr(std::strlen(kShuffleRoot));
     if (name.starts_with("q-")) {
       // A query's folder: "q-<driver tag>-<random>". Only a driver known to be gone lets go of
       // it; a live one removes its own, and another host's cannot be judged from here.

@@ -11,11 +11,13 @@
 
 #include <string>
 
+#include "plan/fragment.h"
 #include "storage/object_store.h"
 
 namespace sluice::pipeline {
 
-inline constexpr char kShuffleRoot[] = "_sluice/shuffle/";
+/// Jobs and queries share one shuffle root.
+inline constexpr const char* kShuffleRoot = plan::kShufflePrefix;
 
 /// The sink part of one partition.
 std::string PartKey(const std::string& sink_path, int partition, const std::string& attempt_id,
