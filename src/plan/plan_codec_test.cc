@@ -8,13 +8,6 @@
 namespace sluice::plan {
 namespace {
 
-std::unique_ptr<PlanNode> Node(PlanNode::Kind kind, std::unique_ptr<PlanNode> input = nullptr) {
-  auto n = std::make_unique<PlanNode>();
-  n->kind = kind;
-  n->input = std::move(input);
-  return n;
-}
-
 std::shared_ptr<arrow::Schema> RecordSchema() {
   return arrow::schema({arrow::field("data_hash", arrow::fixed_size_binary(32), false),
                         arrow::field("content", arrow::utf8())},
@@ -23,28 +16,28 @@ std::shared_ptr<arrow::Schema> RecordSchema() {
 
 // A job's map task: scan objects, a transform, a shuffle write.
 std::unique_ptr<PlanNode> MapPlan() {
-  auto scan = Node(PlanNode::Kind::kScanObjects);
+  auto scan = MakeNode(PlanNode::Kind::kScanObjects);
   scan->objects =
       ScanObjects{"jsonl", {"raw/a.jsonl", "raw/b.jsonl"}, 10, "x.In", RecordSchema(), true};
-  auto call = Node(PlanNode::Kind::kTransform, std::move(scan));
+  auto call = MakeNode(PlanNode::Kind::kTransform, std::move(scan));
   call->transform = CallTransform{"extract", std::string(64, 'a'), RecordSchema()};
-  auto write = Node(PlanNode::Kind::kShuffleWrite, std::move(call));
+  auto write = MakeNode(PlanNode::Kind::kShuffleWrite, std::move(call));
   write->shuffle_write = ShuffleWrite{{"data_hash"}, 4, "_sluice/shuffle/run-1/s0"};
   return write;
 }
 
 // A job's reduce task: the operators the map task does not have.
 std::unique_ptr<PlanNode> ReducePlan() {
-  auto read = Node(PlanNode::Kind::kShuffleRead);
+  auto read = MakeNode(PlanNode::Kind::kShuffleRead);
   read->shuffle_read =
       ShuffleRead{{"_sluice/shuffle/run-1/s0/s0p0-1/part-3.arrow",
                    "_sluice/shuffle/run-1/s0/s0p1-2/part-3.arrow"},
                   {std::string(64, 'a'), std::string(64, 'b')},
                   arrow::schema({arrow::field("data_hash", arrow::fixed_size_binary(32), false)}),
                   {"data_hash"}};
-  auto dedup = Node(PlanNode::Kind::kDedup, std::move(read));
+  auto dedup = MakeNode(PlanNode::Kind::kDedup, std::move(read));
   dedup->dedup = DedupFirst{"data_hash"};
-  auto sink = Node(PlanNode::Kind::kSinkWrite, std::move(dedup));
+  auto sink = MakeNode(PlanNode::Kind::kSinkWrite, std::move(dedup));
   sink->sink = WriteSink{"parquet", "derived/x/run-1/part-00003.parquet"};
   return sink;
 }
@@ -108,16 +101,16 @@ TEST(PlanCodec, RefusesShapesNoTaskRuns) {
   };
   // A sink write under a dedup.
   auto reduce = ReducePlan();
-  auto dedup = Node(PlanNode::Kind::kDedup, std::move(reduce));
+  auto dedup = MakeNode(PlanNode::Kind::kDedup, std::move(reduce));
   dedup->dedup = DedupFirst{"data_hash"};
   refused(std::move(dedup), "plan: a sink_write only at the top of a plan");
   // A job operator over a relational one.
   auto read = ReducePlan();
-  auto filter = Node(PlanNode::Kind::kFilter, std::move(read->input->input));
+  auto filter = MakeNode(PlanNode::Kind::kFilter, std::move(read->input->input));
   filter->predicate = arrow::compute::literal(true);
-  auto transform = Node(PlanNode::Kind::kTransform, std::move(filter));
+  auto transform = MakeNode(PlanNode::Kind::kTransform, std::move(filter));
   transform->transform = CallTransform{"extract", std::string(64, 'a'), RecordSchema()};
-  auto sink = Node(PlanNode::Kind::kSinkWrite, std::move(transform));
+  auto sink = MakeNode(PlanNode::Kind::kSinkWrite, std::move(transform));
   sink->sink = WriteSink{"parquet", "derived/x/run-1/part-00003.parquet"};
   refused(std::move(sink), "plan: job operators and relational operators in one fragment");
   // Shuffle files outside the shuffle folder, or without their digests.

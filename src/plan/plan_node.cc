@@ -84,6 +84,13 @@ SLUICE_PLAN_STEP(ShuffleRead, kShuffleRead, shuffle_read)
 SLUICE_PLAN_STEP(ShuffleWrite, kShuffleWrite, shuffle_write)
 #undef SLUICE_PLAN_STEP
 
+std::unique_ptr<PlanNode> MakeNode(PlanNode::Kind kind, std::unique_ptr<PlanNode> input) {
+  auto node = std::make_unique<PlanNode>();
+  node->kind = kind;
+  node->input = std::move(input);
+  return node;
+}
+
 std::unique_ptr<PlanNode> Chain(std::vector<PlanNodeFields> steps) {
   std::unique_ptr<PlanNode> top;
   for (PlanNodeFields& step : steps) {

@@ -192,6 +192,9 @@ std::unique_ptr<PlanNode> CopyPlan(
     const PlanNode& node,
     const std::function<std::unique_ptr<PlanNode>(const PlanNode&)>& replace = {});
 
+/// A new node of `kind` over `input`, its other fields at their defaults.
+std::unique_ptr<PlanNode> MakeNode(PlanNode::Kind kind, std::unique_ptr<PlanNode> input = nullptr);
+
 /// A node holding one of the non-relational operators, without inputs: the steps of Chain.
 PlanNodeFields Step(ScanObjects scan);
 PlanNodeFields Step(CallTransform call);

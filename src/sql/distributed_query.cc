@@ -77,10 +77,8 @@ plan::Fragment StageFragment(
   f.stage_id = stage.id;
   f.partition = task;
   f.session.store_url = store_url;
-  auto root = std::make_unique<PlanNode>();
-  root->kind = PlanNode::Kind::kShuffleWrite;
+  auto root = plan::MakeNode(PlanNode::Kind::kShuffleWrite, plan::CopyPlan(*stage.root, replace));
   root->shuffle_write = write;
-  root->input = plan::CopyPlan(*stage.root, replace);
   f.root = std::move(root);
   return f;
 }
@@ -263,8 +261,7 @@ class QueryStages {
       auto partition = [&](const PlanNode& n) -> std::unique_ptr<PlanNode> {
         auto it = reads.find(&n);
         if (it == reads.end()) return nullptr;
-        auto node = std::make_unique<PlanNode>();
-        node->kind = PlanNode::Kind::kShuffleRead;
+        auto node = plan::MakeNode(PlanNode::Kind::kShuffleRead);
         node->shuffle_read = it->second;
         return node;
       };

@@ -27,12 +27,7 @@
 namespace sluice::sql {
 namespace {
 
-std::unique_ptr<PlanNode> Node(PlanNode::Kind kind, std::unique_ptr<PlanNode> input = nullptr) {
-  auto n = std::make_unique<PlanNode>();
-  n->kind = kind;
-  n->input = std::move(input);
-  return n;
-}
+using plan::MakeNode;
 
 plan::Fragment Task(int32_t stage, std::unique_ptr<PlanNode> root) {
   plan::Fragment f;
@@ -46,17 +41,17 @@ plan::Fragment Task(int32_t stage, std::unique_ptr<PlanNode> root) {
 // Task s2p0 of a final stage: the final aggregate over its partition of the partials, gathered
 // for the driver.
 plan::Fragment FinalTask() {
-  auto read = Node(PlanNode::Kind::kShuffleRead);
+  auto read = MakeNode(PlanNode::Kind::kShuffleRead);
   read->shuffle_read.files = {"_sluice/shuffle/q-1/s1/s1p0-1/part-0.arrow"};
   read->shuffle_read.blake3 = {std::string(64, 'a')};
   read->shuffle_read.schema =
       arrow::schema({arrow::field("g", arrow::utf8()), arrow::field("c", arrow::int64())});
   read->shuffle_read.partition_keys = {"g"};
-  auto final_aggregate = Node(PlanNode::Kind::kAggregate, std::move(read));
+  auto final_aggregate = MakeNode(PlanNode::Kind::kAggregate, std::move(read));
   final_aggregate->final_phase = true;
   final_aggregate->keys = {"g"};
   final_aggregate->aggregates = {{"sum", "c", "total"}};
-  auto write = Node(PlanNode::Kind::kShuffleWrite, std::move(final_aggregate));
+  auto write = MakeNode(PlanNode::Kind::kShuffleWrite, std::move(final_aggregate));
   write->shuffle_write.folder = "_sluice/shuffle/q-1/s2";
   return Task(2, std::move(write));
 }
@@ -72,7 +67,7 @@ std::shared_ptr<TableSource> Table(const std::string& name, const std::string& c
 }
 
 std::unique_ptr<PlanNode> Scan(const std::string& name, const std::string& column) {
-  auto scan = Node(PlanNode::Kind::kScan);
+  auto scan = MakeNode(PlanNode::Kind::kScan);
   scan->table = Table(name, column);
   scan->columns = {column};
   scan->names = {column};
@@ -87,14 +82,14 @@ plan::Fragment MapTask() {
   share->row_group_ranges = {{1, 3}, {0, 2}};
   split->table = share;
   split->split = true;
-  auto join = Node(PlanNode::Kind::kJoin, std::move(split));
+  auto join = MakeNode(PlanNode::Kind::kJoin, std::move(split));
   join->right = Scan("u", "ug");
   join->left_keys = {"g"};
   join->right_keys = {"ug"};
-  auto partial = Node(PlanNode::Kind::kAggregate, std::move(join));
+  auto partial = MakeNode(PlanNode::Kind::kAggregate, std::move(join));
   partial->keys = {"g"};
   partial->aggregates = {{"count_all", "", "c"}};
-  auto write = Node(PlanNode::Kind::kShuffleWrite, std::move(partial));
+  auto write = MakeNode(PlanNode::Kind::kShuffleWrite, std::move(partial));
   write->shuffle_write = plan::ShuffleWrite{{"g"}, 3, "_sluice/shuffle/q-1/s1"};
   return Task(1, std::move(write));
 }

@@ -13,6 +13,8 @@
 namespace sluice::sql {
 namespace {
 
+using plan::MakeNode;
+
 std::shared_ptr<TableSource> Table(const std::string& name, int files,
                                    std::shared_ptr<arrow::Schema> schema, int64_t rows = 1000) {
   auto t = std::make_shared<TableSource>();
@@ -27,15 +29,8 @@ std::shared_ptr<TableSource> Table(const std::string& name, int files,
 }
 
 // Hand-built plans, for shapes the binder does not produce today: only their structure matters.
-std::unique_ptr<PlanNode> Node(PlanNode::Kind kind, std::unique_ptr<PlanNode> input = nullptr) {
-  auto n = std::make_unique<PlanNode>();
-  n->kind = kind;
-  n->input = std::move(input);
-  return n;
-}
-
 std::unique_ptr<PlanNode> ScanNode(const std::string& table, int64_t bytes) {
-  auto n = Node(PlanNode::Kind::kScan);
+  auto n = MakeNode(PlanNode::Kind::kScan);
   auto t = std::make_shared<TableSource>();
   t->name = table;
   t->files = {table + "/part-0", table + "/part-1"};
@@ -49,7 +44,7 @@ std::unique_ptr<PlanNode> ScanNode(const std::string& table, int64_t bytes) {
 
 std::unique_ptr<PlanNode> JoinNode(JoinType type, std::unique_ptr<PlanNode> input,
                                    std::unique_ptr<PlanNode> right, bool build_input = false) {
-  auto n = Node(PlanNode::Kind::kJoin, std::move(input));
+  auto n = MakeNode(PlanNode::Kind::kJoin, std::move(input));
   n->right = std::move(right);
   n->join_type = type;
   n->left_keys = {"a.k"};
@@ -61,7 +56,7 @@ std::unique_ptr<PlanNode> JoinNode(JoinType type, std::unique_ptr<PlanNode> inpu
 // A DISTINCT (an aggregate needing all its rows) over `input`.
 std::unique_ptr<PlanNode> Distinct(std::unique_ptr<PlanNode> input) {
   auto final_step =
-      Node(PlanNode::Kind::kAggregate, Node(PlanNode::Kind::kAggregate, std::move(input)));
+      MakeNode(PlanNode::Kind::kAggregate, MakeNode(PlanNode::Kind::kAggregate, std::move(input)));
   final_step->final_phase = true;
   final_step->keys = {"a.k"};
   final_step->input->keys = {"a.k"};
@@ -70,7 +65,7 @@ std::unique_ptr<PlanNode> Distinct(std::unique_ptr<PlanNode> input) {
 
 // One aggregate step that is no cut of its own (a scalar subquery's, say).
 std::unique_ptr<PlanNode> Aggregate(std::unique_ptr<PlanNode> input) {
-  auto n = Node(PlanNode::Kind::kAggregate, std::move(input));
+  auto n = MakeNode(PlanNode::Kind::kAggregate, std::move(input));
   n->keys = {"a.k"};
   return n;
 }
@@ -272,9 +267,9 @@ TEST(StageSplitTest, SortOrLimitBelowThePartialAggregateIsRefused) {
       auto big = ScanNode("big", 1000);
       auto small = ScanNode("small", 10);
       if (on_broadcast_side) {
-        small = Node(kind, std::move(small));
+        small = MakeNode(kind, std::move(small));
       } else {
-        big = Node(kind, std::move(big));
+        big = MakeNode(kind, std::move(big));
       }
       auto plan = CountOver(JoinNode(JoinType::kInner, std::move(big), std::move(small)));
       StagePlan stages = Plan(*plan);
@@ -423,7 +418,7 @@ TEST(StageShapeTest, WorkersRefuseStagesWhoseSplitDoesNotSplitTheOutput) {
   // An input below another input is never read.
   EXPECT_EQ(StageShapeRefusal(*plan, nullptr, Inputs{{&partial, {"a.k"}}, {big, {"a.k"}}}),
             "a split scan or partition input that its stage's plan does not reach");
-  auto sorted = Node(PlanNode::Kind::kSort, ScanNode("big", 1000));
+  auto sorted = MakeNode(PlanNode::Kind::kSort, ScanNode("big", 1000));
   EXPECT_EQ(StageShapeRefusal(*sorted, sorted->input.get(), {}), "a sort over split rows");
   EXPECT_EQ(StageShapeRefusal(*sorted, nullptr, Inputs{{sorted.get(), {}}}),
             "the stage's top is read from another stage");
