@@ -259,6 +259,8 @@ std::string PlanNode::Explain(int indent,
       if (!scan_filter.Equals(arrow::compute::literal(true))) {
         out << " pushdown=" << scan_filter.ToString();
       }
+      // Only the physical planner's non-default choice: most plans read 128K-row batches.
+      if (batch_rows != PlanNodeFields{}.batch_rows) out << " batch_rows=" << batch_rows;
       break;
     }
     case Kind::kFilter:

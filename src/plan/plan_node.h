@@ -123,6 +123,11 @@ struct PlanNodeFields {
   bool build_input = false;
   /// kJoin: a condition on matched pairs beyond the key equalities (ON ... AND a <> b).
   arrow::compute::Expression join_filter = arrow::compute::literal(true);
+  /// kJoin: the binder's estimates of the rows of `input` and of `right` (after the conditions
+  /// on that side alone), or -1 where it made none. The physical planner's passes choose the
+  /// build side and scan batch sizes from them; they do not travel in plan bytes.
+  double input_estimate = -1;
+  double right_estimate = -1;
 
   // kScan: the file columns to read, output under `names`, and a filter (over `names`) pushed
   // down to row groups, also applied by a kFilter above it since pushdown only skips whole row

@@ -133,8 +133,6 @@ struct Context {
   const std::string& sql;
   const TableResolver& resolve;
   int next_id = 0;
-  // The most rows any hash join is estimated to build: scans size their batches by it.
-  double largest_build = 0;
   std::string NewId(const std::string& base) { return base + "#" + std::to_string(next_id++); }
 };
 
@@ -1108,8 +1106,8 @@ arrow::Result<Relation> Binder::Combine(FromItems items) {
     return Unsupported(*items.conditions.front(), "EXISTS or IN in the ON clause of an outer join");
   }
   std::vector<cp::Expression> filters, rest;
-  ARROW_ASSIGN_OR_RAISE(Relation r, OrderJoins(std::move(items.relations), conditions, &filters,
-                                               &rest, &ctx_.largest_build));
+  ARROW_ASSIGN_OR_RAISE(Relation r,
+                        OrderJoins(std::move(items.relations), conditions, &filters, &rest));
   filters.insert(filters.end(), rest.begin(), rest.end());
   r.plan = WithFilter(std::move(r.plan), filters);
   return r;
@@ -1172,9 +1170,8 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
   }
   // Hash the preserved side when it is clearly smaller (Q13: 150K customers, not 1.5M orders).
   for (const auto& c : right_only) right.estimate *= Selectivity(c, right);
-  node->build_input = HashOuterSide(left.estimate, right.estimate);
-  ctx_.largest_build =
-      std::max(ctx_.largest_build, node->build_input ? left.estimate : right.estimate);
+  node->input_estimate = left.estimate;
+  node->right_estimate = right.estimate;
   node->input = std::move(left.plan);
   node->right = std::move(right.plan);
   Relation out;
@@ -1357,7 +1354,8 @@ arrow::Result<std::unique_ptr<PlanNode>> Binder::ApplyScalarJoins(std::unique_pt
       join->right_keys = j.inner_keys;
       join->input = std::move(plan);
       join->right = std::move(j.relation.plan);
-      ctx_.largest_build = std::max(ctx_.largest_build, j.relation.estimate);
+      // Only the inner side's estimate: the build side stays the group table.
+      join->right_estimate = j.relation.estimate;
     }
     plan = std::move(join);
   }
@@ -1535,22 +1533,21 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
 
   // Semi joins that fit on one FROM item run on it before the joins.
   if (items.relations.size() > 1 && !semi_joins_.empty()) {
-    semi_joins_ = PlaceSemiJoins(&items.relations, std::move(semi_joins_), &ctx_.largest_build);
+    semi_joins_ = PlaceSemiJoins(&items.relations, std::move(semi_joins_));
   }
 
   // The plan, bottom-up: joins, semi joins, scalar subqueries, then WHERE (less its join keys)
   // above them all, which the filter_pushdown pass moves down.
   std::vector<cp::Expression> filters, rest;
-  ARROW_ASSIGN_OR_RAISE(Relation joined, OrderJoins(std::move(items.relations), conditions,
-                                                    &filters, &rest, &ctx_.largest_build));
+  ARROW_ASSIGN_OR_RAISE(Relation joined,
+                        OrderJoins(std::move(items.relations), conditions, &filters, &rest));
   const double input_rows = joined.rows;
   double joined_estimate = joined.estimate;
   for (const auto& c : rest) joined_estimate *= Selectivity(c, joined);
   std::unique_ptr<PlanNode> plan = std::move(joined.plan);
   // Semi joins only drop rows, and read no scalar subquery's result: they go first, so that a
   // correlated scalar subquery is joined to fewer rows (Q20: 8.5K partsupp rows, not 800K).
-  plan =
-      ApplySemiJoins(std::move(plan), std::move(semi_joins_), joined.estimate, &ctx_.largest_build);
+  plan = ApplySemiJoins(std::move(plan), std::move(semi_joins_), joined.estimate);
   semi_joins_.clear();
   ARROW_ASSIGN_OR_RAISE(plan, ApplyScalarJoins(std::move(plan), &row_scalars_));
   filters.insert(filters.end(), rest.begin(), rest.end());
@@ -1771,13 +1768,13 @@ arrow::Result<BoundQuery> BindLogical(const json& select, const std::string& sql
                                       const TableResolver& resolve) {
   // Type checking binds compute expressions, which needs Arrow's kernels registered.
   ARROW_RETURN_NOT_OK(plan::EnsureComputeInitialized());
-  Context ctx{sql, resolve, 0, 0};
+  Context ctx{sql, resolve, 0};
   Binder binder(ctx, nullptr, nullptr);
   // The binder reads libpg_query's tree by its documented shapes; a shape it does not expect
   // (nlohmann throws on those) is a construct it does not support, not a crash.
   try {
     ARROW_ASSIGN_OR_RAISE(Relation r, binder.Bind(select, Purpose::kQuery));
-    return BoundQuery{std::move(r.plan), binder.output_names(), ctx.largest_build};
+    return BoundQuery{std::move(r.plan), binder.output_names()};
   } catch (const std::exception& e) {
     return arrow::Status::NotImplemented(
         "not supported: a query construct the binder does not handle (", e.what(), ")");
@@ -1787,8 +1784,7 @@ arrow::Result<BoundQuery> BindLogical(const json& select, const std::string& sql
 arrow::Result<BoundQuery> BindSelect(const json& select, const std::string& sql,
                                      const TableResolver& resolve) {
   ARROW_ASSIGN_OR_RAISE(BoundQuery bound, BindLogical(select, sql, resolve));
-  ARROW_RETURN_NOT_OK(
-      Optimize(bound.plan.get(), PlanFacts{bound.largest_build_rows}, DefaultPasses()));
+  ARROW_RETURN_NOT_OK(Optimize(bound.plan.get(), DefaultPasses()));
   return bound;
 }
 

@@ -30,9 +30,6 @@ struct BoundQuery {
   std::unique_ptr<PlanNode> plan;
   /// Output column names, in order.
   std::vector<std::string> names;
-  /// The most rows any hash join of `plan` is estimated to build (for the optimizer's
-  /// PlanFacts, until estimates live on the plan).
-  double largest_build_rows = 0;
 };
 
 /// The plan as bound, before the optimizer's passes: filters stand where SQL wrote them, and

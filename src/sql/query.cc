@@ -109,8 +109,7 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
   // EXPLAIN).
   ARROW_ASSIGN_OR_RAISE(BoundQuery bound, BindLogical(select.select, sql, resolve));
   std::vector<std::string> passes;
-  ARROW_RETURN_NOT_OK(
-      Optimize(bound.plan.get(), PlanFacts{bound.largest_build_rows}, DefaultPasses(), &passes));
+  ARROW_RETURN_NOT_OK(Optimize(bound.plan.get(), DefaultPasses(), &passes));
   if (options.workers > 0) {
     StageOptions stage_options;
     stage_options.workers = options.workers;

@@ -62,7 +62,7 @@ std::vector<cp::Expression> FactorOr(const cp::Expression& e) {
 arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
                                    const std::vector<cp::Expression>& conditions,
                                    std::vector<cp::Expression>* filters,
-                                   std::vector<cp::Expression>* rest, double* largest_build) {
+                                   std::vector<cp::Expression>* rest) {
   std::map<std::string, size_t> owner;
   for (size_t i = 0; i < relations.size(); ++i) {
     for (const auto& c : relations[i].columns) owner[c.id()] = i;
@@ -209,6 +209,7 @@ arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
       key_distinct =
           std::max({key_distinct, left_distinct, relations[best].DistinctBound(right_col)});
     }
+    const double before = plan.estimate;
     plan.estimate = JoinEstimate(plan.estimate, relations[best].estimate, key_distinct);
     for (auto& e : edges) {
       if (joined[e.a] && e.b == best) {
@@ -221,9 +222,10 @@ arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
         e.used = true;
       }
     }
+    join->input_estimate = before;
+    join->right_estimate = relations[best].estimate;
     join->input = std::move(plan.plan);
     join->right = std::move(relations[best].plan);
-    *largest_build = std::max(*largest_build, relations[best].estimate);
     joined[best] = true;
     plan.plan = std::move(join);
     for (auto& c : relations[best].columns) plan.columns.push_back(std::move(c));

@@ -32,9 +32,9 @@ std::vector<arrow::compute::Expression> FactorOr(const arrow::compute::Expressio
 /// implies on each of them (which the estimates count), and an equality between two relations
 /// that other keys joined comes last.
 /// Conditions that read a column of none of `relations` (a scalar subquery's result, joined
-/// later) go to `rest` instead. Raises `*largest_build` to the most rows any join built here is
-/// estimated to hash. A relation with no equality to the others is a "not supported: a cross
-/// join" error.
+/// later) go to `rest` instead. Each join carries the estimates of its two sides (for the
+/// physical planner's passes). A relation with no equality to the others is a "not supported: a
+/// cross join" error.
 ///
 /// The relation estimated largest after its filters probes; each step then hashes the connected
 /// relation whose join multiplies the rows least (rows after filters per distinct key value),
@@ -42,7 +42,6 @@ std::vector<arrow::compute::Expression> FactorOr(const arrow::compute::Expressio
 arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
                                    const std::vector<arrow::compute::Expression>& conditions,
                                    std::vector<arrow::compute::Expression>* filters,
-                                   std::vector<arrow::compute::Expression>* rest,
-                                   double* largest_build);
+                                   std::vector<arrow::compute::Expression>* rest);
 
 }  // namespace sluice::sql

@@ -8,6 +8,7 @@
 
 #include "plan/compute_init.h"
 #include "sql/optimizer/filter_pushdown.h"
+#include "sql/optimizer/physical_choices.h"
 
 namespace sluice::sql {
 namespace {
@@ -58,11 +59,10 @@ TEST_F(JoinOrderTest, LargestProbesAndTheFilteredDimensionJoinsFirst) {
   // dim_a keeps a tenth (an equality on a column without statistics): 10 rows over 100 key
   // values, fanout 0.1, before dim_b's 10,000 rows over 10,000 values, fanout 1.
   std::vector<cp::Expression> filters, rest;
-  double largest_build = 0;
   auto joined = OrderJoins(std::move(relations),
                            {cp::and_({Eq("f_a#0", "a_k#2"), Eq("f_b#1", "b_k#4"),
                                       cp::equal(cp::field_ref("a_x#3"), cp::literal(int64_t{7}))})},
-                           &filters, &rest, &largest_build);
+                           &filters, &rest);
   ASSERT_TRUE(joined.ok()) << joined.status().ToString();
   // The join tree alone: dim_a's condition comes back for the WHERE Filter.
   EXPECT_EQ(joined->plan->Explain(),
@@ -74,7 +74,10 @@ TEST_F(JoinOrderTest, LargestProbesAndTheFilteredDimensionJoinsFirst) {
   ASSERT_EQ(filters.size(), 1u);
   EXPECT_EQ(filters[0].ToString(), "(a_x#3 == 7)");
   EXPECT_TRUE(rest.empty());
-  EXPECT_DOUBLE_EQ(largest_build, 10'000);
+  // Each join carries its sides' estimates for the physical planner: dim_b's 10,000 rows are
+  // the most any join builds.
+  EXPECT_DOUBLE_EQ(joined->plan->right_estimate, 10'000);
+  EXPECT_DOUBLE_EQ(LargestBuildRows(*joined->plan), 10'000);
   // Without statistics a key has as many distinct values as its relation has rows: fact's
   // 1M x dim_a's 10 / 1M = 10, then 10 x 10,000 / 1M, at least one row.
   EXPECT_DOUBLE_EQ(joined->estimate, 1);
@@ -95,11 +98,10 @@ TEST_F(JoinOrderTest, ForeignColumnsWaitAndNonKeyConditionsFilterAfterTheJoin) {
   relations.push_back(Scan("l", {"x#0", "y#1"}, 1000));
   relations.push_back(Scan("r", {"k#2", "z#3"}, 10));
   std::vector<cp::Expression> filters, rest;
-  double largest_build = 0;
   auto joined = OrderJoins(std::move(relations),
                            {Eq("x#0", "k#2"), cp::less(cp::field_ref("y#1"), cp::field_ref("z#3")),
                             cp::greater(cp::field_ref("y#1"), cp::field_ref("scalar#9"))},
-                           &filters, &rest, &largest_build);
+                           &filters, &rest);
   ASSERT_TRUE(joined.ok()) << joined.status().ToString();
   ASSERT_EQ(filters.size(), 1u);
   EXPECT_EQ(Placed(std::move(joined->plan), filters),
@@ -120,10 +122,9 @@ TEST_F(JoinOrderTest, AnOrOverTwoRelationsFiltersEachBeforeTheJoin) {
                     cp::equal(cp::field_ref("z#3"), cp::literal(b)));
   };
   std::vector<cp::Expression> filters, rest;
-  double largest_build = 0;
   auto joined =
       OrderJoins(std::move(relations), {Eq("x#0", "k#2"), cp::or_(branch(1, 2), branch(3, 4))},
-                 &filters, &rest, &largest_build);
+                 &filters, &rest);
   ASSERT_TRUE(joined.ok()) << joined.status().ToString();
   // (y = 1 AND z = 2) OR (y = 3 AND z = 4) implies y IN (1, 3) on l and z IN (2, 4) on r: the
   // OR, then its copies, which count in the estimates and filter each side before the join.
@@ -143,8 +144,7 @@ TEST_F(JoinOrderTest, NoEqualityIsACrossJoinError) {
   relations.push_back(Scan("l", {"x#0"}, 1000));
   relations.push_back(Scan("r", {"k#2"}, 10));
   std::vector<cp::Expression> filters, rest;
-  double largest_build = 0;
-  auto joined = OrderJoins(std::move(relations), {}, &filters, &rest, &largest_build);
+  auto joined = OrderJoins(std::move(relations), {}, &filters, &rest);
   ASSERT_FALSE(joined.ok());
   EXPECT_EQ(joined.status().message(),
             "not supported: a cross join (\"r\" has no equality condition with the other FROM "

@@ -10,34 +10,39 @@ namespace sluice::sql {
 const std::vector<Pass>& DefaultPasses() {
   static const std::vector<Pass> passes = {
       {"constant_folding",
-       [](PlanNode* plan, const PlanFacts&) {
+       [](PlanNode* plan) {
          SimplifyExpressions(plan);
          return arrow::Status::OK();
        }},
       {"filter_pushdown",
-       [](PlanNode* plan, const PlanFacts&) {
+       [](PlanNode* plan) {
          PushDownFilters(plan);
          return arrow::Status::OK();
        }},
       {"column_pruning",
-       [](PlanNode* plan, const PlanFacts&) {
+       [](PlanNode* plan) {
          PruneColumns(plan);
          return arrow::Status::OK();
        }},
+      {"build_sides",
+       [](PlanNode* plan) {
+         ChooseBuildSides(plan);
+         return arrow::Status::OK();
+       }},
       {"scan_batch_rows",
-       [](PlanNode* plan, const PlanFacts& facts) {
-         ChooseScanBatchRows(plan, facts.largest_build_rows);
+       [](PlanNode* plan) {
+         ChooseScanBatchRows(plan);
          return arrow::Status::OK();
        }},
   };
   return passes;
 }
 
-arrow::Status Optimize(PlanNode* plan, const PlanFacts& facts, const std::vector<Pass>& passes,
+arrow::Status Optimize(PlanNode* plan, const std::vector<Pass>& passes,
                        std::vector<std::string>* ran) {
   if (plan == nullptr) return arrow::Status::Invalid("internal: optimizing no plan");
   for (const auto& pass : passes) {
-    ARROW_RETURN_NOT_OK(pass.run(plan, facts));
+    ARROW_RETURN_NOT_OK(pass.run(plan));
     if (ran != nullptr) ran->push_back(pass.name);
   }
   return arrow::Status::OK();

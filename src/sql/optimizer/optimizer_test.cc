@@ -25,12 +25,10 @@ class OptimizerTest : public ::testing::Test {
     return BindForTest(sql, t_rows, u_rows);
   }
 
-  // The scans' lines of `plan`, with their batch sizes.
+  // The scans' lines of `plan` (which show a batch size other than the default).
   static std::string Scans(const PlanNode& plan) {
     std::string out;
-    std::istringstream lines(plan.Explain(0, [](const PlanNode& n) {
-      return n.kind == PlanNode::Kind::kScan ? " batch=" + std::to_string(n.batch_rows) : "";
-    }));
+    std::istringstream lines(plan.Explain());
     for (std::string line; std::getline(lines, line);) {
       if (line.find("Scan ") != std::string::npos) out += line + "\n";
     }
@@ -91,18 +89,18 @@ TEST_F(OptimizerTest, ColumnPruningReachesIntoSubqueries) {
 TEST_F(OptimizerTest, ScanBatchRowsShrinkOnlyForLargeBuilds) {
   // A 100-row build side: scans keep PlanNode's default.
   auto small = Bind("select name from t join u on k = uk");
-  EXPECT_LT(small.largest_build_rows, kLargeBuildRows);
-  ChooseScanBatchRows(small.plan.get(), small.largest_build_rows);
+  EXPECT_LT(LargestBuildRows(*small.plan), kLargeBuildRows);
+  ChooseScanBatchRows(small.plan.get());
   EXPECT_EQ(Scans(*small.plan),
-            "    Scan t (1 files) columns=[k#0, g#1, v#2]   batch=131072\n"
-            "    Scan u (1 files) columns=[uk#3, name#4]   batch=131072\n");
+            "    Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "    Scan u (1 files) columns=[uk#3, name#4]\n");
   // 500K rows on each side: one is built, and every scan reads smaller batches.
   auto large = Bind("select name from t join u on k = uk", 500'000, 500'000);
-  EXPECT_GE(large.largest_build_rows, kLargeBuildRows);
-  ChooseScanBatchRows(large.plan.get(), large.largest_build_rows);
+  EXPECT_GE(LargestBuildRows(*large.plan), kLargeBuildRows);
+  ChooseScanBatchRows(large.plan.get());
   EXPECT_EQ(Scans(*large.plan),
-            "    Scan t (1 files) columns=[k#0, g#1, v#2]   batch=32768\n"
-            "    Scan u (1 files) columns=[uk#3, name#4]   batch=32768\n");
+            "    Scan t (1 files) columns=[k#0, g#1, v#2] batch_rows=32768\n"
+            "    Scan u (1 files) columns=[uk#3, name#4] batch_rows=32768\n");
 }
 
 TEST_F(OptimizerTest, BuildSideNeedsTheOuterSideClearlySmaller) {
@@ -115,9 +113,9 @@ TEST_F(OptimizerTest, DefaultPassesRunInOrderAndMatchBindSelect) {
   const std::string sql = "select name, sum(v) from t join u on k = uk group by name";
   auto q = Bind(sql);
   std::vector<std::string> ran;
-  ASSERT_TRUE(Optimize(q.plan.get(), {q.largest_build_rows}, DefaultPasses(), &ran).ok());
+  ASSERT_TRUE(Optimize(q.plan.get(), DefaultPasses(), &ran).ok());
   EXPECT_EQ(ran, (std::vector<std::string>{"constant_folding", "filter_pushdown", "column_pruning",
-                                           "scan_batch_rows"}));
+                                           "build_sides", "scan_batch_rows"}));
   auto statement = ParseStatement(sql);
   ASSERT_TRUE(statement.ok());
   auto selected = BindSelect(std::get<SelectStatement>(*statement).select, sql, TestTables());
@@ -127,7 +125,7 @@ TEST_F(OptimizerTest, DefaultPassesRunInOrderAndMatchBindSelect) {
 }
 
 TEST_F(OptimizerTest, NoPlanIsAnInternalError) {
-  const auto status = Optimize(nullptr, {}, DefaultPasses());
+  const auto status = Optimize(nullptr, DefaultPasses());
   EXPECT_EQ(status.message(), "internal: optimizing no plan");
 }
 

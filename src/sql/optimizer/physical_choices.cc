@@ -1,5 +1,7 @@
 #include "sql/optimizer/physical_choices.h"
 
+#include <algorithm>
+
 namespace sluice::sql {
 
 namespace {
@@ -17,8 +19,28 @@ bool HashOuterSide(double outer_estimate, double other_estimate) {
   return outer_estimate * kHashOuterRatio < other_estimate;
 }
 
-void ChooseScanBatchRows(PlanNode* plan, double largest_build_rows) {
-  if (largest_build_rows >= kLargeBuildRows) SetScanBatchRows(plan, kSmallScanBatchRows);
+void ChooseBuildSides(PlanNode* plan) {
+  if (plan == nullptr) return;
+  if (plan->kind == PlanNode::Kind::kJoin && plan->join_type != JoinType::kInner &&
+      plan->input_estimate >= 0 && plan->right_estimate >= 0) {
+    plan->build_input = HashOuterSide(plan->input_estimate, plan->right_estimate);
+  }
+  ChooseBuildSides(plan->input.get());
+  ChooseBuildSides(plan->right.get());
+}
+
+double LargestBuildRows(const PlanNode& plan) {
+  double most = 0;
+  if (plan.kind == PlanNode::Kind::kJoin) {
+    most = plan.build_input ? plan.input_estimate : plan.right_estimate;
+  }
+  if (plan.input != nullptr) most = std::max(most, LargestBuildRows(*plan.input));
+  if (plan.right != nullptr) most = std::max(most, LargestBuildRows(*plan.right));
+  return most;
+}
+
+void ChooseScanBatchRows(PlanNode* plan) {
+  if (LargestBuildRows(*plan) >= kLargeBuildRows) SetScanBatchRows(plan, kSmallScanBatchRows);
 }
 
 }  // namespace sluice::sql

@@ -1,7 +1,7 @@
-// Physical choices made from estimates: which side of a join to hash, and how many rows a scan
-// reads per batch. They change how much memory and time a plan takes, never its results.
-// (Where the binder still decides a join's build side as it binds, it asks HashOuterSide, so
-// the rule lives here once; moving the decision to a pass needs estimates on the plan.)
+// The physical planner's choices, made from the estimates the binder leaves on each join
+// (PlanNode::input_estimate, right_estimate): which side of a left, semi or anti join to hash,
+// and how many rows a scan reads per batch. They change how much memory and time a plan takes,
+// never its results. (Where aggregates split and exchanges go is stage_planner.h.)
 #pragma once
 
 #include <cstdint>
@@ -29,8 +29,16 @@ inline constexpr int64_t kSmallScanBatchRows = 32 * 1024;
 /// customers, not 1.5M orders.
 bool HashOuterSide(double outer_estimate, double other_estimate);
 
-/// Sets every scan's batch size from the most rows any hash join of `plan` is estimated to
-/// build: kSmallScanBatchRows from kLargeBuildRows on, PlanNode's default below.
-void ChooseScanBatchRows(PlanNode* plan, double largest_build_rows);
+/// The build_sides pass: every left, semi or anti join with both estimates hashes its outer side
+/// where HashOuterSide says so, and its inner side otherwise. Inner joins hash `right`, which
+/// join ordering chose.
+void ChooseBuildSides(PlanNode* plan);
+
+/// The most rows any hash join of `plan` is estimated to build (0 with no estimates).
+double LargestBuildRows(const PlanNode& plan);
+
+/// The scan_batch_rows pass: every scan's batch size from LargestBuildRows: kSmallScanBatchRows
+/// from kLargeBuildRows on, PlanNode's default below.
+void ChooseScanBatchRows(PlanNode* plan);
 
 }  // namespace sluice::sql

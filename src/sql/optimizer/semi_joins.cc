@@ -13,11 +13,11 @@ namespace sluice::sql {
 namespace cp = arrow::compute;
 
 std::unique_ptr<PlanNode> ApplySemiJoin(std::unique_ptr<PlanNode> plan, SemiJoin semi,
-                                        double outer_estimate, double* largest_build) {
+                                        double outer_estimate) {
   auto join = std::make_unique<PlanNode>();
   join->kind = PlanNode::Kind::kJoin;
-  join->build_input = HashOuterSide(outer_estimate, semi.estimate);
-  *largest_build = std::max(*largest_build, join->build_input ? outer_estimate : semi.estimate);
+  join->input_estimate = outer_estimate;
+  join->right_estimate = semi.estimate;
   join->join_type = semi.anti ? JoinType::kAnti : JoinType::kSemi;
   join->left_keys = std::move(semi.outer_keys);
   join->right_keys = std::move(semi.inner_keys);
@@ -28,7 +28,7 @@ std::unique_ptr<PlanNode> ApplySemiJoin(std::unique_ptr<PlanNode> plan, SemiJoin
 }
 
 std::vector<SemiJoin> PlaceSemiJoins(std::vector<Relation>* relations,
-                                     std::vector<SemiJoin> semi_joins, double* largest_build) {
+                                     std::vector<SemiJoin> semi_joins) {
   std::map<std::string, size_t> owner;
   size_t largest = 0;
   for (size_t i = 0; i < relations->size(); ++i) {
@@ -52,7 +52,7 @@ std::vector<SemiJoin> PlaceSemiJoins(std::vector<Relation>* relations,
     }
     if (!elsewhere && reads.size() == 1 && *reads.begin() != largest) {
       Relation& r = (*relations)[*reads.begin()];
-      r.plan = ApplySemiJoin(std::move(r.plan), std::move(sj), r.estimate, largest_build);
+      r.plan = ApplySemiJoin(std::move(r.plan), std::move(sj), r.estimate);
       r.estimate = SemiJoinEstimate(r.estimate);
     } else {
       later.push_back(std::move(sj));
@@ -62,10 +62,9 @@ std::vector<SemiJoin> PlaceSemiJoins(std::vector<Relation>* relations,
 }
 
 std::unique_ptr<PlanNode> ApplySemiJoins(std::unique_ptr<PlanNode> plan,
-                                         std::vector<SemiJoin> semi_joins, double estimate,
-                                         double* largest_build) {
+                                         std::vector<SemiJoin> semi_joins, double estimate) {
   for (auto& s : semi_joins) {
-    plan = ApplySemiJoin(std::move(plan), std::move(s), estimate, largest_build);
+    plan = ApplySemiJoin(std::move(plan), std::move(s), estimate);
     estimate = SemiJoinEstimate(estimate);
   }
   return plan;

@@ -1,6 +1,6 @@
-// Semi and anti joins: where an EXISTS or IN subquery joins the outer query, and which side
-// it hashes. The binder makes a SemiJoin of each such subquery and asks these functions where
-// it goes, as it binds each query level.
+// Semi and anti joins: where an EXISTS or IN subquery joins the outer query. The binder makes a
+// SemiJoin of each such subquery and asks these functions where it goes, as it binds each query
+// level.
 #pragma once
 
 #include <arrow/compute/expression.h>
@@ -24,11 +24,11 @@ struct SemiJoin {
   double estimate = 1;  // the subquery's rows
 };
 
-/// `plan` semi or anti joined to `semi`, hashing the side HashOuterSide (physical_choices.h)
-/// picks from `outer_estimate` (the rows of `plan`) and the subquery's; raises
-/// `*largest_build` to the rows hashed.
+/// `plan` semi or anti joined to `semi`, with `outer_estimate` (the rows of `plan`) and the
+/// subquery's estimate on the join, from which the build_sides pass (physical_choices.h)
+/// chooses the side to hash.
 std::unique_ptr<PlanNode> ApplySemiJoin(std::unique_ptr<PlanNode> plan, SemiJoin semi,
-                                        double outer_estimate, double* largest_build);
+                                        double outer_estimate);
 
 /// A semi or anti join on the columns of one FROM item other than the largest (by rows before
 /// filters) runs on that item before the joins: it shrinks a build side (TPC-H Q18's IN keeps
@@ -36,14 +36,13 @@ std::unique_ptr<PlanNode> ApplySemiJoin(std::unique_ptr<PlanNode> plan, SemiJoin
 /// more first. Applies those to `relations` (each halving the item's estimate) and returns the
 /// others, in order, for ApplySemiJoins after the joins.
 std::vector<SemiJoin> PlaceSemiJoins(std::vector<Relation>* relations,
-                                     std::vector<SemiJoin> semi_joins, double* largest_build);
+                                     std::vector<SemiJoin> semi_joins);
 
 /// `plan` (estimated `estimate` rows) semi or anti joined to each of `semi_joins` in order.
 /// They go right after the joins: they only drop rows and read no scalar subquery's result, so
 /// a correlated scalar subquery is then joined to fewer rows (Q20: 8.5K partsupp rows, not
 /// 800K).
 std::unique_ptr<PlanNode> ApplySemiJoins(std::unique_ptr<PlanNode> plan,
-                                         std::vector<SemiJoin> semi_joins, double estimate,
-                                         double* largest_build);
+                                         std::vector<SemiJoin> semi_joins, double estimate);
 
 }  // namespace sluice::sql

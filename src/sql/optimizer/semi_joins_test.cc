@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "plan/compute_init.h"
+#include "sql/optimizer/physical_choices.h"
 
 namespace sluice::sql {
 namespace {
@@ -62,8 +63,7 @@ TEST_F(SemiJoinsTest, OnASmallerItemBeforeTheJoinsOnTheLargestAfter) {
   std::vector<SemiJoin> semi;
   semi.push_back(In("o_key#0", "s_key#2", 10));
   semi.push_back(In("l_key#1", "s_key#3", 10, /*anti=*/true));
-  double largest_build = 0;
-  auto later = PlaceSemiJoins(&relations, std::move(semi), &largest_build);
+  auto later = PlaceSemiJoins(&relations, std::move(semi));
   EXPECT_EQ(relations[0].plan->Explain(),
             "HashJoin semi on o_key#0 = s_key#2\n"
             "  Scan orders (1 files) columns=[o_key#0]\n"
@@ -72,22 +72,29 @@ TEST_F(SemiJoinsTest, OnASmallerItemBeforeTheJoinsOnTheLargestAfter) {
   EXPECT_EQ(relations[1].plan->Explain(), "Scan lineitem (1 files) columns=[l_key#1]\n");
   ASSERT_EQ(later.size(), 1u);
   EXPECT_EQ(later[0].outer_keys, std::vector<std::string>{"l_key#1"});
-  EXPECT_DOUBLE_EQ(largest_build, 10);
+  EXPECT_DOUBLE_EQ(relations[0].plan->input_estimate, 1000);
+  EXPECT_DOUBLE_EQ(relations[0].plan->right_estimate, 10);
 }
 
 TEST_F(SemiJoinsTest, AfterTheJoinsInOrderHashingTheOuterSideWhenClearlySmaller) {
   std::vector<SemiJoin> semi;
   semi.push_back(In("k#0", "s#1", 1000));                // 100 outer rows, 4x fewer: hash them
   semi.push_back(In("k#0", "s#2", 150, /*anti=*/true));  // 50 left, not 4x fewer
-  double largest_build = 0;
-  auto plan = ApplySemiJoins(ScanPlan("t", {"k#0"}), std::move(semi), 100, &largest_build);
+  auto plan = ApplySemiJoins(ScanPlan("t", {"k#0"}), std::move(semi), 100);
+  // The binder leaves the estimates; the build_sides pass chooses from them.
+  ChooseBuildSides(plan.get());
   EXPECT_EQ(plan->Explain(),
             "HashJoin anti on k#0 = s#2\n"
             "  HashJoin semi (hashing the outer side) on k#0 = s#1\n"
             "    Scan t (1 files) columns=[k#0]\n"
             "    Scan sub (1 files) columns=[s#1]\n"
             "  Scan sub (1 files) columns=[s#2]\n");
-  EXPECT_DOUBLE_EQ(largest_build, 150);
+  EXPECT_DOUBLE_EQ(LargestBuildRows(*plan), 150);
+  // A join without estimates (as decoded from plan bytes) keeps the side it has.
+  plan->right_estimate = -1;
+  plan->build_input = true;
+  ChooseBuildSides(plan.get());
+  EXPECT_TRUE(plan->build_input);
 }
 
 }  // namespace
