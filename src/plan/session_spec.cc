@@ -16,6 +16,9 @@ const ParityValues& LocalParity() {
       {"null_order", "postgresql"},
       // Decimal arithmetic follows Arrow's precision and scale promotion, checked by the binder.
       {"decimal_rules", "arrow-decimal128"},
+      // The table providers a plan's scans may name (plan_codec.cc refuses others): a worker
+      // without one of them could not read a table the driver planned over.
+      {"table_providers", "directory:parquet,ipc,jsonl"},
   };
   return values;
 }

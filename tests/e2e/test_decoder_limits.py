@@ -85,7 +85,8 @@ def test_a_worker_refuses_a_task_from_a_driver_it_cannot_match(sluice_bin, tmp_p
     engine = version[0]  # "sluice X.Y.Z"
     arrow_version = version[1].split()[1]
     parity = {"engine": engine, "arrow": arrow_version, "time_zone": "UTC",
-              "null_order": "postgresql", "decimal_rules": "arrow-decimal128"}
+              "null_order": "postgresql", "decimal_rules": "arrow-decimal128",
+              "table_providers": "directory:parquet,ipc,jsonl"}
 
     def task(parity):
         return cbor2.dumps({"run_id": "r", "stage_id": 0, "partition": 0, "attempt": 1,
