@@ -1,5 +1,6 @@
 #include "plan/stage_shape.h"
 
+#include <optional>
 #include <set>
 
 namespace sluice::plan {
@@ -19,10 +20,29 @@ void CollectNodes(const PlanNode& node, std::vector<const PlanNode*>* out) {
 }
 
 // Whether a subtree's rows are split among a stage's tasks, or why the subtree breaks the rules.
+// Rows split by a hash exchange also know the columns they are partitioned on (`keys`).
 struct Shape {
   bool split = false;
   std::string refused;
+  std::optional<std::vector<std::string>> keys;
 };
+
+// `keys` under the names a projection gives them, or none where it drops or computes one.
+std::optional<std::vector<std::string>> ProjectedKeys(const PlanNode& project,
+                                                      const std::vector<std::string>& keys) {
+  std::vector<std::string> out;
+  for (const auto& k : keys) {
+    std::optional<std::string> name;
+    if (project.keep_input) name = k;
+    for (size_t i = 0; !name && i < project.expressions.size(); ++i) {
+      const arrow::FieldRef* ref = project.expressions[i].field_ref();
+      if (ref != nullptr && ref->name() != nullptr && *ref->name() == k) name = project.names[i];
+    }
+    if (!name) return std::nullopt;
+    out.push_back(*name);
+  }
+  return out;
+}
 
 class ShapeChecker {
  public:
@@ -31,53 +51,67 @@ class ShapeChecker {
       : split_(split), inputs_(inputs) {}
 
   Shape Check(const PlanNode& n, bool at_top) {
-    if (inputs_.count(&n) != 0 || &n == split_) {
+    if (auto it = inputs_.find(&n); it != inputs_.end()) {
       reached_.insert(&n);
-      return {true, ""};
+      return {true, "", it->second};
+    }
+    if (&n == split_) {
+      reached_.insert(&n);
+      return {true, "", std::nullopt};
     }
     switch (n.kind) {
       case PlanNode::Kind::kScan:
         return {};
       case PlanNode::Kind::kFilter:
-      case PlanNode::Kind::kProject:
         return Check(*n.input, false);
+      case PlanNode::Kind::kProject: {
+        Shape in = Check(*n.input, false);
+        if (in.keys) in.keys = ProjectedKeys(n, *in.keys);
+        return in;
+      }
       case PlanNode::Kind::kJoin: {
         Shape l = Check(*n.input, false);
         if (!l.refused.empty()) return l;
         Shape r = Check(*n.right, false);
         if (!r.refused.empty()) return r;
-        if (!r.split) return l;
-        if (!l.split) return {false, "split rows on a join's build side"};
-        auto li = inputs_.find(n.input.get());
-        auto ri = inputs_.find(n.right.get());
-        if (li == inputs_.end() || ri == inputs_.end() || li->second != n.left_keys ||
-            ri->second != n.right_keys) {
-          return {false, "a join of two split sides that are not partitions on its own keys"};
+        if (!r.split) return l;  // each output row comes from one row of `input`
+        if (!l.split) return {false, "split rows on a join's build side", std::nullopt};
+        if (l.keys != n.left_keys || r.keys != n.right_keys) {
+          return {false, "a join of two split sides that are not partitions on its own keys",
+                  std::nullopt};
         }
-        return {true, ""};
+        return l;
       }
       case PlanNode::Kind::kAggregate: {
         Shape in = Check(*n.input, false);
         if (!in.refused.empty() || !in.split) return in;
-        if (!at_top) return {false, "an aggregate over split rows below the stage's top"};
-        if (!n.final_phase) return in;  // partials: the final stage merges them
-        auto it = inputs_.find(n.input.get());
-        if (it == inputs_.end() || it->second != n.keys) {
-          return {false, "a final aggregate over partials not partitioned on its keys"};
+        // A final aggregate over partials partitioned on its keys has every row of its groups
+        // and no other task has any: its output is split, and partitioned on the same keys.
+        if (n.final_phase) {
+          if (in.keys != n.keys) {
+            return {false, "a final aggregate over partials not partitioned on its keys",
+                    std::nullopt};
+          }
+          return in;
         }
-        return in;
+        if (!at_top) {
+          return {false, "an aggregate over split rows below the stage's top", std::nullopt};
+        }
+        return in;  // partials: the final stage merges them
       }
       case PlanNode::Kind::kSort:
       case PlanNode::Kind::kLimit: {
         Shape in = Check(*n.input, false);
         if (!in.refused.empty() || !in.split) return in;
-        return {false, n.kind == PlanNode::Kind::kSort ? "a sort over split rows"
-                                                       : "a limit over split rows"};
+        return {
+            false,
+            n.kind == PlanNode::Kind::kSort ? "a sort over split rows" : "a limit over split rows",
+            std::nullopt};
       }
       default:
         break;
     }
-    return {false, "an operator the stage planner does not know"};
+    return {false, "an operator the stage planner does not know", std::nullopt};
   }
 
   bool ReachedAll() const {

@@ -325,6 +325,70 @@ TEST_F(StagePlannerTest, AggregateInSubqueryIsCutAndJoinStaysInDriver) {
   EXPECT_EQ(StageOf(text, "FinalAggregate"), "2") << text;
 }
 
+// A join with a grouped subquery on its group keys (TPC-H Q17's average per part): when the
+// subquery's tables are not broadcast, its partials are hashed on the group keys and the probe
+// side on the join keys, and one join stage runs the final aggregate and the join per
+// partition. Behind a HAVING (which may keep few groups) the subquery is not co-partitioned.
+TEST_F(StagePlannerTest, AJoinWithAGroupedSubqueryOnItsKeysRunsInOneJoinStage) {
+  BoundQuery q = Bind(
+      "SELECT g, count(*) FROM t JOIN (SELECT uk, count(*) AS c FROM u GROUP BY uk) x "
+      "ON k = x.uk WHERE v < c GROUP BY g");
+  StagePlan stages = Plan(*q.plan, 3, /*broadcast_limit=*/0);
+  ASSERT_EQ(stages.stages.size(), 4u) << stages.not_cut_reason;
+  const Stage& probe = stages.stages[0];
+  const Stage& partials = stages.stages[1];
+  const Stage& join = stages.stages[2];
+  EXPECT_EQ(probe.split->table->name, "t");
+  EXPECT_EQ(partials.split->table->name, "u");
+  ASSERT_EQ(partials.root->kind, PlanNode::Kind::kAggregate);
+  EXPECT_FALSE(partials.root->final_phase);
+  EXPECT_EQ(partials.output_keys, partials.root->keys);
+  EXPECT_FALSE(partials.one_row_per_key);
+  EXPECT_EQ(join.role, StageRole::kJoin);
+  ASSERT_EQ(join.inputs.size(), 2u);
+  EXPECT_EQ(join.inputs[1].node, partials.root);
+  EXPECT_EQ(stages.stages[3].role, StageRole::kFinal);
+  const std::string text = ExplainStages(*q.plan, stages);
+  EXPECT_EQ(StageOf(text, "HashJoin"), "3") << text;
+  // The subquery's final aggregate runs in the join stage, below the join.
+  int finals_in_join = 0;
+  for (const auto& line : Lines(text)) {
+    if (line.find("FinalAggregate") != std::string::npos &&
+        line.find("[stage 3]") != std::string::npos) {
+      ++finals_in_join;
+    }
+  }
+  EXPECT_EQ(finals_in_join, 1) << text;
+
+  BoundQuery having = Bind(
+      "SELECT g, count(*) FROM t JOIN (SELECT uk, count(*) AS c FROM u GROUP BY uk "
+      "HAVING count(*) > 1) x ON k = x.uk GROUP BY g");
+  StagePlan broadcast = Plan(*having.plan, 3, /*broadcast_limit=*/0);
+  for (const Stage& s : broadcast.stages) EXPECT_NE(s.role, StageRole::kJoin);
+}
+
+// A worker refuses a final aggregate below a join unless its partials are partitioned on
+// exactly its keys, and a join of two partitions unless they are partitioned on its keys.
+TEST_F(StagePlannerTest, AGroupedSideIsPartitionedOnlyOnItsOwnKeys) {
+  BoundQuery q = Bind(
+      "SELECT g, count(*) FROM t JOIN (SELECT uk, count(*) AS c FROM u GROUP BY uk) x "
+      "ON k = x.uk WHERE v < c GROUP BY g");
+  StagePlan stages = Plan(*q.plan, 3, /*broadcast_limit=*/0);
+  ASSERT_EQ(stages.stages.size(), 4u) << stages.not_cut_reason;
+  const Stage& join = stages.stages[2];
+  std::map<const PlanNode*, std::vector<std::string>> inputs = {
+      {join.inputs[0].node, stages.stages[0].output_keys},
+      {join.inputs[1].node, stages.stages[1].output_keys}};
+  EXPECT_EQ(StageShapeRefusal(*join.root, nullptr, inputs), "");
+  inputs[join.inputs[1].node] = {"other#99"};
+  EXPECT_EQ(StageShapeRefusal(*join.root, nullptr, inputs),
+            "a final aggregate over partials not partitioned on its keys");
+  inputs[join.inputs[1].node] = stages.stages[1].output_keys;
+  inputs[join.inputs[0].node] = {"other#99"};
+  EXPECT_EQ(StageShapeRefusal(*join.root, nullptr, inputs),
+            "a join of two split sides that are not partitions on its own keys");
+}
+
 TEST_F(StagePlannerTest, MapTasksFollowFilesAndWorkers) {
   EXPECT_EQ(MapTaskCount(8, 4), 4);
   EXPECT_EQ(MapTaskCount(8, 2), 2);
