@@ -325,14 +325,16 @@ TEST_F(StagePlannerTest, AggregateInSubqueryIsCutAndJoinStaysInDriver) {
   EXPECT_EQ(StageOf(text, "FinalAggregate"), "2") << text;
 }
 
+constexpr char kGroupedJoin[] =
+    "SELECT g, count(*) FROM t JOIN (SELECT uk, count(*) AS c FROM u GROUP BY uk) x "
+    "ON k = x.uk WHERE v < c GROUP BY g";
+
 // A join with a grouped subquery on its group keys (TPC-H Q17's average per part): when the
 // subquery's tables are not broadcast, its partials are hashed on the group keys and the probe
 // side on the join keys, and one join stage runs the final aggregate and the join per
 // partition. Behind a HAVING (which may keep few groups) the subquery is not co-partitioned.
 TEST_F(StagePlannerTest, AJoinWithAGroupedSubqueryOnItsKeysRunsInOneJoinStage) {
-  BoundQuery q = Bind(
-      "SELECT g, count(*) FROM t JOIN (SELECT uk, count(*) AS c FROM u GROUP BY uk) x "
-      "ON k = x.uk WHERE v < c GROUP BY g");
+  BoundQuery q = Bind(kGroupedJoin);
   StagePlan stages = Plan(*q.plan, 3, /*broadcast_limit=*/0);
   ASSERT_EQ(stages.stages.size(), 4u) << stages.not_cut_reason;
   const Stage& probe = stages.stages[0];
@@ -370,9 +372,7 @@ TEST_F(StagePlannerTest, AJoinWithAGroupedSubqueryOnItsKeysRunsInOneJoinStage) {
 // A worker refuses a final aggregate below a join unless its partials are partitioned on
 // exactly its keys, and a join of two partitions unless they are partitioned on its keys.
 TEST_F(StagePlannerTest, AGroupedSideIsPartitionedOnlyOnItsOwnKeys) {
-  BoundQuery q = Bind(
-      "SELECT g, count(*) FROM t JOIN (SELECT uk, count(*) AS c FROM u GROUP BY uk) x "
-      "ON k = x.uk WHERE v < c GROUP BY g");
+  BoundQuery q = Bind(kGroupedJoin);
   StagePlan stages = Plan(*q.plan, 3, /*broadcast_limit=*/0);
   ASSERT_EQ(stages.stages.size(), 4u) << stages.not_cut_reason;
   const Stage& join = stages.stages[2];
