@@ -7,6 +7,8 @@
 
 #include <sstream>
 
+#include "storage/validate.h"
+
 namespace sluice::storage {
 
 namespace {
@@ -40,6 +42,17 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> WriteIpcStream(
   return sink->Finish();
 }
 
+arrow::Result<std::shared_ptr<arrow::Buffer>> WriteIpcStream(
+    const std::shared_ptr<arrow::Schema>& schema,
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+    const std::shared_ptr<arrow::ResizableBuffer>& buffer) {
+  auto sink = std::make_shared<arrow::io::BufferOutputStream>(buffer);
+  ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(sink, schema));
+  for (const auto& batch : batches) ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*batch));
+  ARROW_RETURN_NOT_OK(writer->Close());
+  return sink->Finish();
+}
+
 arrow::Result<IpcStream> ReadIpcStream(const std::shared_ptr<arrow::Buffer>& bytes,
                                        std::string_view what) {
   auto invalid = [&](std::string_view stage, const arrow::Status& st) {
@@ -57,7 +70,7 @@ arrow::Result<IpcStream> ReadIpcStream(const std::shared_ptr<arrow::Buffer>& byt
       return invalid("cannot read batch " + std::to_string(out.batches.size()), st);
     }
     if (batch == nullptr) break;
-    st = batch->ValidateFull();
+    st = ValidateFull(*batch);
     if (!st.ok()) return invalid("invalid batch " + std::to_string(out.batches.size()), st);
     out.batches.push_back(std::move(batch));
   }

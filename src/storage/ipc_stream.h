@@ -26,8 +26,16 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> WriteIpcStream(
     const std::shared_ptr<arrow::Schema>& schema,
     const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches);
 
-/// Decodes one IPC stream and runs ValidateFull() on every batch. Errors are Invalid and start
-/// with `what`, e.g. "transform 'x' output stream 2".
+/// Encodes batches as one IPC stream into `buffer`, reusing its memory (it grows as needed and
+/// keeps what it has), for a caller that encodes one stream after another: fresh memory costs
+/// the kernel a zeroed page each. The result is `buffer`, valid until it is written again.
+arrow::Result<std::shared_ptr<arrow::Buffer>> WriteIpcStream(
+    const std::shared_ptr<arrow::Schema>& schema,
+    const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+    const std::shared_ptr<arrow::ResizableBuffer>& buffer);
+
+/// Decodes one IPC stream and runs ValidateFull() on every batch (storage/validate.h). Errors are
+/// Invalid and start with `what`, e.g. "transform 'x' output stream 2".
 arrow::Result<IpcStream> ReadIpcStream(const std::shared_ptr<arrow::Buffer>& bytes,
                                        std::string_view what);
 

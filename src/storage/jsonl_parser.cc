@@ -3,28 +3,17 @@
 #include <arrow/api.h>
 #include <arrow/io/memory.h>
 #include <arrow/json/api.h>
-#include <arrow/util/utf8.h>
 
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
 #include <vector>
 
+#include "storage/validate.h"
+
 namespace sluice::storage {
 
 namespace {
-
-void EnsureUtf8Tables() {
-  // Arrow's UTF-8 validator reads tables that must be built once before its first use; Arrow's
-  // JSON reader itself lets invalid UTF-8 through into string columns, so we check it.
-  static const bool ready = (arrow::util::InitializeUTF8(), true);
-  (void)ready;
-}
-
-bool IsValidUtf8(std::string_view text) {
-  return arrow::util::ValidateUTF8(reinterpret_cast<const uint8_t*>(text.data()),
-                                   static_cast<int64_t>(text.size()));
-}
 
 // Arrow's JSON reader refuses a null struct whose children are non-nullable (it sees the
 // children as null), which valid data may hold. So lines are read against a copy of the schema
@@ -227,6 +216,7 @@ class Parser {
   // form exactly one valid row each.
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> ParseRange(size_t begin, size_t end) const {
     const std::string_view text = Span(begin, end);
+    // Arrow's JSON reader lets invalid UTF-8 through into string columns, so it is checked here.
     if (!IsValidUtf8(text)) return arrow::Status::Invalid("not valid UTF-8");
     arrow::json::ReadOptions read = arrow::json::ReadOptions::Defaults();
     read.use_threads = false;  // parallelism comes from tasks
@@ -307,7 +297,6 @@ class Parser {
 arrow::Result<ParsedJsonl> ParseJsonl(const arrow::Buffer& bytes,
                                       const std::shared_ptr<arrow::Schema>& schema,
                                       const std::string& object, bool skip_bad) {
-  EnsureUtf8Tables();
   Parser parser(bytes, schema, object, skip_bad);
   return parser.Run();
 }

@@ -2,6 +2,7 @@
 
 #include <arrow/filesystem/localfs.h>
 #include <arrow/filesystem/s3fs.h>
+#include <arrow/io/file.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -200,6 +201,24 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectStore::Get(std::string_view 
     return arrow::Status::IOError(ctx, ": short read, expected ", *size, " bytes, got ",
                                   (*data)->size());
   }
+  return data;
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectStore::GetMapped(std::string_view key) const {
+  if (!local_) return Get(key);
+  ARROW_RETURN_NOT_OK(ValidateKey(key));
+  const std::string ctx = "reading object '" + std::string(key) + "'";
+  auto file = arrow::io::MemoryMappedFile::Open(PathOf(key), arrow::io::FileMode::READ);
+  if (!file.ok()) {
+    ARROW_ASSIGN_OR_RAISE(bool exists, Exists(key));
+    if (!exists) return NotFound(key);
+    return AddContext(file.status(), ctx);
+  }
+  auto size = (*file)->GetSize();
+  if (!size.ok()) return AddContext(size.status(), ctx);
+  // A slice of the mapping, which it keeps alive.
+  auto data = (*file)->ReadAt(0, *size);
+  if (!data.ok()) return AddContext(data.status(), ctx);
   return data;
 }
 

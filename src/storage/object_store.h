@@ -55,6 +55,11 @@ class ObjectStore {
 
   /// Reads a whole object. A missing object is an IOError naming the key and the store.
   arrow::Result<std::shared_ptr<arrow::Buffer>> Get(std::string_view key) const;
+  /// Reads a whole object as Get does, without a copy where the store is local: the buffer maps
+  /// the file, whose pages are then the page cache's own. Only for objects nothing rewrites in
+  /// place while they are read (what this store writes is replaced by rename, never rewritten):
+  /// a file cut short under a mapping faults its reader.
+  arrow::Result<std::shared_ptr<arrow::Buffer>> GetMapped(std::string_view key) const;
   /// Opens an object for random access, e.g. for a Parquet reader.
   arrow::Result<std::shared_ptr<arrow::io::RandomAccessFile>> OpenForRead(
       std::string_view key) const;
