@@ -49,6 +49,10 @@ class CallTransformNode : public ChunkNode {
     // The declared output schema; for an `any` output, the first stream emitted fixes it.
     std::shared_ptr<arrow::Schema> output_schema = call_.output_schema;
     BatchTransform transform(library, call_.output_schema);
+    // Each object's input stream is encoded into the same memory: the transform's outputs are
+    // copies, so nothing refers to an input once its call returns.
+    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::ResizableBuffer> input_bytes,
+                          arrow::AllocateResizableBuffer(0));
     for (ObjectChunk& chunk : chunks) {
       const std::string object = chunk.Describe();
       task_->Say("running " + stage + " on " + object);
@@ -63,7 +67,8 @@ class CallTransformNode : public ChunkNode {
         ARROW_RETURN_NOT_OK(
             storage::CheckSchema(*declared_input, *chunk.schema, stage + " input from " + object));
       }
-      ARROW_ASSIGN_OR_RAISE(auto input, storage::WriteIpcStream(chunk.schema, chunk.batches));
+      ARROW_ASSIGN_OR_RAISE(auto input,
+                            storage::WriteIpcStream(chunk.schema, chunk.batches, input_bytes));
       auto outputs = transform.Call(input);
       if (!outputs.ok()) {
         return arrow::Status::Invalid(stage, " on ", object, ": ", outputs.status().message());

@@ -9,6 +9,7 @@
 #include "exec/object_chunks.h"
 #include "storage/ipc_stream.h"
 #include "storage/jsonl_parser.h"
+#include "storage/validate.h"
 
 namespace sluice::exec {
 
@@ -91,7 +92,7 @@ class ScanObjectsNode : public ac::ExecNode {
           storage::CheckSchema(*scan_.schema, *(*reader)->schema(), "object '" + key + "'"));
       for (int b = 0; b < (*reader)->num_record_batches(); ++b) {
         ARROW_ASSIGN_OR_RAISE(auto batch, (*reader)->ReadRecordBatch(b));
-        arrow::Status st = batch->ValidateFull();
+        arrow::Status st = storage::ValidateFull(*batch);
         if (!st.ok()) return arrow::Status::Invalid("object '", key, "': ", st.message());
         report.records_in += batch->num_rows();
         chunk->batches.push_back(batch);
@@ -110,7 +111,7 @@ class ScanObjectsNode : public ac::ExecNode {
       ARROW_RETURN_NOT_OK(
           storage::CheckSchema(*scan_.schema, *table->schema(), "object '" + key + "'"));
       ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch());
-      arrow::Status st = batch->ValidateFull();
+      arrow::Status st = storage::ValidateFull(*batch);
       if (!st.ok()) return arrow::Status::Invalid("object '", key, "': ", st.message());
       report.records_in += batch->num_rows();
       chunk->batches.push_back(batch->ReplaceSchema(scan_.schema).ValueOr(batch));

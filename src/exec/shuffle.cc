@@ -5,46 +5,99 @@
 #include <arrow/io/memory.h>
 #include <arrow/ipc/api.h>
 
+#include <algorithm>
+
 #include "artifact/blake3_digest.h"
+#include "exec/hashed_object.h"
 #include "storage/ipc_stream.h"
+#include "storage/validate.h"
 
 namespace sluice::exec {
 
-arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> SplitRows(
+arrow::Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> SplitBatch(
     const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<int32_t>& assignment,
     int32_t partitions) {
+  std::vector<std::shared_ptr<arrow::RecordBatch>> out(static_cast<size_t>(partitions));
+  // Every row in one partition: the batch itself, not a copy.
+  if (!assignment.empty() && std::all_of(assignment.begin(), assignment.end(),
+                                         [&](int32_t p) { return p == assignment[0]; })) {
+    for (int32_t p = 0; p < partitions; ++p) {
+      if (p == assignment[0]) {
+        out[static_cast<size_t>(p)] = batch;
+      } else {
+        ARROW_ASSIGN_OR_RAISE(out[static_cast<size_t>(p)],
+                              arrow::RecordBatch::MakeEmpty(batch->schema()));
+      }
+    }
+    return out;
+  }
   std::vector<arrow::Int64Builder> indices(static_cast<size_t>(partitions));
   for (size_t i = 0; i < assignment.size(); ++i) {
     ARROW_RETURN_NOT_OK(
         indices[static_cast<size_t>(assignment[i])].Append(static_cast<int64_t>(i)));
   }
-  std::vector<std::shared_ptr<arrow::Table>> out;
-  for (auto& b : indices) {
-    ARROW_ASSIGN_OR_RAISE(auto idx, b.Finish());
+  for (int32_t p = 0; p < partitions; ++p) {
+    ARROW_ASSIGN_OR_RAISE(auto idx, indices[static_cast<size_t>(p)].Finish());
     ARROW_ASSIGN_OR_RAISE(auto taken, arrow::compute::Take(batch, idx));
-    ARROW_ASSIGN_OR_RAISE(auto t,
-                          arrow::Table::FromRecordBatches(batch->schema(), {taken.record_batch()}));
+    out[static_cast<size_t>(p)] = taken.record_batch();
+  }
+  return out;
+}
+
+arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> SplitRows(
+    const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<int32_t>& assignment,
+    int32_t partitions) {
+  ARROW_ASSIGN_OR_RAISE(auto parts, SplitBatch(batch, assignment, partitions));
+  std::vector<std::shared_ptr<arrow::Table>> out;
+  for (const auto& part : parts) {
+    ARROW_ASSIGN_OR_RAISE(auto t, arrow::Table::FromRecordBatches(batch->schema(), {part}));
     out.push_back(std::move(t));
   }
   return out;
 }
 
+ShuffleFileWriter::~ShuffleFileWriter() = default;
+
+arrow::Result<std::unique_ptr<ShuffleFileWriter>> ShuffleFileWriter::Open(
+    storage::ObjectStore* store, const std::string& key,
+    const std::shared_ptr<arrow::Schema>& schema) {
+  std::unique_ptr<ShuffleFileWriter> out(new ShuffleFileWriter());
+  ARROW_ASSIGN_OR_RAISE(out->object_, HashedObjectWriter::Open(store, key));
+  ARROW_ASSIGN_OR_RAISE(out->writer_, arrow::ipc::MakeFileWriter(out->object_->stream(), schema));
+  return out;
+}
+
+arrow::Status ShuffleFileWriter::Write(const arrow::RecordBatch& batch) {
+  rows_ += batch.num_rows();
+  return writer_->WriteRecordBatch(batch);
+}
+
+arrow::Result<OutputFile> ShuffleFileWriter::Finish() {
+  ARROW_RETURN_NOT_OK(writer_->Close());
+  ARROW_ASSIGN_OR_RAISE(OutputFile file, object_->Commit());
+  file.rows = rows_;
+  return file;
+}
+
 arrow::Result<OutputFile> WriteShuffleFile(storage::ObjectStore* store, const std::string& key,
                                            const std::shared_ptr<arrow::Table>& table) {
-  ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
-  ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeFileWriter(sink, table->schema()));
-  ARROW_RETURN_NOT_OK(writer->WriteTable(*table));
-  ARROW_RETURN_NOT_OK(writer->Close());
-  ARROW_ASSIGN_OR_RAISE(auto bytes, sink->Finish());
-  ARROW_RETURN_NOT_OK(store->Put(key, bytes));
-  return OutputFile{key, table->num_rows(), bytes->size(), artifact::Blake3(*bytes).ToHex(), ""};
+  ARROW_ASSIGN_OR_RAISE(auto writer, ShuffleFileWriter::Open(store, key, table->schema()));
+  arrow::TableBatchReader batches(*table);
+  std::shared_ptr<arrow::RecordBatch> batch;
+  while (true) {
+    ARROW_RETURN_NOT_OK(batches.ReadNext(&batch));
+    if (batch == nullptr) break;
+    ARROW_RETURN_NOT_OK(writer->Write(*batch));
+  }
+  return writer->Finish();
 }
 
 arrow::Result<std::shared_ptr<arrow::Table>> ReadShuffleFile(storage::ObjectStore* store,
                                                              const std::string& key,
                                                              const std::string& expected_blake3,
                                                              const arrow::Schema& expected) {
-  ARROW_ASSIGN_OR_RAISE(auto bytes, store->Get(key));
+  // Mapped, not copied: shuffle files are written once and renamed into place.
+  ARROW_ASSIGN_OR_RAISE(auto bytes, store->GetMapped(key));
   const std::string where = "shuffle file '" + key + "'";
   const std::string actual = artifact::Blake3(*bytes).ToHex();
   if (actual != expected_blake3) {
@@ -63,7 +116,7 @@ arrow::Result<std::shared_ptr<arrow::Table>> ReadShuffleFile(storage::ObjectStor
     auto batch = (*reader)->ReadRecordBatch(i);
     if (!batch.ok())
       return arrow::Status::Invalid(where, ": batch ", i, ": ", batch.status().message());
-    arrow::Status st = (*batch)->ValidateFull();
+    arrow::Status st = storage::ValidateFull(**batch);
     if (!st.ok()) return arrow::Status::Invalid(where, ": batch ", i, ": ", st.message());
     batches.push_back(*batch);
   }

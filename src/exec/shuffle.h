@@ -6,6 +6,7 @@
 // declares and names the file and both field lists on a mismatch.
 #pragma once
 
+#include <arrow/ipc/writer.h>
 #include <arrow/record_batch.h>
 #include <arrow/result.h>
 #include <arrow/table.h>
@@ -19,14 +20,44 @@
 
 namespace sluice::exec {
 
+/// Splits a batch's rows into `partitions` batches, row i going to partition assignment[i], in
+/// row order; every batch has the input's schema, also when empty. Where every row goes to one
+/// partition, that partition's batch is the input itself.
+arrow::Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> SplitBatch(
+    const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<int32_t>& assignment,
+    int32_t partitions);
+
 /// Splits a batch's rows into `partitions` tables, row i going to partition assignment[i]; every
 /// table has the batch's schema, also when empty.
 arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> SplitRows(
     const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<int32_t>& assignment,
     int32_t partitions);
 
-/// Writes a table as one IPC file object; returns its key, rows, size and BLAKE3 for the
-/// task report, from which the reader learns what to expect.
+class HashedObjectWriter;
+
+/// One shuffle file written batch by batch as an IPC file object, straight to the store
+/// (hashed_object.h): a map task's rows are never copied into a whole file in memory.
+class ShuffleFileWriter {
+ public:
+  static arrow::Result<std::unique_ptr<ShuffleFileWriter>> Open(
+      storage::ObjectStore* store, const std::string& key,
+      const std::shared_ptr<arrow::Schema>& schema);
+  ~ShuffleFileWriter();
+
+  arrow::Status Write(const arrow::RecordBatch& batch);
+  /// Ends and publishes the file; returns its key, rows, size and BLAKE3 for the task report,
+  /// from which the reader learns what to expect. Without Finish nothing is published.
+  arrow::Result<OutputFile> Finish();
+
+ private:
+  ShuffleFileWriter() = default;
+
+  std::unique_ptr<HashedObjectWriter> object_;
+  std::shared_ptr<arrow::ipc::RecordBatchWriter> writer_;
+  int64_t rows_ = 0;
+};
+
+/// Writes a table as one IPC file object (ShuffleFileWriter).
 arrow::Result<OutputFile> WriteShuffleFile(storage::ObjectStore* store, const std::string& key,
                                            const std::shared_ptr<arrow::Table>& table);
 

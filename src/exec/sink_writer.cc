@@ -1,12 +1,11 @@
 #include "exec/sink_writer.h"
 
-#include <arrow/io/memory.h>
 #include <arrow/ipc/api.h>
 #include <parquet/arrow/writer.h>
 #include <parquet/properties.h>
 
-#include "artifact/blake3_digest.h"
 #include "common/status.h"
+#include "exec/hashed_object.h"
 #include "plan/fragment.h"
 
 namespace sluice::exec {
@@ -20,7 +19,9 @@ arrow::Result<OutputFile> WriteSinkPart(storage::ObjectStore* store, const std::
     ARROW_ASSIGN_OR_RAISE(table, table->RemoveColumn(seq));
   }
   const std::string ctx = "writing sink part '" + key + "'";
-  ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
+  // Straight to the store, hashed on the way (hashed_object.h).
+  ARROW_ASSIGN_OR_RAISE(auto object, HashedObjectWriter::Open(store, key));
+  const std::shared_ptr<arrow::io::OutputStream>& sink = object->stream();
   if (format == "parquet") {
     auto props = parquet::WriterProperties::Builder()
                      .compression(parquet::Compression::ZSTD)
@@ -37,10 +38,9 @@ arrow::Result<OutputFile> WriteSinkPart(storage::ObjectStore* store, const std::
   } else {
     return arrow::Status::Invalid("internal: unknown sink format '", format, "'");
   }
-  ARROW_ASSIGN_OR_RAISE(auto bytes, sink->Finish());
-  OutputFile out{key, table->num_rows(), bytes->size(), artifact::Blake3(*bytes).ToHex(),
-                 table->schema()->ToString(/*show_metadata=*/true)};
-  ARROW_RETURN_NOT_OK(store->Put(key, bytes));
+  ARROW_ASSIGN_OR_RAISE(OutputFile out, object->Commit());
+  out.rows = table->num_rows();
+  out.schema = table->schema()->ToString(/*show_metadata=*/true);
   return out;
 }
 
