@@ -2,9 +2,9 @@
 // UTF-8 validation of text.
 //
 // IsValidUtf8 decides exactly what arrow::util::ValidateUTF8 decides (RFC 3629: no overlong
-// forms, no surrogates, nothing above U+10FFFF), 32 bytes at a time with AVX2 where the CPU has
-// it (the algorithm of Keiser and Lemire, "Validating UTF-8 in less than one instruction per
-// byte", 2021), byte by byte through Arrow's own validator otherwise.
+// forms, no surrogates, nothing above U+10FFFF), with simdjson's validator (Debian's
+// libsimdjson-dev), which checks 32 or 64 bytes at a time with the widest SIMD this CPU has where
+// Arrow's goes byte by byte.
 //
 // ValidateFull returns exactly what RecordBatch::ValidateFull returns. Arrow checks each string
 // value on its own with a byte-at-a-time validator; here the structure is checked by Arrow with
