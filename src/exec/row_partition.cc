@@ -8,7 +8,6 @@
 #include <limits>
 
 #include "plan/compute_init.h"
-#include "exec/shuffle.h"
 
 namespace sluice::exec {
 
@@ -120,15 +119,6 @@ arrow::Result<std::vector<int32_t>> PartitionRowsByKeys(const arrow::RecordBatch
     out[i] = static_cast<int32_t>(hashes[i] % static_cast<uint64_t>(partitions));
   }
   return out;
-}
-
-arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> HashPartitionByKeys(
-    const std::shared_ptr<arrow::Table>& table, const std::vector<std::string>& keys,
-    int32_t partitions) {
-  ARROW_RETURN_NOT_OK(plan::EnsureComputeInitialized());
-  ARROW_ASSIGN_OR_RAISE(auto combined, table->CombineChunksToBatch());
-  ARROW_ASSIGN_OR_RAISE(auto assignment, PartitionRowsByKeys(*combined, keys, partitions));
-  return SplitRows(combined, assignment, partitions);
 }
 
 }  // namespace sluice::exec

@@ -22,10 +22,4 @@ arrow::Result<std::vector<int32_t>> PartitionRowsByKeys(const arrow::RecordBatch
                                                         const std::vector<std::string>& keys,
                                                         int32_t partitions);
 
-/// Splits `table` into `partitions` tables by PartitionRowsByKeys; every output has the input's
-/// schema, empty ones included.
-arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> HashPartitionByKeys(
-    const std::shared_ptr<arrow::Table>& table, const std::vector<std::string>& keys,
-    int32_t partitions);
-
 }  // namespace sluice::exec

@@ -44,18 +44,6 @@ arrow::Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> SplitBatch(
   return out;
 }
 
-arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> SplitRows(
-    const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<int32_t>& assignment,
-    int32_t partitions) {
-  ARROW_ASSIGN_OR_RAISE(auto parts, SplitBatch(batch, assignment, partitions));
-  std::vector<std::shared_ptr<arrow::Table>> out;
-  for (const auto& part : parts) {
-    ARROW_ASSIGN_OR_RAISE(auto t, arrow::Table::FromRecordBatches(batch->schema(), {part}));
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
 ShuffleFileWriter::~ShuffleFileWriter() = default;
 
 arrow::Result<std::unique_ptr<ShuffleFileWriter>> ShuffleFileWriter::Open(

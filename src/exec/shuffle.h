@@ -27,12 +27,6 @@ arrow::Result<std::vector<std::shared_ptr<arrow::RecordBatch>>> SplitBatch(
     const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<int32_t>& assignment,
     int32_t partitions);
 
-/// Splits a batch's rows into `partitions` tables, row i going to partition assignment[i]; every
-/// table has the batch's schema, also when empty.
-arrow::Result<std::vector<std::shared_ptr<arrow::Table>>> SplitRows(
-    const std::shared_ptr<arrow::RecordBatch>& batch, const std::vector<int32_t>& assignment,
-    int32_t partitions);
-
 class HashedObjectWriter;
 
 /// One shuffle file written batch by batch as an IPC file object, straight to the store
