@@ -358,6 +358,40 @@ def test_aggregate_over_hash_partitioned_join(joined, sql, tmp_path):
     assert shuffle_files(data) == []
 
 
+GROUPED_JOINS = [
+    # integer keys: NULL groups and NULL probe keys never match; duplicates multiply
+    "select g, count(*), sum(c) from f join (select k as gk, count(*) as c from f group by k) x "
+    "on k = x.gk group by g",
+    "select count(*), sum(v) from f join (select k as gk, avg(v) as a from f group by k) x "
+    "on k = x.gk where v < a",
+    # string keys with a NULL group
+    "select g, count(*), sum(c) from f join (select g as gg, count(*) as c from f group by g) x "
+    "on g = x.gg group by g",
+    # a left join keeps d's NULL-key and unmatched rows, null-padded
+    "select name, count(*), sum(x.s), count(x.gk) from d left join "
+    "(select k as gk, sum(v) as s from f group by k) x on dk = x.gk group by name",
+]
+
+
+@pytest.mark.parametrize("sql", GROUPED_JOINS)
+def test_join_with_a_grouped_subquery_on_its_keys_runs_in_one_join_stage(joined, sql, tmp_path):
+    """The grouped side's partials hashed on its keys, the probe side on the join keys: the join
+    stage runs the subquery's final aggregate and the join per partition (TPC-H Q17's shape)."""
+    sluice, con, data = joined
+    plan = explain(sluice, sql, 3, limit=0)
+    join_stage = re.search(r"HashJoin .*\[stage (\d+)\]", plan)
+    assert join_stage and f"stage {join_stage.group(1)} (join)" in plan, plan
+    finals = re.findall(r"FinalAggregate .*\[stage (\d+)\]", plan)
+    assert join_stage.group(1) in finals, plan
+    ours, err = query(sluice, sql, tmp_path / "d.arrow", 3, limit=0)
+    assert "running in-process" not in err, err
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    want = duckdb_rows(con, sql)
+    assert_same_rows(ours, want, False, what=f"{sql} vs DuckDB")
+    assert_same_rows(ours, local, False, what=f"{sql} vs --workers 0")
+    assert shuffle_files(data) == []
+
+
 def test_every_split_row_is_read_by_exactly_one_map_task(joined):
     sluice, _, _ = joined
     sql = "select name, count(*) from f left join d on k = dk group by name"
@@ -447,9 +481,10 @@ def worker_pids(parent):
     return pids
 
 
-@pytest.mark.parametrize("n", [1, 12])
+@pytest.mark.parametrize("n", [1, 12, 17])
 def test_worker_sigkilled_at_a_random_moment(tpch, n, tmp_path):
-    """Q1: an aggregate; Q12: a join of hash-partitioned orders and lineitem."""
+    """Q1: an aggregate; Q12: a join of hash-partitioned orders and lineitem; Q17: a join with
+    a grouped subquery, co-partitioned."""
     sluice, con, data = tpch
     sql = q(n)
     want = duckdb_rows(con, sql)
