@@ -190,6 +190,10 @@ json RangesJson(const std::vector<std::pair<int32_t, int32_t>>& ranges) {
                   {"one_row_per_key", w.one_row_per_key}});
       break;
     }
+    case PlanNode::Kind::kJoinSet:
+    case PlanNode::Kind::kDependentJoin:
+      return arrow::Status::Invalid("internal: a logical ", KindName(n.kind),
+                                    " node reached the plan codec (the optimizer did not run)");
   }
   return arrow::Status::OK();
 }

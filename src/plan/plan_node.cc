@@ -47,6 +47,10 @@ const char* KindName(PlanNode::Kind kind) {
       return "shuffle_read";
     case K::kShuffleWrite:
       return "shuffle_write";
+    case K::kJoinSet:
+      return "join_set";
+    case K::kDependentJoin:
+      return "dependent_join";
   }
   return "?";
 }
@@ -54,6 +58,10 @@ const char* KindName(PlanNode::Kind kind) {
 bool IsJobKind(PlanNode::Kind kind) {
   return kind == PlanNode::Kind::kScanObjects || kind == PlanNode::Kind::kTransform ||
          kind == PlanNode::Kind::kDedup || kind == PlanNode::Kind::kSinkWrite;
+}
+
+bool IsLogicalKind(PlanNode::Kind kind) {
+  return kind == PlanNode::Kind::kJoinSet || kind == PlanNode::Kind::kDependentJoin;
 }
 
 std::unique_ptr<PlanNode> CopyPlan(
@@ -66,6 +74,7 @@ std::unique_ptr<PlanNode> CopyPlan(
   static_cast<PlanNodeFields&>(*out) = node;
   if (node.input != nullptr) out->input = CopyPlan(*node.input, replace);
   if (node.right != nullptr) out->right = CopyPlan(*node.right, replace);
+  for (const auto& item : node.items) out->items.push_back(CopyPlan(*item, replace));
   return out;
 }
 
@@ -169,7 +178,8 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
       }
       return arrow::schema(fields);
     }
-    case PlanNode::Kind::kJoin: {
+    case PlanNode::Kind::kJoin:
+    case PlanNode::Kind::kDependentJoin: {
       if (node.join_type == JoinType::kSemi || node.join_type == JoinType::kAnti) return in;
       arrow::FieldVector fields = in->fields();
       for (const auto& f : right->fields()) {
@@ -189,6 +199,14 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
 }
 
 arrow::Result<std::shared_ptr<arrow::Schema>> OutputSchema(const PlanNode& node) {
+  if (node.kind == PlanNode::Kind::kJoinSet) {
+    arrow::FieldVector fields;
+    for (const auto& item : node.items) {
+      ARROW_ASSIGN_OR_RAISE(auto schema, OutputSchema(*item));
+      fields.insert(fields.end(), schema->fields().begin(), schema->fields().end());
+    }
+    return arrow::schema(fields);
+  }
   std::shared_ptr<arrow::Schema> in, right;
   if (node.input != nullptr) {
     ARROW_ASSIGN_OR_RAISE(in, OutputSchema(*node.input));
@@ -228,7 +246,15 @@ std::vector<std::string> PlanNode::OutputNames() const {
       for (const auto& a : aggregates) out.push_back(a.output);
       return out;
     }
-    case Kind::kJoin: {
+    case Kind::kJoinSet: {
+      std::vector<std::string> out;
+      for (const auto& item : items) {
+        for (auto& n : item->OutputNames()) out.push_back(std::move(n));
+      }
+      return out;
+    }
+    case Kind::kJoin:
+    case Kind::kDependentJoin: {
       std::vector<std::string> out = input->OutputNames();
       if (join_type == JoinType::kInner || join_type == JoinType::kLeft) {
         for (auto& n : right->OutputNames()) out.push_back(std::move(n));
@@ -334,11 +360,21 @@ std::string PlanNode::Explain(int indent,
       }
       if (shuffle_write.one_row_per_key) out << " (one row per key)";
       break;
+    case Kind::kJoinSet:
+      out << "JoinSet (" << items.size() << " items, not ordered yet)";
+      break;
+    case Kind::kDependentJoin:
+      out << "DependentJoin " << JoinTypeName(join_type);
+      for (size_t i = 0; i < left_keys.size(); ++i) {
+        out << (i ? " and " : " on ") << left_keys[i] << " = " << right_keys[i];
+      }
+      break;
   }
   if (annotate) out << "  " << annotate(*this);
   out << "\n";
   if (input != nullptr) out << input->Explain(indent + 1, annotate);
   if (right != nullptr) out << right->Explain(indent + 1, annotate);
+  for (const auto& item : items) out << item->Explain(indent + 1, annotate);
   return out.str();
 }
 

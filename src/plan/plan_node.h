@@ -7,6 +7,11 @@
 // or a correlated subquery over the same table never confuses two columns. Aggregates are always
 // planned as a partial and a final step, even in one process, so that distributing a query only
 // has to cut between them.
+//
+// Two kinds exist only in the logical plan, between the binder and the optimizer's first passes:
+// an unordered set of inner joins (kJoinSet, which the join_order pass orders) and a join to a
+// subquery that still reads the outer query's columns (kDependentJoin, which the decorrelate
+// pass turns into a join). Plan bytes, the stage planner and the executors never see them.
 #pragma once
 
 #include <arrow/compute/expression.h>
@@ -19,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/cardinality.h"
 #include "plan/table_source.h"
 
 namespace sluice::plan {
@@ -114,6 +120,14 @@ struct PlanNodeFields {
     // The two ends of an exchange between stages (both front doors).
     kShuffleRead,
     kShuffleWrite,
+    // Logical plans only. kJoinSet: inner joins of `items` in no order yet, their conditions in
+    // the Filter above (through the joins to subqueries). kDependentJoin: `input` joined to the
+    // subquery `right` as `join_type` says (semi or anti: EXISTS or IN; left: a scalar
+    // subquery), with the subquery's conditions on outer columns still in a Filter of their own
+    // inside it; left_keys and right_keys already hold IN's column pair, or an uncorrelated
+    // scalar subquery's constant key names.
+    kJoinSet,
+    kDependentJoin,
   };
   Kind kind = Kind::kScan;
   JoinType join_type = JoinType::kInner;
@@ -163,6 +177,15 @@ struct PlanNodeFields {
   /// kScan: this task reads only its share of the table (a map stage's split scan).
   bool split = false;
 
+  // Logical plans only. kJoinSet: per item (PlanNode::items), its cardinality and its name in
+  // FROM; `join_set` receives what ordering learned. kJoin and kDependentJoin: where set, the
+  // join_order pass fills input_estimate and right_estimate from these.
+  std::vector<DeferredCardinality> item_cardinalities;
+  std::vector<std::string> item_names;
+  std::shared_ptr<JoinSetResult> join_set;
+  DeferredCardinality input_cardinality;
+  DeferredCardinality right_cardinality;
+
   ScanObjects objects;         // kScanObjects
   CallTransform transform;     // kTransform
   DedupFirst dedup;            // kDedup
@@ -176,6 +199,8 @@ struct PlanNode : PlanNodeFields {
   /// kJoin: the build side; `input` is the probe side (and the preserved side of a left join,
   /// the side a semi or anti join keeps rows of).
   std::unique_ptr<PlanNode> right;
+  /// kJoinSet: the FROM items, in FROM order.
+  std::vector<std::unique_ptr<PlanNode>> items;
 
   /// The columns this node outputs, in order.
   std::vector<std::string> OutputNames() const;
@@ -190,6 +215,9 @@ const char* KindName(PlanNode::Kind kind);
 
 /// Whether `kind` is a job operator (kScanObjects, kTransform, kDedup, kSinkWrite).
 bool IsJobKind(PlanNode::Kind kind);
+
+/// Whether `kind` exists only in logical plans (kJoinSet, kDependentJoin).
+bool IsLogicalKind(PlanNode::Kind kind);
 
 /// A deep copy of `node`, where `replace` (when given) may return a node to stand in for a
 /// subtree (null: copy it).

@@ -18,7 +18,6 @@
 #include "sql/optimizer/join_order.h"
 #include "sql/optimizer/optimizer.h"
 #include "sql/optimizer/physical_choices.h"
-#include "sql/optimizer/semi_joins.h"
 #include "sql/relation.h"
 #include "sql/sql_parser.h"
 
@@ -139,14 +138,38 @@ struct Context {
 // What a subquery is bound for: its shape and how the outer query joins it.
 enum class Purpose { kQuery, kScalar, kExists };
 
-// A scalar subquery joined into the outer plan: an uncorrelated one (a single aggregate row)
-// on a constant key, a correlated one grouped by its correlation columns and left-joined on
-// them, which is how `x < (SELECT avg(..) FROM t WHERE t.k = outer.k)` runs as a join.
-struct ScalarJoin {
-  Relation relation;
-  std::vector<std::string> outer_keys;
-  std::vector<std::string> inner_keys;
-};
+// A Filter over `input`, kept even when `conjuncts` is empty: the join_order pass finds a query
+// level's joins under it (join_order.h).
+std::unique_ptr<PlanNode> LevelFilter(std::unique_ptr<PlanNode> input,
+                                      const std::vector<cp::Expression>& conjuncts) {
+  auto f = plan::MakeNode(PlanNode::Kind::kFilter, std::move(input));
+  f->predicate = conjuncts.empty()       ? cp::literal(true)
+                 : conjuncts.size() == 1 ? conjuncts[0]
+                                         : cp::and_(conjuncts);
+  return f;
+}
+
+// The FROM items of one query level as a join set, which the join_order pass orders; `result`
+// receives what it learns.
+std::unique_ptr<PlanNode> JoinSet(std::vector<Relation> items,
+                                  std::shared_ptr<plan::JoinSetResult> result) {
+  auto set = plan::MakeNode(PlanNode::Kind::kJoinSet);
+  for (auto& r : items) {
+    set->item_names.push_back(r.columns.empty() ? "" : r.columns[0].qualifier);
+    set->item_cardinalities.push_back(std::move(r.cardinality));
+    set->items.push_back(std::move(r.plan));
+  }
+  set->join_set = std::move(result);
+  return set;
+}
+
+// The joined rows of a level once join_order has ordered it.
+arrow::Result<const plan::JoinSetResult*> Ordered(const plan::JoinSetResult& result) {
+  if (!result.ready) {
+    return arrow::Status::Invalid("internal: an estimate read before its joins were ordered");
+  }
+  return &result;
+}
 
 // Dates as day numbers and back: Arrow casts date32 to and from int32 without a copy.
 cp::Expression DateToDays(const cp::Expression& date) {
@@ -168,13 +191,31 @@ class Binder {
 
   // Output names of the query just bound (the top level's result column names).
   const std::vector<std::string>& output_names() const { return output_names_; }
-  // For Purpose::kScalar: the outer columns the subquery's grouping keys are equal to.
+  // For Purpose::kScalar: the outer columns the subquery's correlated equalities read.
   const std::vector<std::string>& correlation_outer() const { return correlation_outer_; }
   // For Purpose::kScalar: the result is a bare count(), 0 where no group joins.
   bool count_result() const { return count_result_; }
   // For Purpose::kExists: the conditions that read the outer query.
   const std::vector<cp::Expression>& correlated() const { return correlated_; }
   int outer_references() const { return outer_refs_; }
+  // Whether every condition on the outer query is `own column = outer column`: those the
+  // decorrelate pass can make join keys of through projections and aggregates.
+  bool CorrelatedByKeysOnly() const {
+    std::set<std::string> own;
+    for (const auto& c : columns_) own.insert(c.id());
+    for (const auto& c : correlated_) {
+      const cp::Expression::Call* call = c.call();
+      if (call == nullptr || call->function_name != "equal" ||
+          call->arguments[0].field_ref() == nullptr || call->arguments[1].field_ref() == nullptr) {
+        return false;
+      }
+      const bool a = own.count(*call->arguments[0].field_ref()->name()) > 0;
+      const bool b = own.count(*call->arguments[1].field_ref()->name()) > 0;
+      if (a == b) return false;
+    }
+    return true;
+  }
+  bool aggregated() const { return aggregated_; }
 
  private:
   enum class Scope { kRow, kAggregated };
@@ -230,8 +271,16 @@ class Binder {
   arrow::Status BindExists(const json& sublink, bool negated);
   arrow::Status BindIn(const json& sublink, bool negated);
   arrow::Result<cp::Expression> ScalarSubquery(const json& sublink, Scope scope);
-  arrow::Result<std::unique_ptr<PlanNode>> ApplyScalarJoins(std::unique_ptr<PlanNode> plan,
-                                                            std::vector<ScalarJoin>* joins);
+  // `plan` under each of `joins` (kDependentJoin nodes without their input), in order.
+  static std::unique_ptr<PlanNode> Stack(std::unique_ptr<PlanNode> plan,
+                                         std::vector<std::unique_ptr<PlanNode>>* joins) {
+    for (auto& j : *joins) {
+      j->input = std::move(plan);
+      plan = std::move(j);
+    }
+    joins->clear();
+    return plan;
+  }
 
   // Expressions
   arrow::Result<cp::Expression> Expr(const json& node, Scope scope);
@@ -345,10 +394,11 @@ class Binder {
   std::vector<ColumnInfo> columns_;
   arrow::FieldVector row_fields_;  // FROM columns and scalar subquery results, by plan id
   std::shared_ptr<arrow::Schema> row_schema_;
-  // Subqueries joined before the WHERE filter, after the aggregate (HAVING), and semi joins.
-  std::vector<ScalarJoin> row_scalars_;
-  std::vector<ScalarJoin> having_scalars_;
-  std::vector<SemiJoin> semi_joins_;
+  // Joins to subqueries (kDependentJoin, without their input): EXISTS and IN, scalar subqueries
+  // before the WHERE filter, and after the aggregate (HAVING).
+  std::vector<std::unique_ptr<PlanNode>> semi_joins_;
+  std::vector<std::unique_ptr<PlanNode>> row_scalars_;
+  std::vector<std::unique_ptr<PlanNode>> having_scalars_;
   // Correlation with the outer query.
   int outer_refs_ = 0;
   int correlated_refs_ = 0;  // the outer references in WHERE conditions
@@ -368,6 +418,7 @@ class Binder {
   bool has_distinct_aggregate_ = false;
   bool has_plain_aggregate_ = false;
   bool in_aggregate_ = false;
+  bool aggregated_ = false;
   std::vector<std::string> output_names_;
 };
 
@@ -1000,13 +1051,17 @@ arrow::Result<Relation> Binder::BindTable(const json& range_var) {
     scan->columns.push_back(f->name());
     scan->names.push_back(id);
     r.columns.push_back({alias, f->name(), f->WithName(id)});
-    if (auto range = (*table)->int_ranges.find(f->name()); range != (*table)->int_ranges.end()) {
-      r.distinct[id] = (*table)->DistinctBound(f->name());
-      r.ranges[id] = range->second;
-    }
   }
-  r.rows = static_cast<double>(std::max<int64_t>((*table)->num_rows, 1));
-  r.estimate = r.rows;
+  plan::Cardinality card;
+  for (const auto& c : r.columns) {
+    auto range = (*table)->int_ranges.find(c.name);
+    if (range == (*table)->int_ranges.end()) continue;
+    card.distinct[c.id()] = (*table)->DistinctBound(c.name);
+    card.ranges[c.id()] = range->second;
+  }
+  card.rows = static_cast<double>(std::max<int64_t>((*table)->num_rows, 1));
+  card.estimate = card.rows;
+  r.cardinality = [card]() -> arrow::Result<plan::Cardinality> { return card; };
   r.plan = std::move(scan);
   return r;
 }
@@ -1105,11 +1160,16 @@ arrow::Result<Relation> Binder::Combine(FromItems items) {
   if (semi_joins_.size() != semis) {
     return Unsupported(*items.conditions.front(), "EXISTS or IN in the ON clause of an outer join");
   }
-  std::vector<cp::Expression> filters, rest;
-  ARROW_ASSIGN_OR_RAISE(Relation r,
-                        OrderJoins(std::move(items.relations), conditions, &filters, &rest));
-  filters.insert(filters.end(), rest.begin(), rest.end());
-  r.plan = WithFilter(std::move(r.plan), filters);
+  auto joins = std::make_shared<plan::JoinSetResult>();
+  Relation r;
+  for (const auto& item : items.relations) {
+    r.columns.insert(r.columns.end(), item.columns.begin(), item.columns.end());
+  }
+  r.plan = LevelFilter(JoinSet(std::move(items.relations), joins), conditions);
+  r.cardinality = [joins]() -> arrow::Result<plan::Cardinality> {
+    ARROW_ASSIGN_OR_RAISE(const plan::JoinSetResult* ordered, Ordered(*joins));
+    return ordered->joined;
+  };
   return r;
 }
 
@@ -1168,17 +1228,27 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
   if (!on_filter.empty()) {
     node->join_filter = on_filter.size() == 1 ? on_filter[0] : cp::and_(on_filter);
   }
-  // Hash the preserved side when it is clearly smaller (Q13: 150K customers, not 1.5M orders).
-  for (const auto& c : right_only) right.estimate *= Selectivity(c, right);
-  node->input_estimate = left.estimate;
-  node->right_estimate = right.estimate;
+  // The build_sides pass hashes the preserved side when it is clearly smaller (Q13: 150K
+  // customers, not 1.5M orders).
+  node->input_cardinality = left.cardinality;
+  node->right_cardinality = [right_card = right.cardinality,
+                             right_only]() -> arrow::Result<plan::Cardinality> {
+    ARROW_ASSIGN_OR_RAISE(plan::Cardinality c, right_card());
+    for (const auto& e : right_only) c.estimate *= Selectivity(e, c);
+    return c;
+  };
   node->input = std::move(left.plan);
   node->right = std::move(right.plan);
   Relation out;
   out.plan = std::move(node);
-  out.rows = left.rows;
-  out.estimate = left.estimate;
-  out.distinct = left.distinct;
+  out.cardinality = [left_card = left.cardinality]() -> arrow::Result<plan::Cardinality> {
+    ARROW_ASSIGN_OR_RAISE(plan::Cardinality c, left_card());
+    plan::Cardinality o;
+    o.rows = c.rows;
+    o.estimate = c.estimate;
+    o.distinct = c.distinct;
+    return o;
+  };
   out.columns = left.columns;
   for (auto c : right.columns) {
     c.field = c.field->WithNullable(true);
@@ -1225,33 +1295,28 @@ arrow::Status Binder::BindExists(const json& link, bool negated) {
   Binder child(ctx_, this, this);
   ARROW_ASSIGN_OR_RAISE(Relation r,
                         child.Bind(link.at("subselect").at("SelectStmt"), Purpose::kExists));
+  // The decorrelate pass makes the join's keys of these equalities; without one there is no
+  // hash join to run.
   std::set<std::string> inner;
   for (const auto& c : r.columns) inner.insert(c.id());
-  SemiJoin join;
-  join.anti = negated;
-  std::vector<cp::Expression> filters;
+  bool keyed = false;
   for (const auto& c : child.correlated()) {
     const cp::Expression::Call* call = c.call();
     if (call != nullptr && call->function_name == "equal" &&
         call->arguments[0].field_ref() != nullptr && call->arguments[1].field_ref() != nullptr) {
-      std::string a = *call->arguments[0].field_ref()->name();
-      std::string b = *call->arguments[1].field_ref()->name();
-      if (inner.count(a)) std::swap(a, b);
-      if (!inner.count(a) && inner.count(b)) {
-        join.outer_keys.push_back(a);
-        join.inner_keys.push_back(b);
-        continue;
-      }
+      const bool a = inner.count(*call->arguments[0].field_ref()->name()) > 0;
+      const bool b = inner.count(*call->arguments[1].field_ref()->name()) > 0;
+      keyed = keyed || a != b;
     }
-    filters.push_back(c);
   }
-  if (join.outer_keys.empty()) {
+  if (!keyed) {
     return Unsupported(link,
                        "EXISTS without an equality between a subquery column and an outer column");
   }
-  if (!filters.empty()) join.filter = filters.size() == 1 ? filters[0] : cp::and_(filters);
-  join.estimate = r.estimate;
-  join.plan = std::move(r.plan);
+  auto join = plan::MakeNode(PlanNode::Kind::kDependentJoin);
+  join->join_type = negated ? JoinType::kAnti : JoinType::kSemi;
+  join->right_cardinality = std::move(r.cardinality);
+  join->right = std::move(r.plan);
   semi_joins_.push_back(std::move(join));
   return arrow::Status::OK();
 }
@@ -1267,8 +1332,18 @@ arrow::Status Binder::BindIn(const json& link, bool negated) {
   Binder child(ctx_, this, this);
   ARROW_ASSIGN_OR_RAISE(Relation r,
                         child.Bind(link.at("subselect").at("SelectStmt"), Purpose::kQuery));
-  if (child.outer_references() > 0) {
-    return Unsupported(link, "a correlated IN subquery (write it as EXISTS)");
+  // A correlated IN is a semi join on its column and on its correlation keys, which the
+  // decorrelate pass adds through the subquery's projections (and aggregates: grouping by them
+  // is the per-row subquery).
+  if (child.outer_references() > 0 && !child.CorrelatedByKeysOnly()) {
+    return Unsupported(link,
+                       "a correlated IN subquery whose conditions on the outer query are not all "
+                       "`column = outer column` (write it as EXISTS)");
+  }
+  if (child.outer_references() > 0 && negated && child.aggregated()) {
+    // With no group for an outer row's keys, the aggregate over no rows is one NULL row, and
+    // NOT IN (NULL) keeps nothing: an anti join would keep the row.
+    return Unsupported(link, "a correlated NOT IN over an aggregate (write it as NOT EXISTS)");
   }
   if (r.columns.size() != 1) return Error(link, "subquery has too many columns");
   auto outer_field = RowSchema().GetFieldByName(*x.field_ref()->name());
@@ -1277,23 +1352,21 @@ arrow::Status Binder::BindIn(const json& link, bool negated) {
     // NOT IN is NULL, not true, once either side has a NULL; an anti join would keep the row.
     return Unsupported(link, "NOT IN over a column that may be NULL (write it as NOT EXISTS)");
   }
-  SemiJoin join;
-  join.anti = negated;
-  join.outer_keys.push_back(*x.field_ref()->name());
-  join.inner_keys.push_back(inner_field->name());
-  join.estimate = r.estimate;
-  join.plan = std::move(r.plan);
+  auto join = plan::MakeNode(PlanNode::Kind::kDependentJoin);
+  join->join_type = negated ? JoinType::kAnti : JoinType::kSemi;
+  join->left_keys.push_back(*x.field_ref()->name());
+  join->right_keys.push_back(inner_field->name());
+  join->right_cardinality = std::move(r.cardinality);
+  join->right = std::move(r.plan);
   if (outer_field != nullptr && !outer_field->type()->Equals(*inner_field->type())) {
     // A hash join compares keys of one type: cast the subquery's column to the outer one's.
-    auto cast = std::make_unique<PlanNode>();
-    cast->kind = PlanNode::Kind::kProject;
+    auto cast = plan::MakeNode(PlanNode::Kind::kProject, std::move(join->right));
     const std::string id = ctx_.NewId(r.columns[0].name);
     cast->expressions.push_back(cp::call("cast", {cp::field_ref(inner_field->name())},
                                          cp::CastOptions::Safe(outer_field->type())));
     cast->names.push_back(id);
-    cast->input = std::move(join.plan);
-    join.plan = std::move(cast);
-    join.inner_keys[0] = id;
+    join->right = std::move(cast);
+    join->right_keys[0] = id;
   }
   semi_joins_.push_back(std::move(join));
   return arrow::Status::OK();
@@ -1303,15 +1376,23 @@ arrow::Result<cp::Expression> Binder::ScalarSubquery(const json& link, Scope sco
   Binder child(ctx_, this, this);
   ARROW_ASSIGN_OR_RAISE(Relation r,
                         child.Bind(link.at("subselect").at("SelectStmt"), Purpose::kScalar));
-  ScalarJoin join;
-  join.outer_keys = child.correlation_outer();
-  for (size_t i = 0; i < join.outer_keys.size(); ++i) join.inner_keys.push_back(r.columns[i].id());
   auto value = r.columns.back().field->WithNullable(true);
-  join.relation = std::move(r);
+  // A left join: no group for an outer row's key, or no row at all behind a HAVING, is the
+  // aggregate over no rows, NULL.
+  auto join = plan::MakeNode(PlanNode::Kind::kDependentJoin);
+  join->join_type = JoinType::kLeft;
+  const bool correlated = !child.correlation_outer().empty();
+  if (correlated) {
+    // Only the subquery's estimate: the build side stays the group table.
+    join->right_cardinality = std::move(r.cardinality);
+  } else {
+    // At most one aggregate row: every outer row joins it on a constant key, named here.
+    join->left_keys.push_back(ctx_.NewId("one"));
+    join->right_keys.push_back(ctx_.NewId("one"));
+  }
+  join->right = std::move(r.plan);
   if (scope == Scope::kAggregated && !in_aggregate_) {
-    if (!join.outer_keys.empty()) {
-      return Unsupported(link, "a correlated subquery after aggregation");
-    }
+    if (correlated) return Unsupported(link, "a correlated subquery after aggregation");
     having_scalars_.push_back(std::move(join));
   } else {
     row_scalars_.push_back(std::move(join));
@@ -1322,45 +1403,6 @@ arrow::Result<cp::Expression> Binder::ScalarSubquery(const json& link, Scope sco
     return cp::call("coalesce", {cp::field_ref(value->name()), cp::literal(int64_t{0})});
   }
   return cp::field_ref(value->name());
-}
-
-arrow::Result<std::unique_ptr<PlanNode>> Binder::ApplyScalarJoins(std::unique_ptr<PlanNode> plan,
-                                                                  std::vector<ScalarJoin>* joins) {
-  for (auto& j : *joins) {
-    auto join = std::make_unique<PlanNode>();
-    join->kind = PlanNode::Kind::kJoin;
-    if (j.outer_keys.empty()) {
-      // At most one aggregate row: every outer row joins it on a constant key.
-      auto constant_key = [&](std::unique_ptr<PlanNode> input, std::vector<std::string>* keys) {
-        auto p = std::make_unique<PlanNode>();
-        p->kind = PlanNode::Kind::kProject;
-        p->keep_input = true;
-        const std::string id = ctx_.NewId("one");
-        p->expressions.push_back(cp::literal(int64_t{1}));
-        p->names.push_back(id);
-        keys->push_back(id);
-        p->input = std::move(input);
-        return p;
-      };
-      // A left join: a HAVING may leave the aggregate with no row, and then the value is NULL.
-      join->join_type = JoinType::kLeft;
-      join->input = constant_key(std::move(plan), &join->left_keys);
-      join->right = constant_key(std::move(j.relation.plan), &join->right_keys);
-    } else {
-      // No group for an outer row's key means the aggregate over no rows: NULL, as a left join
-      // gives it.
-      join->join_type = JoinType::kLeft;
-      join->left_keys = j.outer_keys;
-      join->right_keys = j.inner_keys;
-      join->input = std::move(plan);
-      join->right = std::move(j.relation.plan);
-      // Only the inner side's estimate: the build side stays the group table.
-      join->right_estimate = j.relation.estimate;
-    }
-    plan = std::move(join);
-  }
-  joins->clear();
-  return plan;
 }
 
 arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
@@ -1389,6 +1431,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
   const bool aggregated = select.contains("groupClause") || select.contains("havingClause") ||
                           ContainsAggregate(targets);
   const Scope out_scope = aggregated ? Scope::kAggregated : Scope::kRow;
+  aggregated_ = aggregated;
 
   // WHERE, with the ON conditions of inner joins.
   std::vector<cp::Expression> conditions;
@@ -1421,8 +1464,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
         std::string b = *call->arguments[1].field_ref()->name();
         if (!own.count(a)) std::swap(a, b);
         if (own.count(a) && !own.count(b)) {
-          group_keys_.push_back(a);
-          group_exprs_.push_back(cp::field_ref(a));
+          // The decorrelate pass groups by `a` and joins on it.
           correlation_outer_.push_back(b);
           continue;
         }
@@ -1531,33 +1573,28 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     return Unsupported(select, "a correlated reference outside the subquery's WHERE clause");
   }
 
-  // Semi joins that fit on one FROM item run on it before the joins.
-  if (items.relations.size() > 1 && !semi_joins_.empty()) {
-    semi_joins_ = PlaceSemiJoins(&items.relations, std::move(semi_joins_));
-  }
-
-  // The plan, bottom-up: joins, semi joins, scalar subqueries, then WHERE (less its join keys)
-  // above them all, which the filter_pushdown pass moves down.
-  std::vector<cp::Expression> filters, rest;
-  ARROW_ASSIGN_OR_RAISE(Relation joined,
-                        OrderJoins(std::move(items.relations), conditions, &filters, &rest));
-  const double input_rows = joined.rows;
-  double joined_estimate = joined.estimate;
-  for (const auto& c : rest) joined_estimate *= Selectivity(c, joined);
-  std::unique_ptr<PlanNode> plan = std::move(joined.plan);
-  // Semi joins only drop rows, and read no scalar subquery's result: they go first, so that a
-  // correlated scalar subquery is joined to fewer rows (Q20: 8.5K partsupp rows, not 800K).
-  plan = ApplySemiJoins(std::move(plan), std::move(semi_joins_), joined.estimate);
-  semi_joins_.clear();
-  ARROW_ASSIGN_OR_RAISE(plan, ApplyScalarJoins(std::move(plan), &row_scalars_));
-  filters.insert(filters.end(), rest.begin(), rest.end());
-  plan = WithFilter(std::move(plan), filters);
+  // The logical plan, bottom-up: the FROM items as one join set, the joins to the WHERE
+  // clause's subqueries (semi joins first: they only drop rows), then WHERE with the ON
+  // conditions of inner joins. The join_order pass orders the set and splits WHERE between the
+  // joins' keys and a Filter, which the filter_pushdown pass moves down. The conditions on the
+  // outer query get a Filter of their own, which the decorrelate pass takes apart.
+  auto joins = std::make_shared<plan::JoinSetResult>();
+  std::unique_ptr<PlanNode> plan = JoinSet(std::move(items.relations), joins);
+  plan = Stack(std::move(plan), &semi_joins_);
+  plan = Stack(std::move(plan), &row_scalars_);
+  plan = LevelFilter(std::move(plan), conditions);
+  plan = WithFilter(std::move(plan), correlated_);
   if (purpose == Purpose::kExists) {
     Relation out;
     out.plan = std::move(plan);
     out.columns = columns_;
-    out.rows = input_rows;
-    out.estimate = joined_estimate;
+    out.cardinality = [joins]() -> arrow::Result<plan::Cardinality> {
+      ARROW_ASSIGN_OR_RAISE(const plan::JoinSetResult* ordered, Ordered(*joins));
+      plan::Cardinality c;
+      c.rows = ordered->joined.rows;
+      c.estimate = ordered->filtered;
+      return c;
+    };
     return out;
   }
 
@@ -1581,7 +1618,9 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       pre->expressions.push_back(agg_inputs_[i]);
       pre->names.push_back(agg_input_names_[i]);
     }
-    if (pre->expressions.empty()) {  // count(*) alone: Acero needs a column to count rows of
+    // count(*) alone: Acero needs a column to count rows of (a correlated subquery's keys
+    // will be there).
+    if (pre->expressions.empty() && correlation_outer_.empty()) {
       pre->expressions.push_back(cp::literal(true));
       pre->names.push_back(ctx_.NewId("row"));
     }
@@ -1602,24 +1641,13 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     final_agg->aggregates = final_;
     final_agg->input = std::move(partial);
     plan = std::move(final_agg);
-    ARROW_ASSIGN_OR_RAISE(plan, ApplyScalarJoins(std::move(plan), &having_scalars_));
+    plan = Stack(std::move(plan), &having_scalars_);
     if (!having.Equals(cp::literal(true))) plan = WithFilter(std::move(plan), {having});
   }
 
   // The select list, under fresh plan names, then hidden sort keys after it.
   auto project = std::make_unique<PlanNode>();
   project->kind = PlanNode::Kind::kProject;
-  std::vector<std::string> ids;
-  if (purpose == Purpose::kScalar) {
-    // A correlated scalar subquery outputs its grouping keys first, to join on.
-    for (const auto& k : std::vector<std::string>(
-             group_keys_.begin(),
-             group_keys_.begin() + static_cast<std::ptrdiff_t>(correlation_outer_.size()))) {
-      outputs.insert(outputs.begin() + static_cast<std::ptrdiff_t>(ids.size()), cp::field_ref(k));
-      names.insert(names.begin() + static_cast<std::ptrdiff_t>(ids.size()), k);
-      ids.push_back(k);
-    }
-  }
   std::vector<std::string> out_ids;
   for (size_t i = 0; i < outputs.size(); ++i) {
     out_ids.push_back(ctx_.NewId(names[i]));
@@ -1755,9 +1783,17 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     if (field == nullptr) return arrow::Status::Invalid("internal: output ", out_ids[i]);
     out.columns.push_back({"", names[i], field});
   }
-  out.rows = !aggregated ? input_rows : group_keys_.empty() ? 1 : input_rows;
-  out.estimate = !aggregated ? joined_estimate : group_keys_.empty() ? 1 : joined_estimate;
-  if (aggregated && !having.Equals(cp::literal(true))) out.estimate = HavingEstimate(out.estimate);
+  // A correlated scalar subquery is grouped by its keys (the decorrelate pass adds them).
+  const bool one_row = aggregated && group_keys_.empty() && correlation_outer_.empty();
+  const bool having_filter = aggregated && !having.Equals(cp::literal(true));
+  out.cardinality = [joins, one_row, having_filter]() -> arrow::Result<plan::Cardinality> {
+    ARROW_ASSIGN_OR_RAISE(const plan::JoinSetResult* ordered, Ordered(*joins));
+    plan::Cardinality c;
+    c.rows = one_row ? 1 : ordered->joined.rows;
+    c.estimate = one_row ? 1 : ordered->filtered;
+    if (having_filter) c.estimate = HavingEstimate(c.estimate);
+    return c;
+  };
   output_names_ = names;
   return out;
 }

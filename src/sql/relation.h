@@ -1,5 +1,6 @@
-// A bound relation: what the binder hands the join orderer for each FROM item, and gets back
-// joined. Columns carry their SQL names for the binder and their plan ids for the plan.
+// A bound relation: what the binder makes of each FROM item and subquery. Columns carry their
+// SQL names for the binder and their plan ids for the plan; the cardinality is deferred
+// (plan/cardinality.h), since a derived table's depends on how the optimizer orders its joins.
 #pragma once
 
 #include <arrow/type.h>
@@ -8,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sql/optimizer/cardinality.h"
+#include "plan/cardinality.h"
 #include "sql/plan_node.h"
 
 namespace sluice::sql {
@@ -21,10 +22,11 @@ struct ColumnInfo {
   const std::string& id() const { return field->name(); }
 };
 
-/// A bound FROM item or query: its plan, its columns, and estimates for join ordering.
-struct Relation : Cardinality {
+/// A bound FROM item or query: its logical plan, its columns, and its estimate.
+struct Relation {
   std::unique_ptr<PlanNode> plan;
   std::vector<ColumnInfo> columns;
+  plan::DeferredCardinality cardinality;
 };
 
 }  // namespace sluice::sql

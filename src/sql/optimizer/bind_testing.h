@@ -1,6 +1,7 @@
 // Test support for the optimizer's plan-text tests: SQL bound over two small tables that have
 // files but are never read, t(k int64, g utf8, v float64) and u(uk int64, name utf8), to the
-// plan as bound, before any pass (BindLogical).
+// logical plan as bound (BindLogical), or as the logical passes (decorrelate, join_order) leave
+// it for the others.
 #pragma once
 
 #include <arrow/api.h>
@@ -11,6 +12,8 @@
 #include <utility>
 
 #include "sql/binder.h"
+#include "sql/optimizer/decorrelate.h"
+#include "sql/optimizer/join_order.h"
 #include "sql/sql_parser.h"
 
 namespace sluice::sql {
@@ -47,7 +50,8 @@ inline TableResolver TestTables(int64_t t_rows = 1000, int64_t u_rows = 100) {
 }
 
 /// `sql` bound over TestTables, before the optimizer's passes; a failure fails the test.
-inline BoundQuery BindForTest(const std::string& sql, int64_t t_rows = 1000, int64_t u_rows = 100) {
+inline BoundQuery BindLogicalForTest(const std::string& sql, int64_t t_rows = 1000,
+                                     int64_t u_rows = 100) {
   auto statement = ParseStatement(sql);
   EXPECT_TRUE(statement.ok()) << statement.status().ToString();
   if (!statement.ok()) return {};
@@ -56,6 +60,16 @@ inline BoundQuery BindForTest(const std::string& sql, int64_t t_rows = 1000, int
   EXPECT_TRUE(bound.ok()) << bound.status().ToString();
   if (!bound.ok()) return {};
   return std::move(*bound);
+}
+
+/// `sql` bound over TestTables and through the logical passes, as the other passes see it.
+inline BoundQuery BindForTest(const std::string& sql, int64_t t_rows = 1000, int64_t u_rows = 100) {
+  BoundQuery q = BindLogicalForTest(sql, t_rows, u_rows);
+  if (q.plan == nullptr) return q;
+  auto st = Decorrelate(q.plan.get());
+  if (st.ok()) st = OrderJoinSets(q.plan.get());
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return q;
 }
 
 }  // namespace sluice::sql

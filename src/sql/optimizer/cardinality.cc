@@ -12,11 +12,6 @@ namespace sluice::sql {
 
 namespace cp = arrow::compute;
 
-double Cardinality::DistinctBound(const std::string& id) const {
-  auto it = distinct.find(id);
-  return it == distinct.end() ? rows : std::min<double>(rows, static_cast<double>(it->second));
-}
-
 namespace {
 
 // `column < constant` and the like, on a column whose range statistics know (dates as days).

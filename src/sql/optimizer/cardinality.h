@@ -6,11 +6,9 @@
 
 #include <arrow/compute/expression.h>
 
-#include <cstdint>
-#include <map>
-#include <string>
-#include <utility>
 #include <vector>
+
+#include "plan/cardinality.h"
 
 namespace sluice::sql {
 
@@ -30,20 +28,8 @@ inline constexpr double kSemiJoinReduction = 2;
 /// A HAVING clause is estimated to keep 1 in this many groups (as a range would).
 inline constexpr double kHavingReduction = 3;
 
-/// What the estimates know of a relation. Columns are named by their plan ids.
-struct Cardinality {
-  /// Rows before any filter: what join ordering compares.
-  double rows = 1;
-  /// Rows the relation's plan is estimated to produce: what decides which side to hash.
-  double estimate = 1;
-  /// Distinct values, where statistics know a bound.
-  std::map<std::string, int64_t> distinct;
-  /// Integer and date (as days) min/max, where statistics know them.
-  std::map<std::string, std::pair<int64_t, int64_t>> ranges;
-
-  /// The distinct values of `id`: its statistic, never more than `rows`; `rows` without one.
-  double DistinctBound(const std::string& id) const;
-};
+/// What the estimates know of a relation (plan/cardinality.h: the logical plan carries it).
+using plan::Cardinality;
 
 /// The share of rows `e` keeps: an equality one distinct value's share, a range its window of
 /// the column's min/max (kRangeSelectivity without them), LIKE kLikeSelectivity, IN its values'

@@ -1,6 +1,6 @@
 // Filter pushdown on plan text: queries bound over t(k, g, v) and u(uk, name) (bind_testing.h),
-// the plan as the binder leaves it (WHERE above the joins, ON conditions on the join) and after
-// the pass.
+// the plan as the logical passes leave it (WHERE above the joins, ON conditions on the join)
+// and after the pass.
 #include "sql/optimizer/filter_pushdown.h"
 
 #include <arrow/api.h>

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "sql/optimizer/conjuncts.h"
+#include "sql/optimizer/semi_joins.h"
 
 namespace sluice::sql {
 
@@ -59,13 +60,13 @@ std::vector<cp::Expression> FactorOr(const cp::Expression& e) {
   return common;
 }
 
-arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
-                                   const std::vector<cp::Expression>& conditions,
-                                   std::vector<cp::Expression>* filters,
-                                   std::vector<cp::Expression>* rest) {
+arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
+                                    const std::vector<cp::Expression>& conditions,
+                                    std::vector<cp::Expression>* filters,
+                                    std::vector<cp::Expression>* rest) {
   std::map<std::string, size_t> owner;
   for (size_t i = 0; i < relations.size(); ++i) {
-    for (const auto& c : relations[i].columns) owner[c.id()] = i;
+    for (const auto& id : relations[i].ids) owner[id] = i;
   }
   std::vector<cp::Expression> conjuncts;
   for (const auto& condition : conditions) {
@@ -160,7 +161,7 @@ arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
   for (size_t i = 1; i < n; ++i) {
     if (relations[i].estimate > relations[start].estimate) start = i;
   }
-  Relation plan = std::move(relations[start]);
+  JoinInput plan = std::move(relations[start]);
   joined[start] = true;
   for (size_t step = 1; step < n; ++step) {
     size_t best = n;
@@ -186,9 +187,9 @@ arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
     }
     if (best == n) {
       for (size_t t = 0; t < n; ++t) {
-        if (!joined[t] && !relations[t].columns.empty()) {
+        if (!joined[t] && !relations[t].name.empty()) {
           return arrow::Status::NotImplemented(
-              "not supported: a cross join (\"", relations[t].columns[0].qualifier,
+              "not supported: a cross join (\"", relations[t].name,
               "\" has no equality condition with the other FROM items)");
         }
       }
@@ -201,7 +202,7 @@ arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
     for (const auto& e : edges) {
       const bool a_in = joined[e.a] && e.b == best, b_in = joined[e.b] && e.a == best;
       if (!a_in && !b_in) continue;
-      const Relation& left_side = a_in ? relations[e.a] : relations[e.b];
+      const JoinInput& left_side = a_in ? relations[e.a] : relations[e.b];
       const std::string& left_col = a_in ? e.a_col : e.b_col;
       const std::string& right_col = a_in ? e.b_col : e.a_col;
       const double left_distinct =
@@ -228,7 +229,7 @@ arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
     join->right = std::move(relations[best].plan);
     joined[best] = true;
     plan.plan = std::move(join);
-    for (auto& c : relations[best].columns) plan.columns.push_back(std::move(c));
+    for (auto& id : relations[best].ids) plan.ids.push_back(std::move(id));
     plan.distinct.insert(relations[best].distinct.begin(), relations[best].distinct.end());
     plan.ranges.insert(relations[best].ranges.begin(), relations[best].ranges.end());
   }
@@ -239,6 +240,147 @@ arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
     if (!e.used) filters->push_back(cp::equal(cp::field_ref(e.a_col), cp::field_ref(e.b_col)));
   }
   return plan;
+}
+
+namespace {
+
+// Fills a join's estimates from the deferred cardinalities the binder left on it.
+arrow::Status FillDeferredEstimates(PlanNode* join) {
+  if (join->input_cardinality) {
+    ARROW_ASSIGN_OR_RAISE(Cardinality c, join->input_cardinality());
+    join->input_estimate = c.estimate;
+    join->input_cardinality = nullptr;
+  }
+  if (join->right_cardinality) {
+    ARROW_ASSIGN_OR_RAISE(Cardinality c, join->right_cardinality());
+    join->right_estimate = c.estimate;
+    join->right_cardinality = nullptr;
+  }
+  return arrow::Status::OK();
+}
+
+// A join of a level's subqueries between its WHERE Filter and its FROM items: a semi, anti or
+// left join, or the constant key an uncorrelated scalar subquery's left join reads.
+bool IsSubqueryStep(const PlanNode& n) {
+  return (n.kind == PlanNode::Kind::kJoin && n.join_type != JoinType::kInner) ||
+         (n.kind == PlanNode::Kind::kProject && n.keep_input);
+}
+
+// Whether `filter` is a query level's WHERE: a Filter over the joins of its subqueries over a
+// kJoinSet.
+bool IsLevelFilter(const PlanNode& filter) {
+  if (filter.kind != PlanNode::Kind::kFilter) return false;
+  const PlanNode* n = filter.input.get();
+  while (n != nullptr && IsSubqueryStep(*n)) n = n->input.get();
+  return n != nullptr && n->kind == PlanNode::Kind::kJoinSet;
+}
+
+// Orders the level whose WHERE Filter is at *slot (IsLevelFilter).
+arrow::Status OrderLevel(std::unique_ptr<PlanNode>* slot) {
+  PlanNode& filter = **slot;
+  // The subqueries' joins, bottom-up: the semi joins, then the left joins of scalar subqueries
+  // (with their constant keys).
+  std::vector<std::unique_ptr<PlanNode>> chain;
+  std::unique_ptr<PlanNode> node = std::move(filter.input);
+  while (IsSubqueryStep(*node)) {
+    std::unique_ptr<PlanNode> below = std::move(node->input);
+    chain.insert(chain.begin(), std::move(node));
+    node = std::move(below);
+  }
+  std::unique_ptr<PlanNode> set = std::move(node);
+  std::vector<SemiJoin> semis;
+  std::vector<std::unique_ptr<PlanNode>> lefts;
+  for (auto& j : chain) {
+    if (j->kind == PlanNode::Kind::kProject || j->join_type == JoinType::kLeft) {
+      lefts.push_back(std::move(j));
+      continue;
+    }
+    if (!lefts.empty()) {
+      return arrow::Status::Invalid("internal: join_order: a semi join above a scalar subquery's");
+    }
+    SemiJoin s;
+    s.plan = std::move(j->right);
+    s.outer_keys = j->left_keys;
+    s.inner_keys = j->right_keys;
+    s.filter = j->join_filter;
+    s.anti = j->join_type == JoinType::kAnti;
+    s.estimate = j->right_estimate;
+    semis.push_back(std::move(s));
+  }
+  if (set->item_cardinalities.size() != set->items.size() ||
+      set->item_names.size() != set->items.size()) {
+    return arrow::Status::Invalid("internal: join_order: a join set without an estimate per item");
+  }
+  std::vector<JoinInput> relations;
+  for (size_t i = 0; i < set->items.size(); ++i) {
+    JoinInput r;
+    ARROW_ASSIGN_OR_RAISE(static_cast<Cardinality&>(r), set->item_cardinalities[i]());
+    r.plan = std::move(set->items[i]);
+    r.ids = r.plan->OutputNames();
+    r.name = set->item_names[i];
+    relations.push_back(std::move(r));
+  }
+  // A semi join on one FROM item other than the largest runs on it before the joins.
+  if (relations.size() > 1 && !semis.empty()) {
+    semis = PlaceSemiJoins(&relations, std::move(semis));
+  }
+  std::vector<cp::Expression> filters, rest;
+  ARROW_ASSIGN_OR_RAISE(JoinInput joined,
+                        OrderJoins(std::move(relations), {filter.predicate}, &filters, &rest));
+  const Cardinality estimate = joined;
+  double filtered = joined.estimate;
+  for (const auto& c : rest) filtered *= Selectivity(c, joined);
+  // Semi joins only drop rows, and read no scalar subquery's result: they go right after the
+  // joins, so that a correlated scalar subquery is joined to fewer rows (Q20: 8.5K partsupp
+  // rows, not 800K).
+  std::unique_ptr<PlanNode> plan =
+      ApplySemiJoins(std::move(joined.plan), std::move(semis), joined.estimate);
+  for (auto& left : lefts) {
+    left->input = std::move(plan);
+    plan = std::move(left);
+  }
+  filters.insert(filters.end(), rest.begin(), rest.end());
+  if (set->join_set != nullptr) {
+    set->join_set->joined = estimate;
+    set->join_set->filtered = filtered;
+    set->join_set->ready = true;
+  }
+  *slot = WithFilter(std::move(plan), filters);
+  return arrow::Status::OK();
+}
+
+// Inner levels first: a level's items and subqueries are ordered before it is.
+arrow::Status OrderAt(std::unique_ptr<PlanNode>* slot) {
+  PlanNode* node = slot->get();
+  if (node == nullptr) return arrow::Status::OK();
+  ARROW_RETURN_NOT_OK(OrderAt(&node->input));
+  ARROW_RETURN_NOT_OK(OrderAt(&node->right));
+  for (auto& item : node->items) ARROW_RETURN_NOT_OK(OrderAt(&item));
+  if (node->kind == PlanNode::Kind::kDependentJoin) {
+    return arrow::Status::Invalid("internal: join_order runs after decorrelate");
+  }
+  if (node->kind == PlanNode::Kind::kJoin) ARROW_RETURN_NOT_OK(FillDeferredEstimates(node));
+  if (IsLevelFilter(*node)) return OrderLevel(slot);
+  return arrow::Status::OK();
+}
+
+bool HasJoinSet(const PlanNode* node) {
+  if (node == nullptr) return false;
+  if (node->kind == PlanNode::Kind::kJoinSet) return true;
+  return HasJoinSet(node->input.get()) || HasJoinSet(node->right.get());
+}
+
+}  // namespace
+
+arrow::Status OrderJoinSets(PlanNode* plan) {
+  // The root may be replaced too: it moves into a slot of its own and back.
+  auto root = std::make_unique<PlanNode>(std::move(*plan));
+  ARROW_RETURN_NOT_OK(OrderAt(&root));
+  *plan = std::move(*root);
+  if (HasJoinSet(plan)) {
+    return arrow::Status::Invalid("internal: join_order: a join set without its WHERE Filter");
+  }
+  return arrow::Status::OK();
 }
 
 }  // namespace sluice::sql

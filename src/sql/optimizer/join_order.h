@@ -1,21 +1,34 @@
 // Join order: FROM items and the WHERE conditions over them become a tree of hash joins on the
 // conditions' equalities. The order is greedy from cardinality estimates (cardinality.h), which
 // count each item's own conditions; the conditions themselves come back for a Filter above the
-// joins, and the filter_pushdown pass (filter_pushdown.h) moves them down to their items. The
-// binder calls it as it binds each query level, since a level's estimate decides how its
-// subqueries are joined; it becomes a pass over the plan once estimates live on the plan.
+// joins, and the filter_pushdown pass (filter_pushdown.h) moves them down to their items.
+//
+// The join_order pass (OrderJoinSets) does this for every query level of a logical plan, inner
+// levels first: a derived table's or subquery's estimate depends on how its own joins were
+// ordered, and the levels around it read that estimate (plan/cardinality.h). It also places each
+// level's semi joins (semi_joins.h) and fills the estimates on every join, which the physical
+// planner's passes read.
 #pragma once
 
 #include <arrow/compute/expression.h>
 #include <arrow/result.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "sql/optimizer/cardinality.h"
 #include "sql/plan_node.h"
-#include "sql/relation.h"
 
 namespace sluice::sql {
+
+/// A FROM item as join ordering sees it: its plan, the ids of its columns, its name in FROM (for
+/// messages) and its estimates.
+struct JoinInput : Cardinality {
+  std::unique_ptr<PlanNode> plan;
+  std::vector<std::string> ids;
+  std::string name;
+};
 
 /// `input` filtered by the AND of `conjuncts` (none: `input` itself).
 std::unique_ptr<PlanNode> WithFilter(std::unique_ptr<PlanNode> input,
@@ -39,9 +52,16 @@ std::vector<arrow::compute::Expression> FactorOr(const arrow::compute::Expressio
 /// The relation estimated largest after its filters probes; each step then hashes the connected
 /// relation whose join multiplies the rows least (rows after filters per distinct key value),
 /// ties going to the smaller relation.
-arrow::Result<Relation> OrderJoins(std::vector<Relation> relations,
-                                   const std::vector<arrow::compute::Expression>& conditions,
-                                   std::vector<arrow::compute::Expression>* filters,
-                                   std::vector<arrow::compute::Expression>* rest);
+arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
+                                    const std::vector<arrow::compute::Expression>& conditions,
+                                    std::vector<arrow::compute::Expression>* filters,
+                                    std::vector<arrow::compute::Expression>* rest);
+
+/// The join_order pass. Each kJoinSet, with the conditions of the Filter above it (through the
+/// semi and left joins of its subqueries, which decorrelate made), becomes OrderJoins' tree; the
+/// semi joins go where PlaceSemiJoins says, the left joins above them, and the conditions in a
+/// Filter on top. Every deferred estimate on a join is filled. Runs after decorrelate; an error
+/// is a bug (a logical plan the binder did not make).
+arrow::Status OrderJoinSets(PlanNode* plan);
 
 }  // namespace sluice::sql

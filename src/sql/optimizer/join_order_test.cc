@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "plan/compute_init.h"
+#include "sql/optimizer/bind_testing.h"
+#include "sql/optimizer/decorrelate.h"
 #include "sql/optimizer/filter_pushdown.h"
 #include "sql/optimizer/physical_choices.h"
 
@@ -20,18 +22,19 @@ class JoinOrderTest : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(plan::EnsureComputeInitialized().ok()); }
 
   // A relation scanning table `name` with int64 columns `ids`, `rows` rows before filters.
-  static Relation Scan(const std::string& name, const std::vector<std::string>& ids, double rows) {
+  static JoinInput Scan(const std::string& name, const std::vector<std::string>& ids, double rows) {
     auto table = std::make_shared<TableSource>();
     table->name = name;
     table->files = {name + "/part-0"};
-    Relation r;
+    JoinInput r;
+    r.name = name;
     r.plan = std::make_unique<PlanNode>();
     r.plan->kind = PlanNode::Kind::kScan;
     r.plan->table = table;
     for (const auto& id : ids) {
       r.plan->columns.push_back(id.substr(0, id.find('#')));
       r.plan->names.push_back(id);
-      r.columns.push_back({name, id.substr(0, id.find('#')), arrow::field(id, arrow::int64())});
+      r.ids.push_back(id);
     }
     r.rows = rows;
     r.estimate = rows;
@@ -52,7 +55,7 @@ class JoinOrderTest : public ::testing::Test {
 };
 
 TEST_F(JoinOrderTest, LargestProbesAndTheFilteredDimensionJoinsFirst) {
-  std::vector<Relation> relations;
+  std::vector<JoinInput> relations;
   relations.push_back(Scan("dim_b", {"b_k#4"}, 10'000));
   relations.push_back(Scan("fact", {"f_a#0", "f_b#1"}, 1'000'000));
   relations.push_back(Scan("dim_a", {"a_k#2", "a_x#3"}, 100));
@@ -82,8 +85,8 @@ TEST_F(JoinOrderTest, LargestProbesAndTheFilteredDimensionJoinsFirst) {
   // 1M x dim_a's 10 / 1M = 10, then 10 x 10,000 / 1M, at least one row.
   EXPECT_DOUBLE_EQ(joined->estimate, 1);
   // Columns follow the join order.
-  ASSERT_EQ(joined->columns.size(), 5u);
-  EXPECT_EQ(joined->columns[2].id(), "a_k#2");
+  ASSERT_EQ(joined->ids.size(), 5u);
+  EXPECT_EQ(joined->ids[2], "a_k#2");
   EXPECT_EQ(Placed(std::move(joined->plan), filters),
             "HashJoin inner on f_b#1 = b_k#4\n"
             "  HashJoin inner on f_a#0 = a_k#2\n"
@@ -94,7 +97,7 @@ TEST_F(JoinOrderTest, LargestProbesAndTheFilteredDimensionJoinsFirst) {
 }
 
 TEST_F(JoinOrderTest, ForeignColumnsWaitAndNonKeyConditionsFilterAfterTheJoin) {
-  std::vector<Relation> relations;
+  std::vector<JoinInput> relations;
   relations.push_back(Scan("l", {"x#0", "y#1"}, 1000));
   relations.push_back(Scan("r", {"k#2", "z#3"}, 10));
   std::vector<cp::Expression> filters, rest;
@@ -114,7 +117,7 @@ TEST_F(JoinOrderTest, ForeignColumnsWaitAndNonKeyConditionsFilterAfterTheJoin) {
 }
 
 TEST_F(JoinOrderTest, AnOrOverTwoRelationsFiltersEachBeforeTheJoin) {
-  std::vector<Relation> relations;
+  std::vector<JoinInput> relations;
   relations.push_back(Scan("l", {"x#0", "y#1"}, 1000));
   relations.push_back(Scan("r", {"k#2", "z#3"}, 10));
   auto branch = [](int64_t a, int64_t b) {
@@ -140,7 +143,7 @@ TEST_F(JoinOrderTest, AnOrOverTwoRelationsFiltersEachBeforeTheJoin) {
 }
 
 TEST_F(JoinOrderTest, NoEqualityIsACrossJoinError) {
-  std::vector<Relation> relations;
+  std::vector<JoinInput> relations;
   relations.push_back(Scan("l", {"x#0"}, 1000));
   relations.push_back(Scan("r", {"k#2"}, 10));
   std::vector<cp::Expression> filters, rest;
@@ -159,6 +162,68 @@ TEST_F(JoinOrderTest, FactorOrPullsOutWhatEveryBranchRepeats) {
   ASSERT_EQ(factored.size(), 2u);
   EXPECT_EQ(factored[0].ToString(), key.ToString());
   EXPECT_EQ(factored[1].ToString(), cp::or_(a, b).ToString());
+}
+
+// The join_order pass over bound queries: t(k, g, v) and u(uk, name) (bind_testing.h).
+std::string Ordered(const std::string& sql, int64_t t_rows, int64_t u_rows,
+                    std::string* before = nullptr) {
+  BoundQuery q = BindLogicalForTest(sql, t_rows, u_rows);
+  if (q.plan == nullptr) return "";
+  EXPECT_TRUE(Decorrelate(q.plan.get()).ok());
+  if (before != nullptr) *before = q.plan->Explain();
+  auto st = OrderJoinSets(q.plan.get());
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return q.plan->Explain();
+}
+
+TEST_F(JoinOrderTest, ThePassOrdersEachJoinSetUnderItsWhere) {
+  std::string before;
+  EXPECT_EQ(Ordered("select name from t join u on k = uk where v > 1", 1000, 100, &before),
+            "Project name#5 := name#4\n"
+            "  Filter (v#2 > 1)\n"
+            "    HashJoin inner on k#0 = uk#3\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "      Scan u (1 files) columns=[uk#3, name#4]\n");
+  EXPECT_EQ(before,
+            "Project name#5 := name#4\n"
+            "  Filter ((k#0 == uk#3) and (v#2 > 1))\n"
+            "    JoinSet (2 items, not ordered yet)\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "      Scan u (1 files) columns=[uk#3, name#4]\n");
+}
+
+TEST_F(JoinOrderTest, ADerivedTableIsEstimatedAfterItsOwnConditions) {
+  // d keeps a tenth of t's 1,000 rows (an equality without statistics): 100 rows against u's
+  // 500, so u probes and d is hashed. Had d been estimated as its table, t's 1,000 rows would
+  // have probed.
+  const std::string plan =
+      Ordered("select name from (select k from t where g = 'x') d join u on d.k = uk", 1000, 500);
+  EXPECT_NE(plan.find("HashJoin inner on uk#4 = k#3\n"), std::string::npos) << plan;
+  EXPECT_LT(plan.find("Scan u"), plan.find("Scan t")) << plan;
+}
+
+TEST_F(JoinOrderTest, ThePassPlacesASemiJoinOnTheSmallerItemAndFillsEstimates) {
+  BoundQuery q = BindLogicalForTest(
+      "select name from t join u on k = uk where uk in (select k from t t2 where v > 1)");
+  ASSERT_NE(q.plan, nullptr);
+  ASSERT_TRUE(Decorrelate(q.plan.get()).ok());
+  ASSERT_TRUE(OrderJoinSets(q.plan.get()).ok());
+  EXPECT_EQ(q.plan->Explain(),
+            "Project name#9 := name#4\n"
+            "  HashJoin inner on k#0 = uk#3\n"
+            "    Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "    HashJoin semi on uk#3 = k#8\n"
+            "      Scan u (1 files) columns=[uk#3, name#4]\n"
+            "      Project k#8 := k#5\n"
+            "        Filter (v#7 > 1)\n"
+            "          Scan t (1 files) columns=[k#5, g#6, v#7]\n");
+  // Every join carries both sides' estimates for the physical passes: t's 1,000 rows probe u's
+  // 100 halved by the semi join, which sees u's 100 against the subquery's third of t.
+  const PlanNode& join = *q.plan->input;
+  EXPECT_EQ(join.input_estimate, 1000);
+  EXPECT_EQ(join.right_estimate, 50);
+  EXPECT_EQ(join.right->input_estimate, 100);
+  EXPECT_NEAR(join.right->right_estimate, 1000.0 / 3, 1e-9);
 }
 
 }  // namespace

@@ -2,13 +2,17 @@
 
 #include "sql/optimizer/column_pruning.h"
 #include "sql/optimizer/constant_folding.h"
+#include "sql/optimizer/decorrelate.h"
 #include "sql/optimizer/filter_pushdown.h"
+#include "sql/optimizer/join_order.h"
 #include "sql/optimizer/physical_choices.h"
 
 namespace sluice::sql {
 
 const std::vector<Pass>& DefaultPasses() {
   static const std::vector<Pass> passes = {
+      {"decorrelate", Decorrelate},
+      {"join_order", OrderJoinSets},
       {"constant_folding",
        [](PlanNode* plan) {
          SimplifyExpressions(plan);

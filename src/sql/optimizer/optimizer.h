@@ -1,10 +1,11 @@
 // The optimizer: an ordered list of named passes, each a rewrite of a bound plan in its own
-// file with plan-text tests. The query path runs them after binding. Today they are expression
-// simplification (constant_folding.h), filter pushdown (filter_pushdown.h), column pruning, and
-// the physical planner's choices from the estimates on each join (physical_choices.h): build
-// sides and the scan batch size. Join order (join_order.h) and semi-join placement
-// (semi_joins.h) have their own files too, but the binder still calls them as it binds each
-// query level: they need its per-FROM-item estimates, which only joins carry on the plan.
+// file with plan-text tests. The query path runs them after binding. The logical passes come
+// first: decorrelation (decorrelate.h) turns joins to subqueries into joins, and join order
+// (join_order.h) orders each query level's FROM items and places its semi joins
+// (semi_joins.h), from the cardinalities the binder attached. Then expression simplification
+// (constant_folding.h), filter pushdown (filter_pushdown.h), column pruning, and the physical
+// planner's choices from the estimates on each join (physical_choices.h): build sides and the
+// scan batch size.
 #pragma once
 
 #include <arrow/status.h>
@@ -23,7 +24,8 @@ struct Pass {
   std::function<arrow::Status(PlanNode* plan)> run;
 };
 
-/// The passes every query runs, in order: "constant_folding", "filter_pushdown" (on folded
+/// The passes every query runs, in order: "decorrelate", "join_order" (which reads the
+/// subqueries' joins decorrelate made), "constant_folding", "filter_pushdown" (on folded
 /// predicates, so that a condition folded to true is gone and one folded to false stays put),
 /// "column_pruning" (after the filters have moved, as they read columns), "build_sides",
 /// "scan_batch_rows" (from the build sides chosen).

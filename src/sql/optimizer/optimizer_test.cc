@@ -111,11 +111,12 @@ TEST_F(OptimizerTest, BuildSideNeedsTheOuterSideClearlySmaller) {
 
 TEST_F(OptimizerTest, DefaultPassesRunInOrderAndMatchBindSelect) {
   const std::string sql = "select name, sum(v) from t join u on k = uk group by name";
-  auto q = Bind(sql);
+  auto q = BindLogicalForTest(sql);
   std::vector<std::string> ran;
   ASSERT_TRUE(Optimize(q.plan.get(), DefaultPasses(), &ran).ok());
-  EXPECT_EQ(ran, (std::vector<std::string>{"constant_folding", "filter_pushdown", "column_pruning",
-                                           "build_sides", "scan_batch_rows"}));
+  EXPECT_EQ(ran, (std::vector<std::string>{"decorrelate", "join_order", "constant_folding",
+                                           "filter_pushdown", "column_pruning", "build_sides",
+                                           "scan_batch_rows"}));
   auto statement = ParseStatement(sql);
   ASSERT_TRUE(statement.ok());
   auto selected = BindSelect(std::get<SelectStatement>(*statement).select, sql, TestTables());

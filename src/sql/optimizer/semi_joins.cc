@@ -27,12 +27,12 @@ std::unique_ptr<PlanNode> ApplySemiJoin(std::unique_ptr<PlanNode> plan, SemiJoin
   return join;
 }
 
-std::vector<SemiJoin> PlaceSemiJoins(std::vector<Relation>* relations,
+std::vector<SemiJoin> PlaceSemiJoins(std::vector<JoinInput>* relations,
                                      std::vector<SemiJoin> semi_joins) {
   std::map<std::string, size_t> owner;
   size_t largest = 0;
   for (size_t i = 0; i < relations->size(); ++i) {
-    for (const auto& c : (*relations)[i].columns) owner[c.id()] = i;
+    for (const auto& id : (*relations)[i].ids) owner[id] = i;
     if ((*relations)[i].rows > (*relations)[largest].rows) largest = i;
   }
   std::vector<SemiJoin> later;
@@ -51,7 +51,7 @@ std::vector<SemiJoin> PlaceSemiJoins(std::vector<Relation>* relations,
       if (auto it = owner.find(*ref.name()); it != owner.end()) reads.insert(it->second);
     }
     if (!elsewhere && reads.size() == 1 && *reads.begin() != largest) {
-      Relation& r = (*relations)[*reads.begin()];
+      JoinInput& r = (*relations)[*reads.begin()];
       r.plan = ApplySemiJoin(std::move(r.plan), std::move(sj), r.estimate);
       r.estimate = SemiJoinEstimate(r.estimate);
     } else {

@@ -1,6 +1,6 @@
-// Semi and anti joins: where an EXISTS or IN subquery joins the outer query. The binder makes a
-// SemiJoin of each such subquery and asks these functions where it goes, as it binds each query
-// level.
+// Semi and anti joins: where an EXISTS or IN subquery joins the outer query. The join_order
+// pass (join_order.h) makes a SemiJoin of each semi or anti join that decorrelate left above a
+// query level's FROM items, and asks these functions where it goes.
 #pragma once
 
 #include <arrow/compute/expression.h>
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "sql/optimizer/join_order.h"
 #include "sql/plan_node.h"
-#include "sql/relation.h"
 
 namespace sluice::sql {
 
@@ -35,7 +35,7 @@ std::unique_ptr<PlanNode> ApplySemiJoin(std::unique_ptr<PlanNode> plan, SemiJoin
 /// 57 of 1.5M orders before they meet lineitem). On the largest item, the joins usually filter
 /// more first. Applies those to `relations` (each halving the item's estimate) and returns the
 /// others, in order, for ApplySemiJoins after the joins.
-std::vector<SemiJoin> PlaceSemiJoins(std::vector<Relation>* relations,
+std::vector<SemiJoin> PlaceSemiJoins(std::vector<JoinInput>* relations,
                                      std::vector<SemiJoin> semi_joins);
 
 /// `plan` (estimated `estimate` rows) semi or anti joined to each of `semi_joins` in order.

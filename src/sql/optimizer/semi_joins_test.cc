@@ -32,11 +32,12 @@ class SemiJoinsTest : public ::testing::Test {
     return scan;
   }
 
-  static Relation Scan(const std::string& name, const std::vector<std::string>& ids, double rows) {
-    Relation r;
+  static JoinInput Scan(const std::string& name, const std::vector<std::string>& ids, double rows) {
+    JoinInput r;
+    r.name = name;
     r.plan = ScanPlan(name, ids);
     for (const auto& id : ids) {
-      r.columns.push_back({name, id.substr(0, id.find('#')), arrow::field(id, arrow::int64())});
+      r.ids.push_back(id);
     }
     r.rows = rows;
     r.estimate = rows;
@@ -57,7 +58,7 @@ class SemiJoinsTest : public ::testing::Test {
 };
 
 TEST_F(SemiJoinsTest, OnASmallerItemBeforeTheJoinsOnTheLargestAfter) {
-  std::vector<Relation> relations;
+  std::vector<JoinInput> relations;
   relations.push_back(Scan("orders", {"o_key#0"}, 1000));
   relations.push_back(Scan("lineitem", {"l_key#1"}, 6000));
   std::vector<SemiJoin> semi;
