@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT, VENV_BIN, Sluice, base_env
-from test_sql import normalize, same  # one comparison rule for every SQL oracle test
+from test_sql import SUBQUERIES, normalize, same  # one comparison rule for every SQL oracle test
 
 QUERIES = ROOT / "tests" / "tpch"
 TABLES = ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"]
@@ -138,6 +138,17 @@ def test_tpch_at_2_workers_matches_duckdb(tpch, n, tmp_path):
     if n in (1, 6, 15, 18) or n in JOIN_CUTS:  # these must be cut
         assert "running in-process" not in err, err
         assert "distributed plan:" in explain(sluice, sql, 2)
+    assert shuffle_files(data) == []
+
+
+@pytest.mark.parametrize("sql", SUBQUERIES)
+def test_subqueries_at_2_workers_match_duckdb_and_in_process(tpch, sql, tmp_path):
+    sluice, con, data = tpch
+    ordered = bool(re.search(r"\border\s+by\b", sql, re.I))
+    ours, _ = query(sluice, sql, tmp_path / "d.arrow", 2)
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    assert_same_rows(ours, duckdb_rows(con, sql), ordered=ordered, what="--workers 2 vs DuckDB")
+    assert_same_rows(ours, local, ordered=ordered, what="--workers 2 vs 0")
     assert shuffle_files(data) == []
 
 
