@@ -1,10 +1,10 @@
 // The one driver loop of a distributed run: `sluice submit`'s job stages and `sluice query`'s
 // SQL stages both go through it.
 //
-// The caller cuts its work into stages, each naming the earlier stages it reads. The scheduler
-// runs every stage whose producers are done together, as one wave (a join's two map stages, say,
-// so that a stage of few tasks does not leave workers idle), on one pool of long-lived workers for
-// the whole run (worker_pool.h: retries of a lost task, time and memory limits). A stage's
+// The stage cutter (stage_cutter.h) cuts a plan at its exchanges into stages, each naming the
+// earlier stages it reads. The scheduler runs every stage whose producers are done together, as
+// one wave (a join's two map stages, say, so that a stage of few tasks does not leave workers
+// idle), on one pool of long-lived workers for the whole run (worker_pool.h: retries of a lost task, time and memory limits). A stage's
 // fragments are built only when its wave starts, from its producers' reports: the next stage is
 // handed exactly the files of each task's successful attempt, never a file found by listing.
 //

@@ -22,6 +22,7 @@
 #include "catalog/trust.h"
 #include "common/progress.h"
 #include "common/status.h"
+#include "dist/stage_cutter.h"
 #include "dist/stage_scheduler.h"
 #include "pipeline/in_process.h"
 #include "pipeline/manifest.h"
@@ -557,76 +558,62 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
       4);
   const int64_t n_maps = std::max<int64_t>(1, std::min<int64_t>(n_objects, workers * rounds));
   const int reduce_partitions = workers;
-  // Map task m's shuffle files, when the job has a dedup:
-  // `<root>/s0/s0p<m>-<attempt>/part-<r>.arrow` (plan::ShuffleAttemptFolder).
-  const std::string map_folder = shuffle_root + "/s0";
-  dist::ScheduledStage map_stage;
-  map_stage.id = 0;
-  map_stage.name = "stage 0 (map)";
-  map_stage.fragments =
-      [&](const std::vector<dist::StageResult>&) -> arrow::Result<std::vector<plan::Fragment>> {
-    std::vector<plan::Fragment> maps;
-    for (int64_t m = 0; m < n_maps; ++m) {
-      const int64_t begin = n_objects * m / n_maps, end = n_objects * (m + 1) / n_maps;
-      plan::Fragment f{options.run_id, 0, static_cast<int32_t>(m), 1, session, {}};
-      std::vector<plan::PlanNodeFields> steps = {plan::Step(plan::ScanObjects{
-          job.source.kind,
-          std::vector<std::string>(plan.objects.begin() + begin, plan.objects.begin() + end), begin,
-          plan.scan_schema_id, plan.scan_schema, job.source.on_error == "skip"})};
-      for (const auto& t : plan.transforms) {
-        // A null output schema (`any`) is fixed by the first stream the stage emits.
-        steps.push_back(plan::Step(plan::CallTransform{
-            t.artifact.qualified_name, t.artifact.artifact_blake3, t.output_schema}));
-      }
-      if (plan.dedup != nullptr) {
-        steps.push_back(
-            plan::Step(plan::ShuffleWrite{{plan.dedup->key}, reduce_partitions, map_folder}));
-      } else {
-        steps.push_back(plan::Step(plan::WriteSink{job.sink.kind, part_key(static_cast<int>(m))}));
-      }
-      f.root = plan::Chain(std::move(steps));
-      maps.push_back(std::move(f));
-    }
-    return maps;
-  };
-  std::vector<dist::ScheduledStage> stages;
+  // The job as one plan: its objects, its transforms and, with a dedup, an exchange that
+  // hash-partitions rows on the dedup key (with their hidden sequence column) before the sink.
+  // The stage cutter (dist/stage_cutter.h) makes a map stage of what is below the exchange, one
+  // task per run of objects, and a dedup stage of one task per partition; map task m's shuffle
+  // files are `<root>/s0/s0p<m>-<attempt>/part-<r>.arrow`.
+  std::vector<plan::PlanNodeFields> steps = {
+      plan::Step(plan::ScanObjects{job.source.kind, plan.objects, 0, plan.scan_schema_id,
+                                   plan.scan_schema, job.source.on_error == "skip"})};
+  for (const auto& t : plan.transforms) {
+    // A null output schema (`any`) is fixed by the first stream the stage emits.
+    steps.push_back(plan::Step(plan::CallTransform{t.artifact.qualified_name,
+                                                   t.artifact.artifact_blake3, t.output_schema}));
+  }
   if (plan.dedup != nullptr) {
-    map_stage.shuffle_files = reduce_partitions;
-    map_stage.shuffle_file_key = [&](const plan::Fragment& task, int32_t attempt, int32_t file) {
-      return plan::ShuffleFileKey(map_folder, task.task_name(), attempt, file);
-    };
-    stages.push_back(std::move(map_stage));
+    plan::PlanNodeFields exchange;
+    exchange.kind = plan::PlanNode::Kind::kExchange;
+    exchange.exchange.keys = {plan.dedup->key};
+    exchange.exchange.partitions = reduce_partitions;
     ARROW_ASSIGN_OR_RAISE(
-        auto seq_schema,
+        exchange.exchange.schema,
         plan.output_schema->AddField(plan.output_schema->num_fields(),
                                      arrow::field(plan::kSequenceColumn, arrow::int64(), false)));
-    dist::ScheduledStage reduce_stage;
-    reduce_stage.id = 1;
-    reduce_stage.name = "stage 1 (dedup)";
-    reduce_stage.producers = {0};
-    // Reduce task r reads part r of every map task's successful attempt, with its digest.
-    reduce_stage.fragments = [&, seq_schema](const std::vector<dist::StageResult>& done)
-        -> arrow::Result<std::vector<plan::Fragment>> {
-      std::vector<plan::Fragment> reduces;
-      for (int r = 0; r < reduce_partitions; ++r) {
-        plan::Fragment f{options.run_id, 1, r, 1, session, {}};
-        plan::ShuffleRead read{{}, {}, seq_schema, {plan.dedup->key}};
-        for (const exec::TaskReport& map : done[0].reports) {
-          const exec::OutputFile& file = map.shuffle_files[static_cast<size_t>(r)];
-          read.files.push_back(file.key);
-          read.blake3.push_back(file.blake3);
-        }
-        f.root =
-            plan::Chain({plan::Step(std::move(read)), plan::Step(plan::DedupFirst{plan.dedup->key}),
-                         plan::Step(plan::WriteSink{job.sink.kind, part_key(r)})});
-        reduces.push_back(std::move(f));
-      }
-      return reduces;
-    };
-    stages.push_back(std::move(reduce_stage));
-  } else {
-    stages.push_back(std::move(map_stage));
+    steps.push_back(std::move(exchange));
+    steps.push_back(plan::Step(plan::DedupFirst{plan.dedup->key}));
   }
+  steps.push_back(plan::Step(plan::WriteSink{job.sink.kind, ""}));
+  const std::unique_ptr<plan::PlanNode> job_plan = plan::Chain(std::move(steps));
+
+  dist::CutOptions cut;
+  cut.run_id = options.run_id;
+  cut.session = session;
+  cut.shuffle_folder = shuffle_root;
+  // Stage 0 maps; with a dedup, stage 1 (the last, below no exchange) dedups.
+  const bool dedup = plan.dedup != nullptr;
+  cut.stage_id = [dedup](const plan::PlanNode&, const plan::PlanNode* exchange) {
+    return dedup && exchange == nullptr ? 1 : 0;
+  };
+  cut.stage_name = [dedup](const plan::PlanNode&, const plan::PlanNode* exchange, int id) {
+    return "stage " + std::to_string(id) + (dedup && exchange == nullptr ? " (dedup)" : " (map)");
+  };
+  cut.split_tasks = [n_maps](const plan::PlanNode&) { return static_cast<int>(n_maps); };
+  // Map task m reads a contiguous run of the sorted objects; object i keeps its global index,
+  // which orders rows for dedup.
+  cut.split_share = [&, n_maps, n_objects](
+                        const plan::PlanNode& leaf,
+                        int task) -> arrow::Result<std::unique_ptr<plan::PlanNode>> {
+    const int64_t begin = n_objects * task / n_maps, end = n_objects * (task + 1) / n_maps;
+    auto scan = plan::CopyPlan(leaf);
+    scan->objects.keys.assign(plan.objects.begin() + begin, plan.objects.begin() + end);
+    scan->objects.first_object_index = begin;
+    return scan;
+  };
+  // Task t of the last stage writes sink part t.
+  cut.finish_root = [&](int task, plan::PlanNode* top) { top->sink.key = part_key(task); };
+  ARROW_ASSIGN_OR_RAISE(auto cut_stages, dist::StageCut::Make(*job_plan, std::move(cut)));
+  std::vector<dist::ScheduledStage> stages = cut_stages->Scheduled();
 
   if (in_process &&
       (job.limits.task_timeout_seconds.has_value() || job.limits.task_memory_mb.has_value())) {

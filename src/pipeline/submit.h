@@ -1,9 +1,10 @@
 // `sluice submit`: runs a job manifest end to end on the execution core.
 //
 // The driver validates the manifest against the registry (pins exist, names match, specs are
-// signed), resolves the source objects in sorted key order, compiles the job into stages of
-// plan fragments (a dedup is a hash exchange on its key), runs them through the stage scheduler
-// (dist/stage_scheduler.h) on worker processes (or, with workers = 0, in this process through the
+// signed), resolves the source objects in sorted key order, compiles the job into one physical
+// plan (a dedup is a hash exchange on its key), has the stage cutter (dist/stage_cutter.h) cut it
+// into stages of fragments, runs them through the stage scheduler (dist/stage_scheduler.h) on
+// worker processes (or, with workers = 0, in this process through the
 // same fragment runner: in_process.h), and commits the sink: part files first, the manifest
 // object last. A sink path without a manifest does not exist. A failed run removes what it wrote
 // and leaves nothing that looks like output.

@@ -194,6 +194,9 @@ json RangesJson(const std::vector<std::pair<int32_t, int32_t>>& ranges) {
     case PlanNode::Kind::kDependentJoin:
       return arrow::Status::Invalid("internal: a logical ", KindName(n.kind),
                                     " node reached the plan codec (the optimizer did not run)");
+    case PlanNode::Kind::kExchange:
+      return arrow::Status::Invalid(
+          "internal: an exchange reached the plan codec (the stage cutter did not run)");
   }
   return arrow::Status::OK();
 }

@@ -51,6 +51,8 @@ const char* KindName(PlanNode::Kind kind) {
       return "join_set";
     case K::kDependentJoin:
       return "dependent_join";
+    case K::kExchange:
+      return "exchange";
   }
   return "?";
 }
@@ -193,12 +195,19 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
       return node.transform.output_schema;
     case PlanNode::Kind::kShuffleRead:
       return node.shuffle_read.schema;
+    case PlanNode::Kind::kExchange:
+      return node.exchange.schema != nullptr ? node.exchange.schema : in;
     default:
       return in;
   }
 }
 
 arrow::Result<std::shared_ptr<arrow::Schema>> OutputSchema(const PlanNode& node) {
+  // An exchange that names its rows' schema needs none from below (a job's transforms may
+  // declare `any`, which only running them fixes).
+  if (node.kind == PlanNode::Kind::kExchange && node.exchange.schema != nullptr) {
+    return node.exchange.schema;
+  }
   if (node.kind == PlanNode::Kind::kJoinSet) {
     arrow::FieldVector fields;
     for (const auto& item : node.items) {
@@ -267,6 +276,8 @@ std::vector<std::string> PlanNode::OutputNames() const {
       return FieldNames(transform.output_schema);
     case Kind::kShuffleRead:
       return FieldNames(shuffle_read.schema);
+    case Kind::kExchange:
+      return exchange.schema != nullptr ? FieldNames(exchange.schema) : input->OutputNames();
     default:
       return input->OutputNames();
   }
@@ -362,6 +373,19 @@ std::string PlanNode::Explain(int indent,
       break;
     case Kind::kJoinSet:
       out << "JoinSet (" << items.size() << " items, not ordered yet)";
+      break;
+    case Kind::kExchange:
+      out << "Exchange ";
+      if (exchange.gather) {
+        out << "gather";
+      } else {
+        out << "hash on [";
+        for (size_t i = 0; i < exchange.keys.size(); ++i) {
+          out << (i ? ", " : "") << exchange.keys[i];
+        }
+        out << "] into " << exchange.partitions << " partitions";
+      }
+      if (exchange.one_row_per_key) out << " (one row per key)";
       break;
     case Kind::kDependentJoin:
       out << "DependentJoin " << JoinTypeName(join_type);

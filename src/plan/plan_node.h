@@ -86,6 +86,22 @@ struct ShuffleWrite {
   bool one_row_per_key = false;
 };
 
+/// Where one stage's rows leave for the next, in a plan before the stage cutter
+/// (dist/stage_cutter.h) makes it a shuffle write at the top of the producing stage's tasks and
+/// a shuffle read of one partition in each consuming task: rows are hash-partitioned on `keys`
+/// (none: all into one) into `partitions` parts, or gathered: each task writes one part that the
+/// caller of the stages reads (SQL's driver).
+struct Exchange {
+  std::vector<std::string> keys;
+  int32_t partitions = 1;
+  bool gather = false;
+  /// Write one row per distinct value of `keys` (a semi or anti join's build side).
+  bool one_row_per_key = false;
+  /// The rows' schema when it is not the input's output schema (a job's rows carry the hidden
+  /// sequence column).
+  std::shared_ptr<arrow::Schema> schema;
+};
+
 /// Keeps the first row of each `key` in sequence order (the hidden __seq column).
 struct DedupFirst {
   std::string key;
@@ -128,6 +144,8 @@ struct PlanNodeFields {
     // scalar subquery's constant key names.
     kJoinSet,
     kDependentJoin,
+    // Between stages before the stage cutter runs (both front doors).
+    kExchange,
   };
   Kind kind = Kind::kScan;
   JoinType join_type = JoinType::kInner;
@@ -192,6 +210,7 @@ struct PlanNodeFields {
   WriteSink sink;              // kSinkWrite
   ShuffleRead shuffle_read;    // kShuffleRead
   ShuffleWrite shuffle_write;  // kShuffleWrite
+  Exchange exchange;           // kExchange
 };
 
 struct PlanNode : PlanNodeFields {

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "dist/driver_tag.h"
+#include "dist/stage_cutter.h"
 #include "dist/stage_scheduler.h"
 #include "exec/plan_executor.h"
 #include "exec/shuffle.h"
@@ -65,28 +66,6 @@ class ShuffleFolder {
   std::string prefix_;
 };
 
-// A task of a query's stage: the stage's plan under `write`, with `replace` standing in for the
-// nodes that this task reads differently (its share of the split scan, its partition of the
-// stage's inputs).
-plan::Fragment StageFragment(
-    const std::string& query_id, const Stage& stage, int task, const std::string& store_url,
-    const plan::ShuffleWrite& write,
-    const std::function<std::unique_ptr<PlanNode>(const PlanNode&)>& replace) {
-  plan::Fragment f;
-  f.run_id = "q-" + query_id;
-  f.stage_id = stage.id;
-  f.partition = task;
-  f.session.store_url = store_url;
-  auto root = plan::MakeNode(PlanNode::Kind::kShuffleWrite, plan::CopyPlan(*stage.root, replace));
-  root->shuffle_write = write;
-  f.root = std::move(root);
-  return f;
-}
-
-std::string StagePrefix(const ShuffleFolder& folder, int stage) {
-  return folder.prefix() + "/s" + std::to_string(stage);
-}
-
 // "stage 1 (map)": how progress lines, failures and EXPLAIN ANALYZE name a stage.
 std::string StageName(const Stage& stage) {
   return "stage " + std::to_string(stage.id) + " (" + StageRoleName(stage.role) + ")";
@@ -100,56 +79,113 @@ std::string TaskList(const std::vector<exec::TaskReport>& reports) {
   return out;
 }
 
-// The query's side of its stages: builds each stage's tasks from its producers' reports, and
-// reads what the gathering stages wrote. The scheduler (dist/stage_scheduler.h) runs them.
+// The bound plan with an Exchange above each node that a stage reads from the stage below or the
+// driver gathers, and each map stage's split scan marked `split`: what the stage cutter cuts.
+struct ExchangePlan {
+  std::unique_ptr<PlanNode> root;
+  // The stage below each exchange of `root`, and the stage of each split scan.
+  std::map<const PlanNode*, const Stage*> producer;
+  std::map<const PlanNode*, const Stage*> split;
+};
+
+ExchangePlan WithExchanges(const PlanNode& root, const StagePlan& plan) {
+  std::map<const PlanNode*, const Stage*> producer_of, split_of;
+  for (const Stage& s : plan.stages) {
+    for (const StageInput& in : s.inputs) {
+      producer_of[in.node] = &plan.stages[static_cast<size_t>(in.producer)];
+    }
+    if (s.split != nullptr) split_of[s.split] = &s;
+  }
+  for (const StageInput& g : plan.gathered) {
+    producer_of[g.node] = &plan.stages[static_cast<size_t>(g.producer)];
+  }
+  ExchangePlan out;
+  std::function<std::unique_ptr<PlanNode>(const PlanNode&)> copy = [&](const PlanNode& n) {
+    auto c = std::make_unique<PlanNode>();
+    static_cast<plan::PlanNodeFields&>(*c) = n;
+    if (n.input != nullptr) c->input = copy(*n.input);
+    if (n.right != nullptr) c->right = copy(*n.right);
+    if (auto it = split_of.find(&n); it != split_of.end()) {
+      c->split = true;
+      out.split[c.get()] = it->second;
+    }
+    auto it = producer_of.find(&n);
+    if (it == producer_of.end()) return c;
+    const Stage& below = *it->second;
+    auto exchange = plan::MakeNode(PlanNode::Kind::kExchange, std::move(c));
+    exchange->exchange.gather = below.gather;
+    if (!below.gather) {
+      exchange->exchange.keys = below.output_keys;
+      exchange->exchange.partitions = below.partitions;
+      exchange->exchange.one_row_per_key = below.one_row_per_key;
+    }
+    out.producer[exchange.get()] = &below;
+    return exchange;
+  };
+  out.root = copy(root);
+  return out;
+}
+
+// The query's side of its stages: the plan with its exchanges, cut by the stage cutter
+// (dist/stage_cutter.h), which builds each stage's tasks from its producers' reports; the
+// splits of map stages' tables; what the gathering stages wrote, for the driver.
 class QueryStages {
  public:
-  QueryStages(const StagePlan& plan, const DistributedOptions& options, std::string query_id,
-              const ShuffleFolder& folder)
-      : plan_(plan),
-        options_(options),
-        query_id_(std::move(query_id)),
-        folder_(folder),
-        read_bytes_(plan.stages.size()),
-        scan_bytes_(plan.stages.size()) {}
+  explicit QueryStages(ExchangePlan exchanges) : ex_(std::move(exchanges)) {}
 
-  // Every stage, as the scheduler runs it. The result refers to this object.
-  std::vector<dist::ScheduledStage> Scheduled() {
-    std::vector<dist::ScheduledStage> out;
-    for (size_t i = 0; i < plan_.stages.size(); ++i) {
-      const Stage& stage = plan_.stages[i];
-      dist::ScheduledStage s;
-      s.id = stage.id;
-      s.name = StageName(stage);
-      for (const StageInput& in : stage.inputs) {
-        s.producers.push_back(static_cast<size_t>(in.producer));
+  arrow::Status Cut(const DistributedOptions& options, const std::string& query_id,
+                    const ShuffleFolder& folder) {
+    dist::CutOptions cut;
+    cut.run_id = "q-" + query_id;
+    cut.session.store_url = options.store_url;
+    cut.shuffle_folder = folder.prefix();
+    cut.root_stage = false;  // the driver runs what is above the gathering stages
+    cut.stage_id = [this](const PlanNode&, const PlanNode* exchange) {
+      return ex_.producer.at(exchange)->id;
+    };
+    cut.stage_name = [this](const PlanNode&, const PlanNode* exchange, int) {
+      return StageName(*ex_.producer.at(exchange));
+    };
+    cut.split_tasks = [this](const PlanNode& leaf) { return ex_.split.at(&leaf)->tasks; };
+    // Map stage: contiguous runs of the split table's row groups (or files).
+    cut.split_share = [this](const PlanNode& leaf,
+                             int task) -> arrow::Result<std::unique_ptr<PlanNode>> {
+      const Stage& stage = *ex_.split.at(&leaf);
+      auto& shares = shares_[&leaf];
+      if (shares.empty()) shares = SplitShares(*leaf.table, stage.tasks);
+      if (task >= static_cast<int>(shares.size())) {
+        return arrow::Status::Invalid("internal: no share for task ", task);
       }
-      s.fragments = [this, i](const std::vector<dist::StageResult>& done) {
-        return Fragments(i, done);
-      };
-      s.shuffle_files = stage.gather ? 1 : stage.partitions;
-      s.shuffle_file_key = [prefix = StagePrefix(folder_, stage.id)](
-                               const plan::Fragment& task, int32_t attempt, int32_t file) {
-        return plan::ShuffleFileKey(prefix, task.task_name(), attempt, file);
-      };
-      out.push_back(std::move(s));
-    }
-    return out;
+      SplitShare& share = shares[static_cast<size_t>(task)];
+      scan_bytes_[stage.id].push_back(share.bytes);
+      auto scan = plan::CopyPlan(leaf);
+      auto subset = std::make_shared<TableSource>(*leaf.table);
+      subset->files = std::move(share.files);
+      subset->row_group_ranges = std::move(share.row_group_ranges);
+      scan->table = std::move(subset);
+      return scan;
+    };
+    ARROW_ASSIGN_OR_RAISE(cut_, dist::StageCut::Make(*ex_.root, std::move(cut)));
+    return arrow::Status::OK();
   }
 
-  // The tables the driver reads in place of the gathered nodes.
-  arrow::Result<exec::NodeInputs> Gather(const std::vector<dist::StageResult>& done) const {
+  const PlanNode& plan() const { return *ex_.root; }
+  std::vector<dist::ScheduledStage> Scheduled() { return cut_->Scheduled(); }
+
+  // The tables the driver reads in place of the gathering exchanges.
+  arrow::Result<exec::NodeInputs> Gather(const DistributedOptions& options,
+                                         const std::vector<dist::StageResult>& done) const {
     exec::NodeInputs inputs;
-    for (const StageInput& g : plan_.gathered) {
-      ARROW_ASSIGN_OR_RAISE(auto schema, OutputSchema(*g.node));
+    for (const auto& [exchange, producer] : cut_->gathered()) {
+      ARROW_ASSIGN_OR_RAISE(auto schema, OutputSchema(*exchange));
       std::vector<std::shared_ptr<arrow::Table>> tables;
-      for (const auto& r : done[static_cast<size_t>(g.producer)].reports) {
+      for (const auto& r : done[producer].reports) {
         const exec::OutputFile& file = r.shuffle_files[0];
         ARROW_ASSIGN_OR_RAISE(
-            auto t, exec::ReadShuffleFile(options_.store.get(), file.key, file.blake3, *schema));
+            auto t, exec::ReadShuffleFile(options.store.get(), file.key, file.blake3, *schema));
         tables.push_back(std::move(t));
       }
-      ARROW_ASSIGN_OR_RAISE(inputs[g.node], arrow::ConcatenateTables(tables));
+      ARROW_ASSIGN_OR_RAISE(inputs[exchange], arrow::ConcatenateTables(tables));
     }
     return inputs;
   }
@@ -157,40 +193,47 @@ class QueryStages {
   // EXPLAIN ANALYZE's lines of every stage, in the order the stages ran: one per task and one
   // per stage, then the query's total shuffle.
   std::string Analyze(const std::vector<dist::StageResult>& done) const {
-    std::vector<size_t> order(plan_.stages.size());
+    const std::vector<dist::CutStage>& stages = cut_->stages();
+    std::vector<size_t> order(stages.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return done[a].wave < done[b].wave; });
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return done[a].wave != done[b].wave ? done[a].wave < done[b].wave
+                                          : stages[a].id < stages[b].id;
+    });
     std::string out;
     int64_t written = 0, read = 0;
     for (size_t index : order) {
-      const Stage& stage = plan_.stages[index];
+      const dist::CutStage& stage = stages[index];
       const std::vector<exec::TaskReport>& reports = done[index].reports;
+      const auto scanned = scan_bytes_.find(stage.id);
       int64_t stage_written = 0;
       for (size_t t = 0; t < reports.size(); ++t) {
         const exec::TaskReport& r = reports[t];
         int64_t task_written = 0;
         for (const auto& f : r.shuffle_files) task_written += f.bytes;
         stage_written += task_written;
-        const int64_t task_read = read_bytes_[index][t];
+        const int64_t task_read = t < stage.read_bytes.size() ? stage.read_bytes[t] : 0;
         read += task_read;
-        std::string line = "  " + StageName(stage) + " task " + r.task + " attempt " +
-                           std::to_string(r.attempt) + ": ";
+        std::string line =
+            "  " + stage.name + " task " + r.task + " attempt " + std::to_string(r.attempt) + ": ";
         if (stage.split != nullptr) {
           line += "files=" + std::to_string(r.objects) + " ";
         } else {
           std::string from;
           int producers = 0;
-          for (const StageInput& in : stage.inputs) {
-            const auto& produced = done[static_cast<size_t>(in.producer)].reports;
+          for (size_t producer : stage.producers) {
+            const auto& produced = done[producer].reports;
             from += (from.empty() ? "" : ",") + TaskList(produced);
             producers += static_cast<int>(produced.size());
           }
           line += "shuffle_read=" + Kib(task_read) + " from " + std::to_string(producers) +
                   " tasks [" + from + "] ";
         }
-        line += "rows_in=" + std::to_string(r.records_in) +
-                (stage.split != nullptr ? " bytes_in=" + Kib(scan_bytes_[index][t]) : "") +
+        std::string bytes_in;
+        if (stage.split != nullptr && scanned != scan_bytes_.end() && t < scanned->second.size()) {
+          bytes_in = " bytes_in=" + Kib(scanned->second[t]);
+        }
+        line += "rows_in=" + std::to_string(r.records_in) + bytes_in +
                 " rows_out=" + std::to_string(r.rows_out) +
                 " shuffle_written=" + Kib(task_written) + " in " +
                 std::to_string(r.shuffle_files.size()) + " files time=" + Ms(r.seconds) + "\n";
@@ -206,79 +249,12 @@ class QueryStages {
   }
 
  private:
-  // The tasks of stage `index`; notes the bytes each reads from the shuffle.
-  arrow::Result<std::vector<plan::Fragment>> Fragments(size_t index,
-                                                       const std::vector<dist::StageResult>& done) {
-    const Stage& stage = plan_.stages[index];
-    std::vector<int64_t>* read_bytes = &read_bytes_[index];
-    const std::string prefix = StagePrefix(folder_, stage.id);
-    plan::ShuffleWrite write;
-    write.folder = prefix;
-    if (!stage.gather) {
-      write.keys = stage.output_keys;
-      write.partitions = stage.partitions;
-      write.one_row_per_key = stage.one_row_per_key;
-    }
-    std::vector<plan::Fragment> out;
-    if (stage.split != nullptr) {
-      // Map stage: contiguous runs of the split table's row groups (or files).
-      std::vector<SplitShare> shares = SplitShares(*stage.split->table, stage.tasks);
-      for (size_t t = 0; t < shares.size(); ++t) {
-        scan_bytes_[index].push_back(shares[t].bytes);
-        auto share = [&](const PlanNode& n) -> std::unique_ptr<PlanNode> {
-          if (&n != stage.split) return nullptr;
-          auto scan = plan::CopyPlan(n);
-          auto subset = std::make_shared<TableSource>(*n.table);
-          subset->files = std::move(shares[t].files);
-          subset->row_group_ranges = std::move(shares[t].row_group_ranges);
-          scan->table = std::move(subset);
-          scan->split = true;
-          return scan;
-        };
-        out.push_back(
-            StageFragment(query_id_, stage, static_cast<int>(t), options_.store_url, write, share));
-        read_bytes->push_back(0);
-      }
-      return out;
-    }
-    // Partitioned stage: task p reads part p of every task of each producer's successful
-    // attempt, named by the reports (never a file found by listing).
-    for (int p = 0; p < stage.tasks; ++p) {
-      std::map<const PlanNode*, plan::ShuffleRead> reads;
-      int64_t bytes = 0;
-      for (const StageInput& in : stage.inputs) {
-        plan::ShuffleRead read;
-        ARROW_ASSIGN_OR_RAISE(read.schema, OutputSchema(*in.node));
-        read.partition_keys = plan_.stages[static_cast<size_t>(in.producer)].output_keys;
-        for (const auto& r : done[static_cast<size_t>(in.producer)].reports) {
-          const exec::OutputFile& file = r.shuffle_files[static_cast<size_t>(p)];
-          read.files.push_back(file.key);
-          read.blake3.push_back(file.blake3);
-          bytes += file.bytes;
-        }
-        reads[in.node] = std::move(read);
-      }
-      auto partition = [&](const PlanNode& n) -> std::unique_ptr<PlanNode> {
-        auto it = reads.find(&n);
-        if (it == reads.end()) return nullptr;
-        auto node = plan::MakeNode(PlanNode::Kind::kShuffleRead);
-        node->shuffle_read = it->second;
-        return node;
-      };
-      out.push_back(StageFragment(query_id_, stage, p, options_.store_url, write, partition));
-      read_bytes->push_back(bytes);
-    }
-    return out;
-  }
-
-  const StagePlan& plan_;
-  const DistributedOptions& options_;
-  const std::string query_id_;
-  const ShuffleFolder& folder_;
-  // Per stage and task: the shuffle bytes the task reads.
-  std::vector<std::vector<int64_t>> read_bytes_;
-  // Per map stage and task: the bytes of its share of the split table.
-  std::vector<std::vector<int64_t>> scan_bytes_;
+  ExchangePlan ex_;
+  std::unique_ptr<dist::StageCut> cut_;
+  // Per split scan of the exchange plan: its table's shares, one per task.
+  std::map<const PlanNode*, std::vector<SplitShare>> shares_;
+  // Per map stage id: the bytes of each task's share of the split table.
+  std::map<int, std::vector<int64_t>> scan_bytes_;
 };
 
 // Runs every stage of the query on one pool of long-lived workers, which end when it returns.
@@ -309,12 +285,13 @@ arrow::Result<std::shared_ptr<arrow::Table>> RunDistributed(const BoundQuery& qu
   if (!plan.cut()) return arrow::Status::Invalid("internal: a plan without stages");
   const std::string query_id = NewQueryId();
   ShuffleFolder folder(options.store, std::string(plan::kShufflePrefix) + "q-" + query_id);
-  QueryStages stages(plan, options, query_id, folder);
+  QueryStages stages(WithExchanges(*query.plan, plan));
+  ARROW_RETURN_NOT_OK(stages.Cut(options, query_id, folder));
   ARROW_ASSIGN_OR_RAISE(auto done, RunStages(&stages, options, query_id));
   if (analyze != nullptr) *analyze += stages.Analyze(done);
-  ARROW_ASSIGN_OR_RAISE(exec::NodeInputs inputs, stages.Gather(done));
+  ARROW_ASSIGN_OR_RAISE(exec::NodeInputs inputs, stages.Gather(options, done));
   const auto start = std::chrono::steady_clock::now();
-  ARROW_ASSIGN_OR_RAISE(auto table, exec::Execute(*query.plan, query.names, nullptr, &inputs));
+  ARROW_ASSIGN_OR_RAISE(auto table, exec::Execute(stages.plan(), query.names, nullptr, &inputs));
   if (analyze != nullptr) {
     *analyze +=
         "  stage " + std::to_string(plan.driver_stage) +

@@ -1,5 +1,6 @@
-// The driver of a distributed query: turns the stages that the stage planner cut (see
-// stage_planner.h) into tasks, has the stage scheduler (dist/stage_scheduler.h) run them,
+// The driver of a distributed query: puts an Exchange node where the stage planner
+// (stage_planner.h) placed each exchange, has the stage cutter (dist/stage_cutter.h) make the
+// stages' tasks, the one jobs use, and the stage scheduler (dist/stage_scheduler.h) run them,
 // producers first, on one pool of long-lived `sluice worker` processes for the whole query, so
 // crashed tasks are retried and time and memory limits apply, and runs the rest of the plan
 // in-process on what the gathering stages produced.
