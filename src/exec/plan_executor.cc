@@ -201,6 +201,10 @@ namespace {
 arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, OperatorProbes* probes,
                                                    const NodeInputs* inputs) {
   ARROW_RETURN_NOT_OK(EnsureInitialized());
+  if (plan::IsLogicalKind(node.kind) || node.kind == PlanNode::Kind::kExchange) {
+    return arrow::Status::Invalid("internal: a ", plan::KindName(node.kind),
+                                  " node reached the executor (a planner pass did not run)");
+  }
   if (node.kind == PlanNode::Kind::kScan) return Scan(node);
   if (node.kind == PlanNode::Kind::kLimit) return ToDeclaration(*node.input, probes, inputs);
   if (node.kind == PlanNode::Kind::kJoin) {

@@ -3,7 +3,9 @@
 // subquery; a derived table's or subquery's depends on how its own joins are ordered, so it is
 // deferred: a function that the pass calls once the inner query is ordered (the pass works
 // bottom-up). The arithmetic (selectivities, join estimates) is the SQL layer's
-// (sql/optimizer/cardinality.h); this layer only holds the numbers.
+// (sql/optimizer/cardinality.h); this layer only holds the numbers. A copy of a logical plan
+// shares its deferred cardinalities and JoinSetResults with the original: order only one of
+// them.
 #pragma once
 
 #include <arrow/result.h>

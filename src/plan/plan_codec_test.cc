@@ -130,6 +130,24 @@ TEST(PlanCodec, RefusesShapesNoTaskRuns) {
   refused(std::move(keyless), "plan: one row per key needs keys");
 }
 
+TEST(PlanCodec, NeverEncodesWhatOnlyPlannersSee) {
+  // An exchange the stage cutter did not replace, and the logical plan's kinds.
+  for (auto kind :
+       {PlanNode::Kind::kExchange, PlanNode::Kind::kJoinSet, PlanNode::Kind::kDependentJoin}) {
+    auto sink = ReducePlan();
+    auto node = MakeNode(kind, std::move(sink->input->input));
+    sink->input->input = std::move(node);
+    auto bytes = EncodeFragment(Sample(std::move(sink)));
+    ASSERT_FALSE(bytes.ok()) << KindName(kind);
+    EXPECT_NE(bytes.status().message().find("internal: "), std::string::npos)
+        << bytes.status().message();
+    EXPECT_NE(bytes.status().message().find(kind == PlanNode::Kind::kExchange ? "stage cutter"
+                                                                              : "optimizer"),
+              std::string::npos)
+        << bytes.status().message();
+  }
+}
+
 TEST(PlanCodec, RefusesOtherFormatsByName) {
   auto bytes = *EncodeFragment(Sample());
   std::vector<uint8_t> v3 = bytes;

@@ -197,6 +197,8 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
       return node.shuffle_read.schema;
     case PlanNode::Kind::kExchange:
       return node.exchange.schema != nullptr ? node.exchange.schema : in;
+    case PlanNode::Kind::kJoinSet:
+      return arrow::Status::Invalid("internal: a join set's schema is its items' (OutputSchema)");
     default:
       return in;
   }

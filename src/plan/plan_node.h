@@ -155,9 +155,9 @@ struct PlanNodeFields {
   bool build_input = false;
   /// kJoin: a condition on matched pairs beyond the key equalities (ON ... AND a <> b).
   arrow::compute::Expression join_filter = arrow::compute::literal(true);
-  /// kJoin: the binder's estimates of the rows of `input` and of `right` (after the conditions
-  /// on that side alone), or -1 where it made none. The physical planner's passes choose the
-  /// build side and scan batch sizes from them; they do not travel in plan bytes.
+  /// kJoin: the join_order pass's estimates of the rows of `input` and of `right` (after the
+  /// conditions on that side alone), or -1 where it made none. The physical planner's passes choose
+  /// the build side and scan batch sizes from them; they do not travel in plan bytes.
   double input_estimate = -1;
   double right_estimate = -1;
 
@@ -203,6 +203,8 @@ struct PlanNodeFields {
   std::shared_ptr<JoinSetResult> join_set;
   DeferredCardinality input_cardinality;
   DeferredCardinality right_cardinality;
+  /// kDependentJoin: the subquery reads the outer query (decorrelate must find its Filter).
+  bool correlated = false;
 
   ScanObjects objects;         // kScanObjects
   CallTransform transform;     // kTransform

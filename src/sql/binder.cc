@@ -1150,7 +1150,8 @@ arrow::Status Binder::BindFrom(const json& item, FromItems* out) {
 }
 
 arrow::Result<Relation> Binder::Combine(FromItems items) {
-  const size_t semis = semi_joins_.size();
+  const size_t semis = semi_joins_.size(), scalars = row_scalars_.size();
+  const size_t correlated = correlated_.size();
   std::vector<cp::Expression> conditions;
   for (const json* c : items.conditions) {
     std::vector<const json*> parts;
@@ -1159,6 +1160,12 @@ arrow::Result<Relation> Binder::Combine(FromItems items) {
   }
   if (semi_joins_.size() != semis) {
     return Unsupported(*items.conditions.front(), "EXISTS or IN in the ON clause of an outer join");
+  }
+  if (row_scalars_.size() != scalars || correlated_.size() != correlated) {
+    // Their joins and conditions would run at the query level, above the outer join.
+    return Unsupported(*items.conditions.front(),
+                       "a scalar subquery or a correlated reference in an ON clause inside an "
+                       "outer join");
   }
   auto joins = std::make_shared<plan::JoinSetResult>();
   Relation r;
@@ -1202,9 +1209,13 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
   SplitAnd(join.at("quals"), &parts);
   for (const json* p : parts) {
     const int refs = outer_refs_;
+    const size_t scalars = row_scalars_.size();
     ARROW_ASSIGN_OR_RAISE(auto e, Expr(*p, Scope::kRow));
     ARROW_ASSIGN_OR_RAISE(e, Typecheck(e, *p, RowSchema()));
     if (outer_refs_ != refs) return Unsupported(*p, "a correlated reference in an ON clause");
+    if (row_scalars_.size() != scalars) {
+      return Unsupported(*p, "a scalar subquery in the ON clause of an outer join");
+    }
     bool left_side = false, right_side = false;
     for (const auto& ref : cp::FieldsInExpression(e)) {
       (right_ids.count(*ref.name()) ? right_side : left_side) = true;
@@ -1315,6 +1326,7 @@ arrow::Status Binder::BindExists(const json& link, bool negated) {
   }
   auto join = plan::MakeNode(PlanNode::Kind::kDependentJoin);
   join->join_type = negated ? JoinType::kAnti : JoinType::kSemi;
+  join->correlated = true;
   join->right_cardinality = std::move(r.cardinality);
   join->right = std::move(r.plan);
   semi_joins_.push_back(std::move(join));
@@ -1335,15 +1347,30 @@ arrow::Status Binder::BindIn(const json& link, bool negated) {
   // A correlated IN is a semi join on its column and on its correlation keys, which the
   // decorrelate pass adds through the subquery's projections (and aggregates: grouping by them
   // is the per-row subquery).
-  if (child.outer_references() > 0 && !child.CorrelatedByKeysOnly()) {
+  const bool correlated = child.outer_references() > 0;
+  if (correlated && !child.CorrelatedByKeysOnly()) {
     return Unsupported(link,
                        "a correlated IN subquery whose conditions on the outer query are not all "
                        "`column = outer column` (write it as EXISTS)");
   }
-  if (child.outer_references() > 0 && negated && child.aggregated()) {
-    // With no group for an outer row's keys, the aggregate over no rows is one NULL row, and
-    // NOT IN (NULL) keeps nothing: an anti join would keep the row.
-    return Unsupported(link, "a correlated NOT IN over an aggregate (write it as NOT EXISTS)");
+  const json& subselect = link.at("subselect").at("SelectStmt");
+  if (correlated && child.aggregated() && !subselect.contains("groupClause")) {
+    // Grouped by the correlation keys, an outer row with no rows behind it meets no group,
+    // where SQL has the aggregate over no rows: one NULL row, which the semi join's "no match"
+    // is only for min, max, sum and avg, and only for IN (NOT IN (NULL) keeps nothing).
+    if (negated) {
+      return Unsupported(link, "a correlated NOT IN over an aggregate (write it as NOT EXISTS)");
+    }
+    const json& target = subselect.at("targetList").at(0).at("ResTarget").at("val");
+    auto [vkind, vbody] = Node(target);
+    const std::string fn = vkind == "FuncCall" ? LastName(vbody->at("funcname")) : "";
+    if (subselect.contains("havingClause") || fn.empty() ||
+        (fn != "min" && fn != "max" && fn != "sum" && fn != "avg") ||
+        vbody->value("agg_distinct", false)) {
+      return Unsupported(link,
+                         "a correlated IN over an ungrouped aggregate other than min, max, sum or "
+                         "avg (its value over no rows is not NULL; write it as EXISTS)");
+    }
   }
   if (r.columns.size() != 1) return Error(link, "subquery has too many columns");
   auto outer_field = RowSchema().GetFieldByName(*x.field_ref()->name());
@@ -1354,6 +1381,7 @@ arrow::Status Binder::BindIn(const json& link, bool negated) {
   }
   auto join = plan::MakeNode(PlanNode::Kind::kDependentJoin);
   join->join_type = negated ? JoinType::kAnti : JoinType::kSemi;
+  join->correlated = correlated;
   join->left_keys.push_back(*x.field_ref()->name());
   join->right_keys.push_back(inner_field->name());
   join->right_cardinality = std::move(r.cardinality);
@@ -1382,6 +1410,7 @@ arrow::Result<cp::Expression> Binder::ScalarSubquery(const json& link, Scope sco
   auto join = plan::MakeNode(PlanNode::Kind::kDependentJoin);
   join->join_type = JoinType::kLeft;
   const bool correlated = !child.correlation_outer().empty();
+  join->correlated = correlated;
   if (correlated) {
     // Only the subquery's estimate: the build side stays the group table.
     join->right_cardinality = std::move(r.cardinality);
@@ -1620,7 +1649,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     }
     // count(*) alone: Acero needs a column to count rows of (a correlated subquery's keys
     // will be there).
-    if (pre->expressions.empty() && correlation_outer_.empty()) {
+    if (pre->expressions.empty() && correlated_.empty()) {
       pre->expressions.push_back(cp::literal(true));
       pre->names.push_back(ctx_.NewId("row"));
     }
@@ -1783,8 +1812,8 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     if (field == nullptr) return arrow::Status::Invalid("internal: output ", out_ids[i]);
     out.columns.push_back({"", names[i], field});
   }
-  // A correlated scalar subquery is grouped by its keys (the decorrelate pass adds them).
-  const bool one_row = aggregated && group_keys_.empty() && correlation_outer_.empty();
+  // A correlated subquery is grouped by its keys (the decorrelate pass adds them).
+  const bool one_row = aggregated && group_keys_.empty() && correlated_.empty();
   const bool having_filter = aggregated && !having.Equals(cp::literal(true));
   out.cardinality = [joins, one_row, having_filter]() -> arrow::Result<plan::Cardinality> {
     ARROW_ASSIGN_OR_RAISE(const plan::JoinSetResult* ordered, Ordered(*joins));

@@ -1,14 +1,16 @@
 // The binder: a libpg_query SELECT parse tree to a plan over known tables, by PostgreSQL-like
 // rules. Each query level has its FROM items (tables, derived tables, CTEs, joins) as relations;
 // names resolve to the nearest level, and a name from an outer level makes a subquery
-// correlated. Subqueries become joins: IN and EXISTS semi or anti joins, scalar subqueries
-// left joins (grouped by their correlation columns). Types are checked by binding Arrow
-// compute expressions (constants are folded as they are typed), and joins are ordered from
-// estimates (sql/optimizer/cardinality.h). WHERE stays above each query level's joins and a
-// left join's ON conditions on the join: placing them, the rest of expression simplification,
-// column pruning and batch sizes are the optimizer's passes (sql/optimizer/optimizer.h), run
-// after binding. Errors carry the SQL position; an unknown column suggests the closest name.
-// Anything the engine does not support is a "not supported: ..." error, never a wrong answer.
+// correlated. The result is a logical plan: each query level's FROM items are one unordered join
+// set (with a cardinality per item, plan/cardinality.h) under its WHERE Filter, and each IN,
+// EXISTS or scalar subquery a dependent join whose conditions on the outer query stay in a
+// Filter of their own. Types are checked by binding Arrow compute expressions (constants are
+// folded as they are typed). Decorrelation, join order, placing the filters, the rest of
+// expression simplification, column pruning and batch sizes are the optimizer's passes
+// (sql/optimizer/optimizer.h), run after binding; what the binder refuses (a correlated
+// condition the passes could not make a join of) it refuses here, with its position. Errors carry
+// the SQL position; an unknown column suggests the closest name. Anything the engine does not
+// support is a "not supported: ..." error, never a wrong answer.
 #pragma once
 
 #include <arrow/result.h>
@@ -32,8 +34,10 @@ struct BoundQuery {
   std::vector<std::string> names;
 };
 
-/// The plan as bound, before the optimizer's passes: filters stand where SQL wrote them, and
-/// every scan reads all of its table's columns with the default batch size.
+/// The logical plan as bound, before the optimizer's passes: filters stand where SQL wrote them,
+/// every scan reads all of its table's columns with the default batch size, and join sets and
+/// dependent joins (plan_node.h) wait for the decorrelate and join_order passes; nothing may
+/// run or encode it before those.
 arrow::Result<BoundQuery> BindLogical(const nlohmann::json& select, const std::string& sql,
                                       const TableResolver& resolve);
 

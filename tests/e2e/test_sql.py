@@ -116,6 +116,12 @@ def test_tpch_query_matches_duckdb_or_is_not_supported(tpch, n, tmp_path):
     ("select n_name from nation where n_regionkey not in "
      "(select max(r_regionkey) from region where r_regionkey = n_nationkey)",
      "not supported: a correlated NOT IN over an aggregate (write it as NOT EXISTS)"),
+    ("select count(*) from customer where c_nationkey in "
+     "(select count(*) from orders where o_custkey = c_custkey)",
+     "not supported: a correlated IN over an ungrouped aggregate other than min, max, sum or avg"),
+    ("select c_custkey from customer left join orders on c_custkey = o_custkey "
+     "and o_totalprice > (select avg(o_totalprice) from orders)",
+     "not supported: a scalar subquery in the ON clause of an outer join"),
     ("select n_name from nation where n_nationkey < "
      "(select max(r_regionkey) from region where r_regionkey < n_regionkey)",
      "not supported: a correlated condition other than column = outer column in a scalar "
@@ -239,6 +245,14 @@ SUBQUERIES = [
     "select count(*) from lineitem l1 where l_quantity = (select max(l_quantity) from lineitem l2 "
     "where l2.l_orderkey = l1.l_orderkey) and l_orderkey in (select o_orderkey from orders where "
     "o_orderpriority = '1-URGENT')",
+    # a correlated subquery with an uncorrelated one in its select list, or in its WHERE
+    "select count(*) from part where p_size > (select max(ps_availqty) - (select min(ps_availqty) "
+    "from partsupp) from partsupp where ps_partkey = p_partkey) / 200",
+    "select count(*) from part where p_partkey in (select ps_partkey from partsupp where "
+    "ps_partkey = p_partkey and ps_supplycost > (select avg(ps_supplycost) from partsupp))",
+    # a correlated IN grouped by its own correlation column
+    "select count(*) from orders where o_orderkey in (select max(l_orderkey) from lineitem where "
+    "l_suppkey = o_custkey group by l_suppkey)",
 ]
 
 

@@ -52,12 +52,17 @@ std::unique_ptr<PlanNode> WithConstantKey(std::unique_ptr<PlanNode> input,
 arrow::Status PassThrough(PlanNode* node, const std::vector<std::string>& columns) {
   switch (node->kind) {
     case PlanNode::Kind::kFilter:
+    case PlanNode::Kind::kJoin:  // a semi, anti or left join: its input's columns go on
       return arrow::Status::OK();
     case PlanNode::Kind::kProject: {
+      if (node->keep_input) return arrow::Status::OK();
       std::vector<cp::Expression> expressions;
       std::vector<std::string> names;
       for (const auto& c : columns) {
-        if (std::find(names.begin(), names.end(), c) != names.end()) continue;
+        if (std::find(names.begin(), names.end(), c) != names.end() ||
+            std::find(node->names.begin(), node->names.end(), c) != node->names.end()) {
+          continue;
+        }
         expressions.push_back(cp::field_ref(c));
         names.push_back(c);
       }
@@ -92,8 +97,13 @@ arrow::Status DecorrelateAt(std::unique_ptr<PlanNode>* slot) {
   while (*at != nullptr) {
     PlanNode& n = **at;
     if (n.kind == PlanNode::Kind::kFilter && ReadsOutside(n.predicate, NameSet(*n.input))) break;
+    // Through what passes its input's columns on: a HAVING or select-list scalar subquery's
+    // left join and its constant key sit between the subquery's output and its WHERE.
+    const bool passes_input =
+        (n.kind == PlanNode::Kind::kJoin && n.join_type != JoinType::kInner) ||
+        (n.kind == PlanNode::Kind::kProject && n.keep_input);
     if (n.kind != PlanNode::Kind::kProject && n.kind != PlanNode::Kind::kFilter &&
-        n.kind != PlanNode::Kind::kAggregate) {
+        n.kind != PlanNode::Kind::kAggregate && !passes_input) {
       at = nullptr;
       break;
     }
@@ -101,6 +111,11 @@ arrow::Status DecorrelateAt(std::unique_ptr<PlanNode>* slot) {
     at = &n.input;
   }
   if (at != nullptr && *at == nullptr) at = nullptr;
+  if (dependent.correlated && at == nullptr) {
+    return arrow::Status::Invalid(
+        "internal: decorrelate: a correlated subquery's Filter is not "
+        "below its projections, filters and aggregates");
+  }
 
   std::vector<std::string> outer_keys = dependent.left_keys, inner_keys = dependent.right_keys;
   std::vector<cp::Expression> residual;
@@ -130,7 +145,7 @@ arrow::Status DecorrelateAt(std::unique_ptr<PlanNode>* slot) {
       }
       residual.push_back(c);
       for (const auto& ref : cp::FieldsInExpression(c)) {
-        if (inner.count(*ref.name())) pulled.push_back(*ref.name());
+        if (ref.name() != nullptr && inner.count(*ref.name())) pulled.push_back(*ref.name());
       }
     }
     if (!residual.empty() && (dependent.join_type == JoinType::kLeft || !above.empty())) {

@@ -8,7 +8,9 @@
 //     outputs, so that `x < (SELECT avg(..) FROM t WHERE t.k = outer.k)` is a left join on k to
 //     one row per k (no group for an outer row's key is the aggregate over no rows, NULL, as a
 //     left join gives it); an uncorrelated one joins every outer row on a constant key;
-//   - IN already has its key pair and runs as a semi join (NOT IN as an anti join).
+//   - IN has its column pair as a key, and a correlated IN its equalities too, passed up as
+//     outputs (and grouping keys) of the subquery as for a scalar subquery; it runs as a semi
+//     join (NOT IN as an anti join).
 // What the binder refuses (a condition other than an equality in a scalar subquery, one outside
 // WHERE) never reaches the pass, so an error here is a bug.
 #pragma once

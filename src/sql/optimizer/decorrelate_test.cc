@@ -113,5 +113,19 @@ TEST(DecorrelateTest, ANestedSubqueryIsDecorrelatedFirst) {
   EXPECT_NE(r.after.find("HashJoin left on name#4 = g#6"), std::string::npos) << r.after;
 }
 
+TEST(DecorrelateTest, KeysPassThroughAnInnerScalarSubquerysJoinAndAreNotRepeated) {
+  // The uncorrelated subquery in the select list joins between the output and the WHERE.
+  Rewrite r = Decorrelated(
+      "select k from t where v > (select max(uk) - (select min(k) from t t2) from u where uk = k)");
+  EXPECT_NE(r.after.find("HashJoin left on k#0 = uk#3\n"), std::string::npos) << r.after;
+  // Grouped by its own correlation column: the key is already an output of the projection.
+  Rewrite grouped = Decorrelated(
+      "select k from t where k in (select max(uk) from u where name = g group by name)");
+  EXPECT_NE(grouped.after.find("HashJoin semi on k#0 = max#"), std::string::npos) << grouped.after;
+  EXPECT_NE(grouped.after.find("and g#1 = name#4"), std::string::npos) << grouped.after;
+  EXPECT_EQ(grouped.after.find("name#4 := name#4, name#4 := name#4"), std::string::npos)
+      << grouped.after;
+}
+
 }  // namespace
 }  // namespace sluice::sql

@@ -1,8 +1,8 @@
 // Filter pushdown: every conjunct of a Filter moves down the plan to the lowest operator whose
 // output has all the columns it reads, where it filters fewer rows, and a Filter that lands on
-// a Parquet scan also becomes the scan's row-group filter (PlanNode::scan_filter). The binder
-// puts WHERE where SQL wrote it (one Filter above the query level's joins, semi joins and
-// scalar subquery joins) and a left join's ON conditions on the join; this pass places them.
+// a Parquet scan also becomes the scan's row-group filter (PlanNode::scan_filter). The logical
+// passes leave WHERE where SQL wrote it (one Filter above the query level's joins, semi joins
+// and scalar subquery joins) and a left join's ON conditions on the join; this pass places them.
 //
 // The rules, which keep every result as it was:
 //  - Through an inner join into the side that has all of a conjunct's columns; one that reads
@@ -21,13 +21,12 @@
 //    go below a GROUP BY; the binder never moved one, and this pass keeps to what it did.)
 //  - A conjunct that reads no column (`WHERE false`) stays where it was written; `true` goes.
 //
-// What stays in the binder, and why: which FROM item a WHERE condition belongs to also decides
-// the join order, since join ordering (join_order.h) compares each item's rows after its own
-// conditions, and the weaker single-item copies of an OR over several items (TPC-H Q7, Q19)
-// are derived there for those estimates. OrderJoins therefore still classifies the conditions
-// and derives the copies, for its estimates only, and hands them all back for the WHERE
-// Filter; this pass decides where they run. Until estimates live on the plan, moving the
-// classification here would leave join ordering without the numbers it orders by.
+// What the join_order pass does first, and why: which FROM item a WHERE condition belongs to
+// also decides the join order, since join ordering (join_order.h) compares each item's rows
+// after its own conditions, and the weaker single-item copies of an OR over several items
+// (TPC-H Q7, Q19) are derived there for those estimates. OrderJoins therefore classifies the
+// conditions and derives the copies, for its estimates only, and hands them all back for the
+// WHERE Filter; this pass decides where they run.
 #pragma once
 
 #include "sql/plan_node.h"

@@ -60,8 +60,9 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
 /// The join_order pass. Each kJoinSet, with the conditions of the Filter above it (through the
 /// semi and left joins of its subqueries, which decorrelate made), becomes OrderJoins' tree; the
 /// semi joins go where PlaceSemiJoins says, the left joins above them, and the conditions in a
-/// Filter on top. Every deferred estimate on a join is filled. Runs after decorrelate; an error
-/// is a bug (a logical plan the binder did not make).
+/// Filter on top. Every deferred estimate on a join is filled. Runs after decorrelate. Its one
+/// user error is OrderJoins' "not supported: a cross join"; any other is a bug (a logical plan
+/// the binder did not make).
 arrow::Status OrderJoinSets(PlanNode* plan);
 
 }  // namespace sluice::sql

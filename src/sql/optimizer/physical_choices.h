@@ -1,4 +1,4 @@
-// The physical planner's choices, made from the estimates the binder leaves on each join
+// The physical planner's choices, made from the estimates the join_order pass leaves on each join
 // (PlanNode::input_estimate, right_estimate): which side of a left, semi or anti join to hash,
 // and how many rows a scan reads per batch. They change how much memory and time a plan takes,
 // never its results. (Where aggregates split and exchanges go is stage_planner.h.)

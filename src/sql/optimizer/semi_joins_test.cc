@@ -82,7 +82,7 @@ TEST_F(SemiJoinsTest, AfterTheJoinsInOrderHashingTheOuterSideWhenClearlySmaller)
   semi.push_back(In("k#0", "s#1", 1000));                // 100 outer rows, 4x fewer: hash them
   semi.push_back(In("k#0", "s#2", 150, /*anti=*/true));  // 50 left, not 4x fewer
   auto plan = ApplySemiJoins(ScanPlan("t", {"k#0"}), std::move(semi), 100);
-  // The binder leaves the estimates; the build_sides pass chooses from them.
+  // The join_order pass leaves the estimates; the build_sides pass chooses from them.
   ChooseBuildSides(plan.get());
   EXPECT_EQ(plan->Explain(),
             "HashJoin anti on k#0 = s#2\n"
