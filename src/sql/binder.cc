@@ -201,21 +201,18 @@ class Binder {
   // Whether every condition on the outer query is `own column = outer column`: those the
   // decorrelate pass can make join keys of through projections and aggregates.
   bool CorrelatedByKeysOnly() const {
-    std::set<std::string> own;
-    for (const auto& c : columns_) own.insert(c.id());
+    const std::set<std::string> own = OwnColumns();
     for (const auto& c : correlated_) {
-      const cp::Expression::Call* call = c.call();
-      if (call == nullptr || call->function_name != "equal" ||
-          call->arguments[0].field_ref() == nullptr || call->arguments[1].field_ref() == nullptr) {
-        return false;
-      }
-      const bool a = own.count(*call->arguments[0].field_ref()->name()) > 0;
-      const bool b = own.count(*call->arguments[1].field_ref()->name()) > 0;
-      if (a == b) return false;
+      if (!InnerOuterEquality(c, own)) return false;
     }
     return true;
   }
   bool aggregated() const { return aggregated_; }
+  std::set<std::string> OwnColumns() const {
+    std::set<std::string> own;
+    for (const auto& c : columns_) own.insert(c.id());
+    return own;
+  }
 
  private:
   enum class Scope { kRow, kAggregated };
@@ -1308,19 +1305,11 @@ arrow::Status Binder::BindExists(const json& link, bool negated) {
                         child.Bind(link.at("subselect").at("SelectStmt"), Purpose::kExists));
   // The decorrelate pass makes the join's keys of these equalities; without one there is no
   // hash join to run.
-  std::set<std::string> inner;
-  for (const auto& c : r.columns) inner.insert(c.id());
-  bool keyed = false;
-  for (const auto& c : child.correlated()) {
-    const cp::Expression::Call* call = c.call();
-    if (call != nullptr && call->function_name == "equal" &&
-        call->arguments[0].field_ref() != nullptr && call->arguments[1].field_ref() != nullptr) {
-      const bool a = inner.count(*call->arguments[0].field_ref()->name()) > 0;
-      const bool b = inner.count(*call->arguments[1].field_ref()->name()) > 0;
-      keyed = keyed || a != b;
-    }
-  }
-  if (!keyed) {
+  const std::set<std::string> inner = child.OwnColumns();
+  const auto& correlated = child.correlated();
+  if (std::none_of(correlated.begin(), correlated.end(), [&](const cp::Expression& c) {
+        return InnerOuterEquality(c, inner).has_value();
+      })) {
     return Unsupported(link,
                        "EXISTS without an equality between a subquery column and an outer column");
   }
@@ -1483,20 +1472,12 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
                          "a scalar subquery that is not one ungrouped aggregate (it could "
                          "return more than one row)");
     }
-    std::set<std::string> own;
-    for (const auto& c : columns_) own.insert(c.id());
+    const std::set<std::string> own = OwnColumns();
     for (const auto& c : correlated_) {
-      const cp::Expression::Call* call = c.call();
-      if (call != nullptr && call->function_name == "equal" &&
-          call->arguments[0].field_ref() != nullptr && call->arguments[1].field_ref() != nullptr) {
-        std::string a = *call->arguments[0].field_ref()->name();
-        std::string b = *call->arguments[1].field_ref()->name();
-        if (!own.count(a)) std::swap(a, b);
-        if (own.count(a) && !own.count(b)) {
-          // The decorrelate pass groups by `a` and joins on it.
-          correlation_outer_.push_back(b);
-          continue;
-        }
+      if (auto key = InnerOuterEquality(c, own)) {
+        // The decorrelate pass groups by the inner column and joins on it.
+        correlation_outer_.push_back(key->second);
+        continue;
       }
       return Unsupported(select,
                          "a correlated condition other than column = outer column in a scalar "

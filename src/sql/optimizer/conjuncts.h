@@ -4,7 +4,10 @@
 
 #include <arrow/compute/expression.h>
 
+#include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sluice::sql {
@@ -19,5 +22,10 @@ void Conjuncts(const arrow::compute::Expression& e, std::vector<arrow::compute::
 
 /// The disjuncts of an OR tree, appended to `out`.
 void Disjuncts(const arrow::compute::Expression& e, std::vector<arrow::compute::Expression>* out);
+
+/// For `x = y` between two columns of which exactly one is in `inner`: that one, then the
+/// other. It is how a subquery's condition on the outer query becomes a join key.
+std::optional<std::pair<std::string, std::string>> InnerOuterEquality(
+    const arrow::compute::Expression& e, const std::set<std::string>& inner);
 
 }  // namespace sluice::sql

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sql/optimizer/conjuncts.h"
+#include "sql/optimizer/plan_rewrite.h"
 
 namespace sluice::sql {
 
@@ -130,18 +131,11 @@ arrow::Status DecorrelateAt(std::unique_ptr<PlanNode>* slot) {
         local.push_back(c);
         continue;
       }
-      const cp::Expression::Call* call = c.call();
-      if (call != nullptr && call->function_name == "equal" &&
-          call->arguments[0].field_ref() != nullptr && call->arguments[1].field_ref() != nullptr) {
-        std::string a = *call->arguments[0].field_ref()->name();
-        std::string b = *call->arguments[1].field_ref()->name();
-        if (!inner.count(a)) std::swap(a, b);
-        if (inner.count(a) && !inner.count(b)) {
-          outer_keys.push_back(b);
-          inner_keys.push_back(a);
-          pulled.push_back(a);
-          continue;
-        }
+      if (auto key = InnerOuterEquality(c, inner)) {
+        inner_keys.push_back(key->first);
+        outer_keys.push_back(key->second);
+        pulled.push_back(key->first);
+        continue;
       }
       residual.push_back(c);
       for (const auto& ref : cp::FieldsInExpression(c)) {
@@ -184,24 +178,14 @@ arrow::Status DecorrelateAt(std::unique_ptr<PlanNode>* slot) {
   return arrow::Status::OK();
 }
 
-arrow::Status DecorrelateBelow(std::unique_ptr<PlanNode>* slot) {
-  PlanNode* node = slot->get();
-  if (node == nullptr) return arrow::Status::OK();
-  ARROW_RETURN_NOT_OK(DecorrelateBelow(&node->input));
-  ARROW_RETURN_NOT_OK(DecorrelateBelow(&node->right));
-  for (auto& item : node->items) ARROW_RETURN_NOT_OK(DecorrelateBelow(&item));
-  if (node->kind == PlanNode::Kind::kDependentJoin) return DecorrelateAt(slot);
-  return arrow::Status::OK();
-}
-
 }  // namespace
 
 arrow::Status Decorrelate(PlanNode* plan) {
-  // The root may be replaced too: it moves into a slot of its own and back.
-  auto root = std::make_unique<PlanNode>(std::move(*plan));
-  ARROW_RETURN_NOT_OK(DecorrelateBelow(&root));
-  *plan = std::move(*root);
-  return arrow::Status::OK();
+  // Inner subqueries first: a nested subquery is a join before its parent's Filter is sought.
+  return RewriteBottomUp(plan, [](std::unique_ptr<PlanNode>* slot) {
+    if ((*slot)->kind != PlanNode::Kind::kDependentJoin) return arrow::Status::OK();
+    return DecorrelateAt(slot);
+  });
 }
 
 }  // namespace sluice::sql

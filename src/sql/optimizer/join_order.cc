@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "sql/optimizer/conjuncts.h"
+#include "sql/optimizer/plan_rewrite.h"
 #include "sql/optimizer/semi_joins.h"
 
 namespace sluice::sql {
@@ -349,13 +350,8 @@ arrow::Status OrderLevel(std::unique_ptr<PlanNode>* slot) {
   return arrow::Status::OK();
 }
 
-// Inner levels first: a level's items and subqueries are ordered before it is.
 arrow::Status OrderAt(std::unique_ptr<PlanNode>* slot) {
   PlanNode* node = slot->get();
-  if (node == nullptr) return arrow::Status::OK();
-  ARROW_RETURN_NOT_OK(OrderAt(&node->input));
-  ARROW_RETURN_NOT_OK(OrderAt(&node->right));
-  for (auto& item : node->items) ARROW_RETURN_NOT_OK(OrderAt(&item));
   if (node->kind == PlanNode::Kind::kDependentJoin) {
     return arrow::Status::Invalid("internal: join_order runs after decorrelate");
   }
@@ -373,10 +369,8 @@ bool HasJoinSet(const PlanNode* node) {
 }  // namespace
 
 arrow::Status OrderJoinSets(PlanNode* plan) {
-  // The root may be replaced too: it moves into a slot of its own and back.
-  auto root = std::make_unique<PlanNode>(std::move(*plan));
-  ARROW_RETURN_NOT_OK(OrderAt(&root));
-  *plan = std::move(*root);
+  // Inner levels first: a level's items and subqueries are ordered before it is.
+  ARROW_RETURN_NOT_OK(RewriteBottomUp(plan, OrderAt));
   if (HasJoinSet(plan)) {
     return arrow::Status::Invalid("internal: join_order: a join set without its WHERE Filter");
   }
