@@ -295,6 +295,30 @@ class Binder {
   arrow::Result<cp::Expression> Cast(const json& cast, Scope scope);
   arrow::Result<Interval> IntervalLiteral(const json& cast);
   arrow::Result<cp::Expression> Aggregate(const json& call);
+  // x % y on integers: x - (x / y) * y, the sign of x, as in PostgreSQL; y = 0 is an error.
+  arrow::Result<cp::Expression> Modulo(const json& node, cp::Expression x, cp::Expression y,
+                                       Scope scope) {
+    const auto schema = SchemaFor(scope);
+    ARROW_ASSIGN_OR_RAISE(auto tx, x.Bind(*schema));
+    ARROW_ASSIGN_OR_RAISE(auto ty, y.Bind(*schema));
+    if (!arrow::is_integer(tx.type()->id()) || !arrow::is_integer(ty.type()->id())) {
+      return Unsupported(node, "% on " + tx.type()->ToString() + " and " + ty.type()->ToString() +
+                                   " (integers only)");
+    }
+    return cp::call("subtract_checked",
+                    {x, cp::call("multiply_checked", {cp::call("divide_checked", {x, y}), y})});
+  }
+  // NULLIF(a, b): NULL where a = b, else a (also where b is NULL).
+  arrow::Result<cp::Expression> NullIf(const json& node, cp::Expression a, cp::Expression b,
+                                       Scope scope) {
+    const auto schema = SchemaFor(scope);
+    b = NarrowIntegerLiteral(b, a, *schema);
+    ARROW_ASSIGN_OR_RAISE(auto typed, a.Bind(*schema));
+    ARROW_RETURN_NOT_OK(Typecheck(cp::equal(a, b), node, *schema).status());
+    return cp::call("if_else",
+                    {cp::call("coalesce", {cp::equal(a, b), cp::literal(false)}),
+                     cp::literal(arrow::MakeNullScalar(typed.type()->GetSharedPtr())), a});
+  }
   // Resolves a (qualified) name in this query's FROM items; nullptr if absent, an error if
   // ambiguous.
   arrow::Result<const ColumnInfo*> Lookup(const std::vector<std::string>& parts, const json& ref);
@@ -760,6 +784,18 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
                                                             {"<=", "less_equal"},
                                                             {">", "greater"},
                                                             {">=", "greater_equal"}};
+    if (op == "%") return Modulo(e, l, r, scope);
+    if (op == "||") {
+      // Text concatenation; a NULL operand makes NULL, and other types are cast to text.
+      const auto schema = SchemaFor(scope);
+      for (cp::Expression* x : {&l, &r}) {
+        ARROW_ASSIGN_OR_RAISE(auto typed, x->Bind(*schema));
+        if (typed.type()->id() != arrow::Type::STRING) {
+          *x = cp::call("cast", {*x}, cp::CastOptions::Safe(arrow::utf8()));
+        }
+      }
+      return cp::call("binary_join_element_wise", {l, r, cp::literal("")});
+    }
     auto it = kOps.find(op);
     if (it == kOps.end()) return Unsupported(e, "operator " + op);
     return cp::call(it->second, {l, r});
@@ -778,6 +814,11 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     hi = NarrowIntegerLiteral(hi, x, *schema);
     auto in = cp::and_(cp::greater_equal(x, lo), cp::less_equal(x, hi));
     return kind == "AEXPR_BETWEEN" ? in : cp::not_(in);
+  }
+  if (kind == "AEXPR_NULLIF") {
+    ARROW_ASSIGN_OR_RAISE(auto a, Expr(e.at("lexpr"), scope));
+    ARROW_ASSIGN_OR_RAISE(auto b, Expr(e.at("rexpr"), scope));
+    return NullIf(e, a, b, scope);
   }
   if (kind == "AEXPR_LIKE") {
     ARROW_ASSIGN_OR_RAISE(auto x, Expr(e.at("lexpr"), scope));
@@ -913,8 +954,9 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
   const std::string name = LastName(call.at("funcname"));
   const auto& args = call.value("args", json::array());
   if (call.contains("over")) return Unsupported(call, "window functions (" + name + " OVER)");
-  static const std::set<std::string> kKnown = {"extract", "date_part", "substring", "substr",
-                                               "abs",     "lower",     "upper",     "length"};
+  static const std::set<std::string> kKnown = {"extract", "date_part", "substring", "substr", "abs",
+                                               "lower",   "upper",     "length",    "round",  "mod",
+                                               "btrim",   "ltrim",     "rtrim",     "nullif"};
   if (!IsAggregateName(name) && !kKnown.count(name)) {
     // Before its arguments: they would be bound in a scope that may not fit them (a column
     // outside GROUP BY is not what is wrong with string_agg(x, ',')).
@@ -939,6 +981,44 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
     for (char& c : field) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (field == "year" || field == "month" || field == "day") return cp::call(field, {bound[1]});
     return Unsupported(call, "EXTRACT(" + field + ")");
+  }
+  if (name == "mod") {
+    if (bound.size() != 2) return Error(call, "mod(x, y) takes two arguments");
+    return Modulo(call, bound[0], bound[1], scope);
+  }
+  if (name == "nullif") {
+    if (bound.size() != 2) return Error(call, "NULLIF(a, b) takes two arguments");
+    return NullIf(call, bound[0], bound[1], scope);
+  }
+  if (name == "round") {
+    if (bound.empty() || bound.size() > 2 || (bound.size() == 2 && bound[1].literal() == nullptr)) {
+      return Unsupported(call, "round() with a non-constant number of digits");
+    }
+    ARROW_ASSIGN_OR_RAISE(auto typed, bound[0].Bind(*SchemaFor(scope)));
+    const auto id = typed.type()->id();
+    int64_t digits = 0;
+    if (bound.size() == 2) {
+      ARROW_ASSIGN_OR_RAISE(auto d, bound[1].literal()->scalar()->CastTo(arrow::int64()));
+      digits = static_cast<const arrow::Int64Scalar&>(*d).value;
+    }
+    if (arrow::is_integer(id) && digits >= 0) return bound[0];
+    if (!arrow::is_decimal(id) && !arrow::is_floating(id)) {
+      return Error(call, "function round(" + typed.type()->ToString() + ") does not exist");
+    }
+    // PostgreSQL rounds a numeric half away from zero, and a double half to even (rint).
+    return cp::call(
+        "round", {bound[0]},
+        cp::RoundOptions(digits, arrow::is_decimal(id) ? cp::RoundMode::HALF_TOWARDS_INFINITY
+                                                       : cp::RoundMode::HALF_TO_EVEN));
+  }
+  if (name == "btrim" || name == "ltrim" || name == "rtrim") {
+    // TRIM([BOTH|LEADING|TRAILING] [chars] FROM s) parses to these; the default is spaces.
+    if (bound.empty() || bound.size() > 2 || (bound.size() == 2 && bound[1].literal() == nullptr)) {
+      return Unsupported(call, "TRIM with non-constant characters");
+    }
+    const std::string chars = bound.size() == 2 ? bound[1].literal()->scalar()->ToString() : " ";
+    const std::string fn = name == "btrim" ? "utf8_trim" : "utf8_" + name;
+    return cp::call(fn, {bound[0]}, cp::TrimOptions(chars));
   }
   if (name == "substring" || name == "substr") {
     if (bound.size() < 2 || bound[1].literal() == nullptr ||
