@@ -66,6 +66,12 @@ std::optional<cp::Expression> FileFilter(const PlanNode& node) {
 
 arrow::Result<ac::Declaration> Scan(const PlanNode& node) {
   const TableSource& table = *node.table;
+  if (table.format == plan::kConstantRowFormat) {
+    // One row of no columns, for the select list's constants to be computed over.
+    std::vector<arrow::compute::ExecBatch> row = {arrow::compute::ExecBatch({}, 1)};
+    return ac::Declaration("exec_batch_source",
+                           ac::ExecBatchSourceNodeOptions(table.schema, std::move(row)));
+  }
   std::vector<std::string> paths;
   for (const auto& key : table.files) paths.push_back(table.store->FileSystemPath(key));
   std::shared_ptr<ds::FileFormat> format;

@@ -18,6 +18,10 @@
 
 namespace sluice::plan {
 
+/// The format of the one-row, no-column table that SELECT without FROM reads; it is never in a
+/// store, so plans that read it run in one process.
+inline constexpr char kConstantRowFormat[] = "constant_row";
+
 struct TableSource {
   std::string name;
   std::string location;

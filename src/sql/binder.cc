@@ -251,6 +251,7 @@ class Binder {
   };
   arrow::Status BindFrom(const json& item, FromItems* out);
   arrow::Result<Relation> BindTable(const json& range_var);
+  static Relation ConstantRow();
   arrow::Result<Relation> BindDerived(const json& select, const std::string& alias,
                                       const json& colnames, const json& node);
   arrow::Result<Relation> BindOuterJoin(const json& join);
@@ -1126,6 +1127,20 @@ const json* Binder::FindCte(const std::string& name, Binder** owner) {
   return nullptr;
 }
 
+Relation Binder::ConstantRow() {
+  auto table = std::make_shared<TableSource>();
+  table->name = "(no FROM)";
+  table->format = std::string(plan::kConstantRowFormat);
+  table->schema = arrow::schema(arrow::FieldVector{});
+  table->file_schema = table->schema;
+  table->num_rows = 1;
+  Relation r;
+  r.plan = plan::MakeNode(PlanNode::Kind::kScan);
+  r.plan->table = std::move(table);
+  r.cardinality = []() -> arrow::Result<plan::Cardinality> { return plan::Cardinality{}; };
+  return r;
+}
+
 arrow::Result<Relation> Binder::BindTable(const json& range_var) {
   const std::string name = range_var.value("relname", "");
   if (range_var.contains("schemaname")) {
@@ -1537,9 +1552,10 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     }
   }
   const auto& from = select.value("fromClause", json::array());
-  if (from.empty()) return Unsupported(select, "SELECT without FROM");
   FromItems items;
   for (const auto& item : from) ARROW_RETURN_NOT_OK(BindFrom(item, &items));
+  // SELECT without FROM (`select 1`, `select 'a' || 'b'`) reads one row of no columns.
+  if (from.empty()) items.relations.push_back(ConstantRow());
 
   const auto& targets = select.value("targetList", json::array());
   const bool aggregated = select.contains("groupClause") || select.contains("havingClause") ||
@@ -1640,6 +1656,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       auto [vkind, vbody] = Node(rt.at("val"));
       if (vkind == "ColumnRef" && vbody->at("fields").back().contains("A_Star")) {
         if (aggregated) return Unsupported(*vbody, "* with GROUP BY");
+        if (from.empty()) return Error(*vbody, "SELECT * with no tables specified is not valid");
         const auto& fields = vbody->at("fields");
         const std::string qualifier =
             fields.size() == 2 ? fields.at(0).at("String").value("sval", "") : "";

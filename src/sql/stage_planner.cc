@@ -346,7 +346,27 @@ const char* StageRoleName(StageRole role) {
   return "?";
 }
 
+namespace {
+
+bool ReadsConstantRow(const PlanNode& node) {
+  if (node.kind == PlanNode::Kind::kScan && node.table->format == plan::kConstantRowFormat) {
+    return true;
+  }
+  return (node.input != nullptr && ReadsConstantRow(*node.input)) ||
+         (node.right != nullptr && ReadsConstantRow(*node.right));
+}
+
+}  // namespace
+
 StagePlan PlanStages(const PlanNode& root, const StageOptions& options) {
+  if (ReadsConstantRow(root)) {
+    // No worker could read it (it is in no store), and a query over no table has nothing to
+    // split.
+    StagePlan out;
+    out.workers = options.workers;
+    out.not_cut_reason = "the query reads SELECT without FROM's row";
+    return out;
+  }
   return Planner(options).Plan(root);
 }
 
