@@ -363,6 +363,24 @@ class Binder {
   arrow::Result<cp::Expression> Typecheck(const cp::Expression& e, const json& node,
                                           const arrow::Schema& schema);
 
+  // A string literal next to a date is a date, as PostgreSQL reads an untyped literal
+  // (o_orderdate < '1995-03-15'); one that is no date is that error, not a kernel's.
+  arrow::Result<cp::Expression> DateLiteral(const cp::Expression& literal,
+                                            const cp::Expression& other,
+                                            const arrow::Schema& schema, const json& node) {
+    if (literal.literal() == nullptr || literal.literal()->type()->id() != arrow::Type::STRING) {
+      return literal;
+    }
+    auto bound = other.Bind(schema);
+    if (!bound.ok() || bound->type()->id() != arrow::Type::DATE32) return literal;
+    auto date = literal.literal()->scalar()->CastTo(arrow::date32());
+    if (!date.ok()) {
+      return Error(node, "invalid input syntax for type date: \"" +
+                             literal.literal()->scalar()->ToString() + "\"");
+    }
+    return cp::literal(*date);
+  }
+
   // An integer literal next to a decimal becomes a decimal of just its digits: Arrow would widen
   // it to decimal(19, 0), and a few such steps overflow decimal128's 38 digits (1 - l_discount).
   cp::Expression NarrowIntegerLiteral(const cp::Expression& literal, const cp::Expression& other,
@@ -747,6 +765,13 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     // Fold first, so that "1 + 10" is a literal by the time it meets a decimal.
     ARROW_ASSIGN_OR_RAISE(l, FoldConstantSubtrees(l));
     ARROW_ASSIGN_OR_RAISE(r, FoldConstantSubtrees(r));
+    static const std::set<std::string> kDateOperators = {
+        "-", "=", "<>", "!=", "<", "<=", ">", ">="};
+    if (kDateOperators.count(op)) {
+      const auto schema = SchemaFor(scope);
+      ARROW_ASSIGN_OR_RAISE(l, DateLiteral(l, r, *schema, e));
+      ARROW_ASSIGN_OR_RAISE(r, DateLiteral(r, l, *schema, e));
+    }
     if (op == "-") {
       // date - date is the number of days between them, as in PostgreSQL.
       const auto schema = SchemaFor(scope);
@@ -813,6 +838,8 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     const auto schema = SchemaFor(scope);
     lo = NarrowIntegerLiteral(lo, x, *schema);
     hi = NarrowIntegerLiteral(hi, x, *schema);
+    ARROW_ASSIGN_OR_RAISE(lo, DateLiteral(lo, x, *schema, e));
+    ARROW_ASSIGN_OR_RAISE(hi, DateLiteral(hi, x, *schema, e));
     auto in = cp::and_(cp::greater_equal(x, lo), cp::less_equal(x, hi));
     return kind == "AEXPR_BETWEEN" ? in : cp::not_(in);
   }
@@ -838,6 +865,7 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     for (const auto& item : e.at("rexpr").at("List").at("items")) {
       ARROW_ASSIGN_OR_RAISE(auto v, Expr(item, scope));
       if (v.literal() == nullptr) return Unsupported(item, "IN with non-constant values");
+      ARROW_ASSIGN_OR_RAISE(v, DateLiteral(v, x, *SchemaFor(scope), item));
       values.push_back(v.literal()->scalar());
     }
     std::shared_ptr<arrow::DataType> type = arrow::null();

@@ -157,6 +157,8 @@ def test_tpch_query_matches_duckdb_or_is_not_supported(tpch, n, tmp_path):
      "not supported: function string_agg()"),
     ("select n_nationkey % 0 from nation", "divide by zero"),
     ("select *", "SELECT * with no tables specified is not valid (line 1, column 8)"),
+    ("select count(*) from orders where o_orderdate = '1995-13-01'",
+     'invalid input syntax for type date: "1995-13-01" (line 1, column 47)'),
     ("select c_acctbal % 2 from customer", "not supported: % on decimal128(15, 2)"),
     ("select round(n_name) from nation", "function round(string) does not exist"),
     ("select n_name from nation order by -1", "ORDER BY position -1 is not in select list"),
@@ -203,6 +205,15 @@ def test_output_formats_and_explain(tpch, tmp_path):
     assert re.search(r"Scan nation .*\[rows=25 batches=\d+ first=[\d.]+ ms done=[\d.]+ ms\]",
                      analyze), analyze
     assert re.search(r"FinalAggregate .*\[rows=1 ", analyze), analyze
+
+
+def test_date_minus_a_string_literal_is_a_date_difference(tpch):
+    """PostgreSQL reads '1995-01-01' next to a date as a date (DuckDB refuses to choose)."""
+    sluice, _, _ = tpch
+    counts = [sluice.run("query", "--format", "csv", "select count(*) from orders where "
+                         f"o_orderdate - {literal} > 10", check=True).stdout.decode()
+              for literal in ("'1995-01-01'", "date '1995-01-01'")]
+    assert counts[0] == counts[1] and counts[0].splitlines()[1] != "0", counts
 
 
 def test_round_follows_postgresql_not_duckdb(tpch):
@@ -372,6 +383,11 @@ ORACLE = [
     "select trim(both 'A' from n_name) as a, ltrim(n_name, 'AB') as b, rtrim(n_comment) as c, trim(' ' || n_name || ' ') as d from nation order by n_nationkey",
     "select trim(leading 'C' from c_name) as a, trim(trailing '0123456789' from c_name) as b from customer order by c_custkey limit 5",
     'select n_name || null as x from nation limit 2',
+    # a string literal next to a date is a date, as PostgreSQL reads it
+    "select count(*) from orders where o_orderdate < '1995-03-15'",
+    "select count(*) from orders where '1995-03-15' <= o_orderdate and o_orderdate <> '1995-06-01'",
+    "select count(*) from orders where o_orderdate between '1995-01-01' and '1995-12-31'",
+    "select count(*) from orders where o_orderdate in ('1995-01-01', '1996-01-02', null)",
     # SELECT without FROM: one row of constants
     "select 1 as a, 'x' || 'y' as b, 7 % 3 as c, -7 % 3 as d, null as e",
     "select count(*)",
