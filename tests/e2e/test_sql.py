@@ -294,6 +294,16 @@ SUBQUERIES = [
 ]
 
 
+# Equalities between expressions of two FROM items are hash-join keys, each side computed first.
+EXPRESSION_KEYS = [
+    'select count(*) from nation n1 join nation n2 on n1.n_nationkey = n2.n_nationkey + 1',
+    'select n1.n_name, n2.n_name from nation n1, nation n2 where n1.n_regionkey * 5 = n2.n_nationkey order by 1, 2',
+    'select count(*) from orders, customer where o_custkey + 0 = c_custkey and c_acctbal > 0',
+    'select count(*) from nation n1 join nation n2 on n1.n_nationkey = n2.n_nationkey + 1 join region on r_regionkey = n2.n_regionkey - 0',
+    'select count(*) from lineitem, orders where l_orderkey = o_orderkey and l_partkey + l_suppkey = o_custkey',
+]
+
+
 ORACLE = [
     # joins: ON, left, right, self, derived tables with column aliases
     "select n_name, r_name from nation join region on n_regionkey = r_regionkey order by n_name",
@@ -401,7 +411,7 @@ ORACLE = [
 ]
 
 
-@pytest.mark.parametrize("sql", ORACLE + SUBQUERIES)
+@pytest.mark.parametrize("sql", ORACLE + SUBQUERIES + EXPRESSION_KEYS)
 def test_sql_feature_matches_duckdb(tpch, sql, tmp_path):
     sluice, con, _ = tpch
     out = tmp_path / "result.arrow"

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT, VENV_BIN, Sluice, base_env
-from test_sql import SUBQUERIES, normalize, same  # one comparison rule for every SQL oracle test
+from test_sql import EXPRESSION_KEYS, SUBQUERIES, normalize, same  # one comparison rule for every SQL oracle test
 
 QUERIES = ROOT / "tests" / "tpch"
 TABLES = ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"]
@@ -141,7 +141,7 @@ def test_tpch_at_2_workers_matches_duckdb(tpch, n, tmp_path):
     assert shuffle_files(data) == []
 
 
-@pytest.mark.parametrize("sql", SUBQUERIES)
+@pytest.mark.parametrize("sql", SUBQUERIES + EXPRESSION_KEYS)
 def test_subqueries_at_2_workers_match_duckdb_and_in_process(tpch, sql, tmp_path):
     sluice, con, data = tpch
     ordered = bool(re.search(r"\border\s+by\b", sql, re.I))

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -87,6 +88,7 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
   };
   std::vector<Edge> edges;
   std::vector<cp::Expression> residual;
+  int computed_keys = 0;
   for (const auto& c : conjuncts) {
     if (c.Equals(cp::literal(true))) continue;
     std::set<size_t> tables;
@@ -109,12 +111,39 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
       continue;
     }
     const cp::Expression::Call* call = c.call();
-    if (tables.size() == 2 && call != nullptr && call->function_name == "equal" &&
-        call->arguments[0].field_ref() != nullptr && call->arguments[1].field_ref() != nullptr) {
-      const std::string l = *call->arguments[0].field_ref()->name();
-      const std::string r = *call->arguments[1].field_ref()->name();
-      edges.push_back({owner.at(l), owner.at(r), l, r, false});
-      continue;
+    if (tables.size() == 2 && call != nullptr && call->function_name == "equal") {
+      // Each side reads one relation: a join key. A side that is an expression
+      // (t1.k = t2.k + 1) is computed first by a projection on its relation.
+      std::optional<size_t> sides[2];
+      for (int k = 0; k < 2; ++k) {
+        std::set<size_t> reads;
+        for (const auto& ref : cp::FieldsInExpression(call->arguments[k])) {
+          reads.insert(owner.at(*ref.name()));
+        }
+        if (reads.size() == 1) sides[k] = *reads.begin();
+      }
+      if (sides[0] && sides[1] && *sides[0] != *sides[1]) {
+        std::string names[2];
+        for (int k = 0; k < 2; ++k) {
+          const cp::Expression& side = call->arguments[k];
+          if (side.field_ref() != nullptr) {
+            names[k] = *side.field_ref()->name();
+            continue;
+          }
+          JoinInput& r = relations[*sides[k]];
+          // Unique in the query: the relation's first column id is.
+          names[k] = "__key" + std::to_string(computed_keys++) + "@" + r.ids.front();
+          auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(r.plan));
+          project->keep_input = true;
+          project->expressions.push_back(side);
+          project->names.push_back(names[k]);
+          r.plan = std::move(project);
+          r.ids.push_back(names[k]);
+          owner[names[k]] = *sides[k];
+        }
+        edges.push_back({*sides[0], *sides[1], names[0], names[1], false});
+        continue;
+      }
     }
     residual.push_back(c);
     filters->push_back(c);

@@ -39,7 +39,9 @@ std::unique_ptr<PlanNode> WithFilter(std::unique_ptr<PlanNode> input,
 std::vector<arrow::compute::Expression> FactorOr(const arrow::compute::Expression& e);
 
 /// `relations` joined by the equalities among `conditions` (split into conjuncts, with ORs
-/// factored by FactorOr). The result is the join tree alone: every conjunct that is no join key
+/// factored by FactorOr); an equality whose two sides each read one other relation is a key, an
+/// expression side (t1.k = t2.k + 1) computed first by a projection on its relation. The
+/// result is the join tree alone: every conjunct that is no join key
 /// is appended to `*filters` in the order it came, for a Filter above the joins that the
 /// filter_pushdown pass places; an OR over several relations is followed by the weaker copy it
 /// implies on each of them (which the estimates count), and an equality between two relations

@@ -192,6 +192,16 @@ TEST_F(JoinOrderTest, ThePassOrdersEachJoinSetUnderItsWhere) {
             "      Scan u (1 files) columns=[uk#3, name#4]\n");
 }
 
+TEST_F(JoinOrderTest, AnEqualityOfExpressionsIsAKeyComputedOnItsSide) {
+  EXPECT_EQ(Ordered("select name from t join u on k + 1 = uk * 2", 1000, 100),
+            "Project name#5 := name#4\n"
+            "  HashJoin inner on __key0@k#0 = __key1@uk#3\n"
+            "    Project (input columns), __key0@k#0 := add_checked(k#0, 1)\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "    Project (input columns), __key1@uk#3 := multiply_checked(uk#3, 2)\n"
+            "      Scan u (1 files) columns=[uk#3, name#4]\n");
+}
+
 TEST_F(JoinOrderTest, ADerivedTableIsEstimatedAfterItsOwnConditions) {
   // d keeps a tenth of t's 1,000 rows (an equality without statistics): 100 rows against u's
   // 500, so u probes and d is hashed. Had d been estimated as its table, t's 1,000 rows would
