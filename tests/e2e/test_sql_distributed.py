@@ -141,6 +141,18 @@ def test_tpch_at_2_workers_matches_duckdb(tpch, n, tmp_path):
     assert shuffle_files(data) == []
 
 
+def test_select_without_from_runs_in_process_under_workers(tpch, tmp_path):
+    """Its constant row is in no store a worker could read: the query says it runs in-process."""
+    sluice, _, data = tpch
+    for sql, want in [("select count(*)", [(1,)]),
+                      ("select n_name from nation where n_nationkey = (select max(x) from "
+                       "(select 3 as x) t)", [("CANADA",)])]:
+        rows, err = query(sluice, sql, tmp_path / "c.arrow", 2)
+        assert rows == want, (sql, rows)
+        assert "running in-process: the query reads SELECT without FROM's row" in err, err
+    assert shuffle_files(data) == []
+
+
 @pytest.mark.parametrize("sql", SUBQUERIES + EXPRESSION_KEYS)
 def test_subqueries_at_2_workers_match_duckdb_and_in_process(tpch, sql, tmp_path):
     sluice, con, data = tpch
