@@ -77,7 +77,11 @@ arrow::Result<size_t> StageCut::AddStage(const PlanNode* root, const PlanNode* e
         stage.split == nullptr ? "neither" : "both");
   }
   if (stage.split != nullptr) {
-    stage.tasks = options_.split_tasks ? options_.split_tasks(*stage.split) : 1;
+    // Without shares every task would read the whole leaf: each row once per task.
+    if (!options_.split_tasks || !options_.split_share) {
+      return arrow::Status::Invalid("internal: a split stage without split_tasks and split_share");
+    }
+    stage.tasks = options_.split_tasks(*stage.split);
   } else {
     stage.tasks = stage.inputs[0]->exchange.gather ? 1 : stage.inputs[0]->exchange.partitions;
     for (const PlanNode* in : stage.inputs) {

@@ -172,6 +172,13 @@ TEST(StageCutterTest, RefusesStagesWithoutOneSourceOfRows) {
   cut = StageCut::Make(*none, JobOptions());
   ASSERT_FALSE(cut.ok());
   EXPECT_NE(cut.status().message().find("not neither"), std::string::npos);
+  // A split stage whose caller gives no shares: every task would read every object.
+  CutOptions no_shares = JobOptions();
+  no_shares.split_share = nullptr;
+  auto job = JobPlan();
+  cut = StageCut::Make(*job, no_shares);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("without split_tasks and split_share"), std::string::npos);
 }
 
 }  // namespace
