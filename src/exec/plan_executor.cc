@@ -225,10 +225,36 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
       if (node.join_type == JoinType::kSemi) type = ac::JoinType::RIGHT_SEMI;
       if (node.join_type == JoinType::kAnti) type = ac::JoinType::RIGHT_ANTI;
       ac::HashJoinNodeOptions options(type, right, left, node.join_filter);
+      if (node.null_equal_keys) options.key_cmp.assign(right.size(), ac::JoinKeyCmp::IS);
       return ac::Declaration("hashjoin", {std::move(build), std::move(probe)}, std::move(options));
     }
     ac::HashJoinNodeOptions options(AceroJoinType(node.join_type), left, right, node.join_filter);
+    if (node.null_equal_keys) options.key_cmp.assign(left.size(), ac::JoinKeyCmp::IS);
     return ac::Declaration("hashjoin", {std::move(probe), std::move(build)}, std::move(options));
+  }
+  if (node.kind == PlanNode::Kind::kUnion) {
+    // Acero's union wants one schema: each side is renamed to the union's names, and cast to
+    // the plan's types (a scan may produce a dictionary where the plan says string).
+    ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(node));
+    std::vector<ac::Declaration> sides;
+    for (const PlanNode* side : {node.input.get(), node.right.get()}) {
+      ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(*side, probes, inputs));
+      const std::vector<std::string> names = side->OutputNames();
+      std::vector<cp::Expression> columns;
+      for (size_t i = 0; i < names.size(); ++i) {
+        columns.push_back(
+            cp::call("cast", {cp::field_ref(names[i])},
+                     cp::CastOptions::Safe(schema->field(static_cast<int>(i))->type())));
+      }
+      sides.push_back(ac::Declaration::Sequence(
+          {std::move(decl), {"project", ac::ProjectNodeOptions(columns, node.names)}}));
+    }
+#pragma GCC diagnostic push
+    // GCC 12 reports a false maybe-uninitialized inside Declaration::Input's std::variant.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+    std::vector<ac::Declaration::Input> both = {std::move(sides[0]), std::move(sides[1])};
+    return ac::Declaration("union", std::move(both), ac::ExecNodeOptions{});
+#pragma GCC diagnostic pop
   }
   if (node.kind == PlanNode::Kind::kAggregate && node.final_phase &&
       node.input->kind == PlanNode::Kind::kAggregate && !node.input->final_phase &&

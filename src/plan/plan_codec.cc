@@ -147,8 +147,12 @@ json RangesJson(const std::vector<std::pair<int32_t, int32_t>>& ranges) {
       out["right_keys"] = n.right_keys;
       ARROW_ASSIGN_OR_RAISE(out["join_filter"], EncodeExpression(n.join_filter));
       out["build_input"] = n.build_input;
+      out["null_equal_keys"] = n.null_equal_keys;
       break;
     }
+    case PlanNode::Kind::kUnion:
+      out["names"] = n.names;
+      break;
     case PlanNode::Kind::kScanObjects: {
       const ScanObjects& o = n.objects;
       ARROW_ASSIGN_OR_RAISE(json schema, SchemaBytes(o.schema));
@@ -380,6 +384,12 @@ arrow::Result<std::shared_ptr<TableSource>> DecodeTable(const json& v, StoreSour
     if (n->build_input && n->join_type == JoinType::kInner) {
       return arrow::Status::Invalid("plan: an inner join hashes its right side");
     }
+    ARROW_ASSIGN_OR_RAISE(n->null_equal_keys, Bool(v, "null_equal_keys"));
+  } else if (kind == "union") {
+    n->kind = PlanNode::Kind::kUnion;
+    *children = 2;
+    ARROW_ASSIGN_OR_RAISE(n->names, TextList(v, "names"));
+    if (n->names.empty()) return arrow::Status::Invalid("plan: a union needs its column names");
   } else if (kind == "scan_objects") {
     n->kind = PlanNode::Kind::kScanObjects;
     *children = 0;
@@ -470,7 +480,7 @@ arrow::Result<std::unique_ptr<PlanNode>> DecodeNode(const json& v, StoreSource* 
     ARROW_ASSIGN_OR_RAISE(const json* right, Field(v, "right"));
     ARROW_ASSIGN_OR_RAISE(n->right, DecodeNode(*right, store, depth + 1));
   } else if (v.contains("right")) {
-    return arrow::Status::Invalid("plan: only a join has a right input");
+    return arrow::Status::Invalid("plan: only a join or a union has a right input");
   }
   return n;
 }

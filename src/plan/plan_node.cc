@@ -53,6 +53,8 @@ const char* KindName(PlanNode::Kind kind) {
       return "dependent_join";
     case K::kExchange:
       return "exchange";
+    case K::kUnion:
+      return "union";
   }
   return "?";
 }
@@ -199,6 +201,25 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
       return node.exchange.schema != nullptr ? node.exchange.schema : in;
     case PlanNode::Kind::kJoinSet:
       return arrow::Status::Invalid("internal: a join set's schema is its items' (OutputSchema)");
+    case PlanNode::Kind::kUnion: {
+      if (in->num_fields() != static_cast<int>(node.names.size()) ||
+          right->num_fields() != static_cast<int>(node.names.size())) {
+        return arrow::Status::Invalid("internal: a union's sides do not have its ",
+                                      node.names.size(), " columns");
+      }
+      arrow::FieldVector fields;
+      for (int i = 0; i < in->num_fields(); ++i) {
+        const auto& l = in->field(i);
+        const auto& r = right->field(i);
+        if (!l->type()->Equals(*r->type())) {
+          return arrow::Status::Invalid("internal: a union's column ", node.names[i], " is ",
+                                        l->type()->ToString(), " on one side and ",
+                                        r->type()->ToString(), " on the other");
+        }
+        fields.push_back(arrow::field(node.names[i], l->type(), l->nullable() || r->nullable()));
+      }
+      return arrow::schema(fields);
+    }
     default:
       return in;
   }
@@ -245,6 +266,7 @@ const char* JoinTypeName(JoinType type) {
 std::vector<std::string> PlanNode::OutputNames() const {
   switch (kind) {
     case Kind::kScan:
+    case Kind::kUnion:
       return names;
     case Kind::kProject: {
       std::vector<std::string> out;
@@ -337,9 +359,14 @@ std::string PlanNode::Explain(int indent,
       for (size_t i = 0; i < left_keys.size(); ++i) {
         out << (i ? " and " : "") << left_keys[i] << " = " << right_keys[i];
       }
+      if (null_equal_keys) out << " (NULLs equal)";
       if (!join_filter.Equals(arrow::compute::literal(true))) {
         out << " filter " << join_filter.ToString();
       }
+      break;
+    case Kind::kUnion:
+      out << "UnionAll ";
+      for (size_t i = 0; i < names.size(); ++i) out << (i ? ", " : "") << names[i];
       break;
     case Kind::kScanObjects:
       out << "ScanObjects " << objects.format << " (" << objects.keys.size() << " objects) as "

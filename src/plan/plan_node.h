@@ -146,6 +146,9 @@ struct PlanNodeFields {
     kDependentJoin,
     // Between stages before the stage cutter runs (both front doors).
     kExchange,
+    // UNION ALL: the rows of `input`, then those of `right`, column by column (both sides
+    // already of the same types), output under `names`.
+    kUnion,
   };
   Kind kind = Kind::kScan;
   JoinType join_type = JoinType::kInner;
@@ -153,6 +156,8 @@ struct PlanNodeFields {
   std::vector<std::string> right_keys;
   /// kJoin other than inner: hash `input` and stream `right` past it (when `input` is smaller).
   bool build_input = false;
+  /// kJoin: NULL keys match each other (INTERSECT and EXCEPT compare rows, not values).
+  bool null_equal_keys = false;
   /// kJoin: a condition on matched pairs beyond the key equalities (ON ... AND a <> b).
   arrow::compute::Expression join_filter = arrow::compute::literal(true);
   /// kJoin: the join_order pass's estimates of the rows of `input` and of `right` (after the
@@ -174,8 +179,8 @@ struct PlanNodeFields {
   // kFilter
   arrow::compute::Expression predicate;
 
-  // kProject (and kScan's output names). With keep_input the input's columns pass through
-  // first, whichever of them survive column pruning.
+  // kProject (and kScan's and kUnion's output names). With keep_input the input's columns pass
+  // through first, whichever of them survive column pruning.
   std::vector<arrow::compute::Expression> expressions;
   std::vector<std::string> names;
   bool keep_input = false;

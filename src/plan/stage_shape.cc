@@ -99,6 +99,14 @@ class ShapeChecker {
         }
         return in;  // partials: the final stage merges them
       }
+      case PlanNode::Kind::kUnion: {
+        Shape l = Check(*n.input, false);
+        if (!l.refused.empty()) return l;
+        Shape r = Check(*n.right, false);
+        if (!r.refused.empty()) return r;
+        if (l.split || r.split) return {false, "a union over split rows", std::nullopt};
+        return l;
+      }
       case PlanNode::Kind::kSort:
       case PlanNode::Kind::kLimit: {
         Shape in = Check(*n.input, false);

@@ -20,6 +20,7 @@
 #include "sql/optimizer/physical_choices.h"
 #include "sql/relation.h"
 #include "sql/sql_parser.h"
+#include "sql/type_resolution.h"
 
 namespace sluice::sql {
 
@@ -264,6 +265,18 @@ class Binder {
     row_schema_ = nullptr;
   }
   const json* FindCte(const std::string& name, Binder** owner);
+
+  // ORDER BY and LIMIT/OFFSET over `plan`, whose outputs are `out_ids` (SQL `names`). An ORDER BY
+  // expression that is no output column is computed by `main`, the select list's projection;
+  // with none (DISTINCT, a set operation) it is the error `refusal`.
+  arrow::Result<std::unique_ptr<PlanNode>> OrderAndLimit(const json& select,
+                                                         std::unique_ptr<PlanNode> plan,
+                                                         const std::vector<std::string>& names,
+                                                         const std::vector<std::string>& out_ids,
+                                                         bool top, Scope out_scope, PlanNode* main,
+                                                         const char* refusal);
+  // UNION, INTERSECT and EXCEPT.
+  arrow::Result<Relation> BindSetOperation(const json& select, bool top);
 
   // WHERE
   arrow::Status BindWhereCondition(const json& node, std::vector<cp::Expression>* local);
@@ -1562,12 +1575,224 @@ arrow::Result<cp::Expression> Binder::ScalarSubquery(const json& link, Scope sco
   return cp::field_ref(value->name());
 }
 
+arrow::Result<std::unique_ptr<PlanNode>> Binder::OrderAndLimit(
+    const json& select, std::unique_ptr<PlanNode> plan, const std::vector<std::string>& names,
+    const std::vector<std::string>& out_ids, bool top, Scope out_scope, PlanNode* main,
+    const char* refusal) {
+  // ORDER BY output names, positions or expressions; only where the order is observable.
+  if (select.contains("sortClause") && top) {
+    std::vector<cp::Expression> hidden;
+    std::vector<std::string> hidden_ids;
+    std::vector<std::pair<std::string, std::string>> nulls_first_keys;  // is_valid id, key id
+    std::vector<cp::SortKey> keys;
+    for (const auto& s : select.at("sortClause")) {
+      const auto& by = s.at("SortBy");
+      auto [skind, sbody] = Node(by.at("node"));
+      std::string target;
+      if (skind == "A_Const" && sbody->contains("ival")) {
+        ARROW_ASSIGN_OR_RAISE(const int64_t pos, IntConstant(*sbody));
+        if (pos < 1 || pos > static_cast<int>(names.size())) {
+          return Error(*sbody,
+                       "ORDER BY position " + std::to_string(pos) + " is not in select list");
+        }
+        target = out_ids[static_cast<size_t>(pos - 1)];
+      } else if (skind == "ColumnRef" && sbody->at("fields").size() == 1 &&
+                 sbody->at("fields").at(0).contains("String")) {
+        const std::string name = sbody->at("fields").at(0).at("String").value("sval", "");
+        for (size_t i = 0; i < names.size() && target.empty(); ++i) {
+          if (names[i] == name) target = out_ids[i];
+        }
+      }
+      if (target.empty()) {
+        if (main == nullptr) return Error(by.at("node"), refusal);
+        ARROW_ASSIGN_OR_RAISE(auto target_expr, Expr(by.at("node"), out_scope));
+        if (out_scope == Scope::kRow) {
+          ARROW_ASSIGN_OR_RAISE(target_expr, Typecheck(target_expr, by.at("node"), RowSchema()));
+        }
+        target = ctx_.NewId("sort");
+        hidden.push_back(target_expr);
+        hidden_ids.push_back(target);
+      }
+      const bool desc = by.value("sortby_dir", "") == "SORTBY_DESC";
+      const std::string nulls = by.value("sortby_nulls", "SORTBY_NULLS_DEFAULT");
+      // PostgreSQL puts NULLs last ascending and first descending; Arrow puts them at one end
+      // for all keys, so a key whose NULLs go first is preceded by its is_valid (false first).
+      const bool nulls_first =
+          nulls == "SORTBY_NULLS_DEFAULT" ? desc : nulls == "SORTBY_NULLS_FIRST";
+#pragma GCC diagnostic push
+      // GCC 12 reports a false maybe-uninitialized inside FieldRef's std::variant move.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+      if (nulls_first) {
+        const std::string valid = ctx_.NewId("nulls_first");
+        nulls_first_keys.emplace_back(valid, target);
+        keys.emplace_back(arrow::FieldRef(valid), cp::SortOrder::Ascending);
+      }
+      keys.emplace_back(arrow::FieldRef(target),
+                        desc ? cp::SortOrder::Descending : cp::SortOrder::Ascending);
+#pragma GCC diagnostic pop
+    }
+    // Expression keys are computed by the select list's projection; NULL-placement keys read
+    // the finished key columns.
+    if (main != nullptr && main->kind == PlanNode::Kind::kProject) {
+      for (size_t i = 0; i < hidden.size(); ++i) {
+        main->expressions.push_back(hidden[i]);
+        main->names.push_back(hidden_ids[i]);
+      }
+    }
+    if (!nulls_first_keys.empty()) {
+      auto p = std::make_unique<PlanNode>();
+      p->kind = PlanNode::Kind::kProject;
+      p->keep_input = true;
+      for (const auto& [valid, target] : nulls_first_keys) {
+        p->expressions.push_back(cp::is_valid(cp::field_ref(target)));
+        p->names.push_back(valid);
+      }
+      p->input = std::move(plan);
+      plan = std::move(p);
+    }
+    auto sort = std::make_unique<PlanNode>();
+    sort->kind = PlanNode::Kind::kSort;
+    sort->sort_keys = std::move(keys);
+    sort->input = std::move(plan);
+    plan = std::move(sort);
+  }
+  if (select.contains("limitCount") || select.contains("limitOffset")) {
+    if (!top) return Unsupported(select, "LIMIT/OFFSET in a subquery");
+    auto limit = std::make_unique<PlanNode>();
+    limit->kind = PlanNode::Kind::kLimit;
+    auto number = [&](const char* key, int64_t* out) -> arrow::Status {
+      if (!select.contains(key)) return arrow::Status::OK();
+      auto [k, b] = Node(select.at(key));
+      if (k != "A_Const" || !b->contains("ival"))
+        return Unsupported(select.at(key), "non-constant LIMIT/OFFSET");
+      ARROW_ASSIGN_OR_RAISE(*out, IntConstant(*b));
+      if (*out < 0)
+        return Error(select.at(key),
+                     std::string(key == std::string("limitCount") ? "LIMIT" : "OFFSET") +
+                         " must not be negative");
+      return arrow::Status::OK();
+    };
+    ARROW_RETURN_NOT_OK(number("limitCount", &limit->count));
+    ARROW_RETURN_NOT_OK(number("limitOffset", &limit->offset));
+    limit->input = std::move(plan);
+    plan = std::move(limit);
+  }
+  return plan;
+}
+
+arrow::Result<Relation> Binder::BindSetOperation(const json& select, bool top) {
+  const std::string op = select.value("op", "");
+  const bool all = select.value("all", false);
+  const std::string what = op == "SETOP_UNION"       ? "UNION"
+                           : op == "SETOP_INTERSECT" ? "INTERSECT"
+                                                     : "EXCEPT";
+  const json& larg = select.at("larg").contains("SelectStmt") ? select.at("larg").at("SelectStmt")
+                                                              : select.at("larg");
+  const json& rarg = select.at("rarg").contains("SelectStmt") ? select.at("rarg").at("SelectStmt")
+                                                              : select.at("rarg");
+  // Each side is a query of its own that sees this level's CTEs.
+  Binder left_binder(ctx_, parent_, this), right_binder(ctx_, parent_, this);
+  ARROW_ASSIGN_OR_RAISE(Relation left, left_binder.Bind(larg, Purpose::kQuery));
+  ARROW_ASSIGN_OR_RAISE(Relation right, right_binder.Bind(rarg, Purpose::kQuery));
+  if (left_binder.outer_references() > 0 || right_binder.outer_references() > 0) {
+    return Unsupported(larg, "a correlated reference inside " + what);
+  }
+  const std::vector<std::string> names = left_binder.output_names();
+  if (left.columns.size() != right.columns.size()) {
+    return Error(rarg, "each " + what + " query must have the same number of columns");
+  }
+  // Both sides under fresh names, cast to the types they share.
+  std::vector<std::shared_ptr<arrow::DataType>> types;
+  for (size_t i = 0; i < left.columns.size(); ++i) {
+    auto common = CommonType(left.columns[i].field->type(), right.columns[i].field->type());
+    if (!common.ok()) {
+      return Error(rarg, what + " " + common.status().message() + " (column " +
+                             std::to_string(i + 1) + ", \"" + names[i] + "\")");
+    }
+    // Only NULLs on both sides: PostgreSQL resolves the unknown type as text.
+    types.push_back((*common)->id() == arrow::Type::NA ? arrow::utf8() : *common);
+  }
+  auto cast_side = [&](Relation* side) {
+    auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(side->plan));
+    for (size_t i = 0; i < side->columns.size(); ++i) {
+      const auto& field = side->columns[i].field;
+      cp::Expression e = cp::field_ref(field->name());
+      if (!field->type()->Equals(*types[i])) {
+        e = cp::call("cast", {e}, cp::CastOptions::Safe(types[i]));
+      }
+      project->expressions.push_back(std::move(e));
+      project->names.push_back(ctx_.NewId(names[i]));
+    }
+    side->plan = std::move(project);
+  };
+  cast_side(&left);
+  cast_side(&right);
+  auto distinct = [](std::unique_ptr<PlanNode> plan, const std::vector<std::string>& keys) {
+    for (bool final_phase : {false, true}) {
+      auto agg = plan::MakeNode(PlanNode::Kind::kAggregate, std::move(plan));
+      agg->final_phase = final_phase;
+      agg->keys = keys;
+      plan = std::move(agg);
+    }
+    return plan;
+  };
+  const plan::DeferredCardinality left_card = left.cardinality;
+  const plan::DeferredCardinality right_card = right.cardinality;
+  std::unique_ptr<PlanNode> plan;
+  std::vector<std::string> out_ids;
+  plan::DeferredCardinality cardinality;
+  if (op == "SETOP_UNION") {
+    auto u = plan::MakeNode(PlanNode::Kind::kUnion, std::move(left.plan));
+    u->right = std::move(right.plan);
+    for (const auto& n : names) u->names.push_back(ctx_.NewId(n));
+    out_ids = u->names;
+    plan = all ? std::move(u) : distinct(std::move(u), out_ids);
+    cardinality = [left_card, right_card]() -> arrow::Result<plan::Cardinality> {
+      ARROW_ASSIGN_OR_RAISE(plan::Cardinality l, left_card());
+      ARROW_ASSIGN_OR_RAISE(plan::Cardinality r, right_card());
+      plan::Cardinality c;
+      c.rows = l.rows + r.rows;
+      c.estimate = l.estimate + r.estimate;
+      return c;
+    };
+  } else {
+    if (all) return Unsupported(larg, what + " ALL");
+    // The left side's distinct rows that do (INTERSECT) or do not (EXCEPT) occur on the right,
+    // rows compared as wholes: NULL matches NULL.
+    out_ids = left.plan->OutputNames();
+    auto join = plan::MakeNode(PlanNode::Kind::kJoin, distinct(std::move(left.plan), out_ids));
+    join->join_type = op == "SETOP_INTERSECT" ? JoinType::kSemi : JoinType::kAnti;
+    join->left_keys = out_ids;
+    join->right_keys = right.plan->OutputNames();
+    join->null_equal_keys = true;
+    join->right = std::move(right.plan);
+    join->input_cardinality = left_card;
+    join->right_cardinality = right_card;
+    plan = std::move(join);
+    cardinality = left_card;
+  }
+  ARROW_ASSIGN_OR_RAISE(
+      plan, OrderAndLimit(select, std::move(plan), names, out_ids, top, Scope::kRow, nullptr,
+                          "ORDER BY on a UNION, INTERSECT or EXCEPT result must "
+                          "name one of its columns or their positions"));
+  Relation out;
+  out.plan = std::move(plan);
+  ARROW_ASSIGN_OR_RAISE(auto schema, OutputSchema(*out.plan));
+  for (size_t i = 0; i < out_ids.size(); ++i) {
+    auto field = schema->GetFieldByName(out_ids[i]);
+    if (field == nullptr)
+      return arrow::Status::Invalid("internal: set operation output ", out_ids[i]);
+    out.columns.push_back({"", names[i], field});
+  }
+  out.cardinality = std::move(cardinality);
+  output_names_ = names;
+  return out;
+}
+
 arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
   const bool top = parent_ == nullptr && cte_parent_ == nullptr;
   if (select.contains("windowClause")) return Unsupported(select.at("windowClause"), "WINDOW");
   if (select.contains("valuesLists")) return Unsupported(select.at("valuesLists"), "VALUES");
-  if (select.value("op", "SETOP_NONE") != "SETOP_NONE")
-    return Unsupported(select, "UNION/INTERSECT/EXCEPT");
   if (select.contains("intoClause")) return Unsupported(select, "SELECT INTO");
   if (select.contains("withClause")) {
     const auto& with = select.at("withClause");
@@ -1578,6 +1803,12 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
         return Unsupported(c, "a CTE that is not a SELECT");
       ctes_[c.value("ctename", "")] = &c;
     }
+  }
+  if (select.value("op", "SETOP_NONE") != "SETOP_NONE") {
+    if (purpose != Purpose::kQuery) {
+      return Unsupported(select, "UNION, INTERSECT or EXCEPT in an EXISTS or scalar subquery");
+    }
+    return BindSetOperation(select, top);
   }
   const auto& from = select.value("fromClause", json::array());
   FromItems items;
@@ -1823,108 +2054,10 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     }
   }
 
-  // ORDER BY output names, positions or expressions; only where the order is observable.
-  if (select.contains("sortClause") && top) {
-    std::vector<cp::Expression> hidden;
-    std::vector<std::string> hidden_ids;
-    std::vector<std::pair<std::string, std::string>> nulls_first_keys;  // is_valid id, key id
-    std::vector<cp::SortKey> keys;
-    for (const auto& s : select.at("sortClause")) {
-      const auto& by = s.at("SortBy");
-      auto [skind, sbody] = Node(by.at("node"));
-      std::string target;
-      if (skind == "A_Const" && sbody->contains("ival")) {
-        ARROW_ASSIGN_OR_RAISE(const int64_t pos, IntConstant(*sbody));
-        if (pos < 1 || pos > static_cast<int>(names.size())) {
-          return Error(*sbody,
-                       "ORDER BY position " + std::to_string(pos) + " is not in select list");
-        }
-        target = out_ids[static_cast<size_t>(pos - 1)];
-      } else if (skind == "ColumnRef" && sbody->at("fields").size() == 1 &&
-                 sbody->at("fields").at(0).contains("String")) {
-        const std::string name = sbody->at("fields").at(0).at("String").value("sval", "");
-        for (size_t i = 0; i < names.size() && target.empty(); ++i) {
-          if (names[i] == name) target = out_ids[i];
-        }
-      }
-      if (target.empty()) {
-        if (distinct) {
-          return Error(by.at("node"),
-                       "for SELECT DISTINCT, ORDER BY expressions must appear in select list");
-        }
-        ARROW_ASSIGN_OR_RAISE(auto target_expr, Expr(by.at("node"), out_scope));
-        if (out_scope == Scope::kRow) {
-          ARROW_ASSIGN_OR_RAISE(target_expr, Typecheck(target_expr, by.at("node"), RowSchema()));
-        }
-        target = ctx_.NewId("sort");
-        hidden.push_back(target_expr);
-        hidden_ids.push_back(target);
-      }
-      const bool desc = by.value("sortby_dir", "") == "SORTBY_DESC";
-      const std::string nulls = by.value("sortby_nulls", "SORTBY_NULLS_DEFAULT");
-      // PostgreSQL puts NULLs last ascending and first descending; Arrow puts them at one end
-      // for all keys, so a key whose NULLs go first is preceded by its is_valid (false first).
-      const bool nulls_first =
-          nulls == "SORTBY_NULLS_DEFAULT" ? desc : nulls == "SORTBY_NULLS_FIRST";
-#pragma GCC diagnostic push
-      // GCC 12 reports a false maybe-uninitialized inside FieldRef's std::variant move.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-      if (nulls_first) {
-        const std::string valid = ctx_.NewId("nulls_first");
-        nulls_first_keys.emplace_back(valid, target);
-        keys.emplace_back(arrow::FieldRef(valid), cp::SortOrder::Ascending);
-      }
-      keys.emplace_back(arrow::FieldRef(target),
-                        desc ? cp::SortOrder::Descending : cp::SortOrder::Ascending);
-#pragma GCC diagnostic pop
-    }
-    // Expression keys are computed by the select list's projection (never under DISTINCT);
-    // NULL-placement keys read the finished key columns.
-    auto* main = distinct ? nullptr : plan.get();
-    if (main != nullptr && main->kind == PlanNode::Kind::kProject) {
-      for (size_t i = 0; i < hidden.size(); ++i) {
-        main->expressions.push_back(hidden[i]);
-        main->names.push_back(hidden_ids[i]);
-      }
-    }
-    if (!nulls_first_keys.empty()) {
-      auto p = std::make_unique<PlanNode>();
-      p->kind = PlanNode::Kind::kProject;
-      p->keep_input = true;
-      for (const auto& [valid, target] : nulls_first_keys) {
-        p->expressions.push_back(cp::is_valid(cp::field_ref(target)));
-        p->names.push_back(valid);
-      }
-      p->input = std::move(plan);
-      plan = std::move(p);
-    }
-    auto sort = std::make_unique<PlanNode>();
-    sort->kind = PlanNode::Kind::kSort;
-    sort->sort_keys = std::move(keys);
-    sort->input = std::move(plan);
-    plan = std::move(sort);
-  }
-  if (select.contains("limitCount") || select.contains("limitOffset")) {
-    if (!top) return Unsupported(select, "LIMIT/OFFSET in a subquery");
-    auto limit = std::make_unique<PlanNode>();
-    limit->kind = PlanNode::Kind::kLimit;
-    auto number = [&](const char* key, int64_t* out) -> arrow::Status {
-      if (!select.contains(key)) return arrow::Status::OK();
-      auto [k, b] = Node(select.at(key));
-      if (k != "A_Const" || !b->contains("ival"))
-        return Unsupported(select.at(key), "non-constant LIMIT/OFFSET");
-      ARROW_ASSIGN_OR_RAISE(*out, IntConstant(*b));
-      if (*out < 0)
-        return Error(select.at(key),
-                     std::string(key == std::string("limitCount") ? "LIMIT" : "OFFSET") +
-                         " must not be negative");
-      return arrow::Status::OK();
-    };
-    ARROW_RETURN_NOT_OK(number("limitCount", &limit->count));
-    ARROW_RETURN_NOT_OK(number("limitOffset", &limit->offset));
-    limit->input = std::move(plan);
-    plan = std::move(limit);
-  }
+  PlanNode* main = distinct ? nullptr : plan.get();
+  ARROW_ASSIGN_OR_RAISE(
+      plan, OrderAndLimit(select, std::move(plan), names, out_ids, top, out_scope, main,
+                          "for SELECT DISTINCT, ORDER BY expressions must appear in select list"));
 
   Relation out;
   out.plan = std::move(plan);

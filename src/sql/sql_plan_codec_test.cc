@@ -120,6 +120,9 @@ const char* kQueries[] = {
     "coalesce(name, '?') from t join u on k = uk order by k, v limit 9",
     "with s as (select g, sum(v) as total from t group by g) select g from s "
     "where total > (select min(total) from s) order by g",
+    "select k from t union select uk from u order by k",
+    "select g, k from t intersect select name, uk from u order by 1, 2",
+    "select k from t where v > 0 except select uk from u union all select k + 1 from t order by 1",
 };
 
 TEST_F(QueryPlanCodecTest, DecodedPlansGiveTheSameTables) {

@@ -163,6 +163,16 @@ def test_tpch_query_matches_duckdb_or_is_not_supported(tpch, n, tmp_path):
     ("select round(n_name) from nation", "function round(string) does not exist"),
     ("select n_name from nation order by -1", "ORDER BY position -1 is not in select list"),
     ("insert into lineitem values (1)", "not supported: statement InsertStmt"),
+    ("select n_name from nation union select n_nationkey from nation",
+     "UNION types string and int64 cannot be matched (column 1, \"n_name\")"),
+    ("select n_name, n_regionkey from nation union select r_name from region",
+     "each UNION query must have the same number of columns"),
+    ("select n_name from nation union select r_name from region order by length(n_name)",
+     "ORDER BY on a UNION, INTERSECT or EXCEPT result must name one of its columns"),
+    ("select n_name from nation where exists (select n_name from nation union select r_name "
+     "from region)", "not supported: UNION, INTERSECT or EXCEPT in an EXISTS or scalar subquery"),
+    ("select n_name from nation where n_regionkey in (select r_regionkey from region where "
+     "r_name = n_name union select 1)", "not supported: a correlated reference inside UNION"),
 ])
 def test_bad_queries_get_clear_errors(tpch, sql, message):
     sluice, _, _ = tpch
@@ -411,7 +421,38 @@ ORACLE = [
 ]
 
 
-@pytest.mark.parametrize("sql", ORACLE + SUBQUERIES + EXPRESSION_KEYS)
+# UNION [ALL], INTERSECT and EXCEPT: types unified across sides, NULLs equal to each other when
+# rows are compared, under ORDER BY / LIMIT, in derived tables, CTEs and IN subqueries.
+SET_OPERATIONS = [
+    "select n_name from nation where n_regionkey = 1 union all select r_name from region",
+    "select n_regionkey from nation union select r_regionkey from region order by 1",
+    "select n_regionkey from nation intersect select r_regionkey from region where r_regionkey < 3",
+    "select n_regionkey from nation except select r_regionkey from region where r_regionkey < 3",
+    "select n_nationkey, n_name from nation where n_nationkey < 3 union all select r_regionkey, "
+    "r_name from region union all select 100, 'x' order by 1 desc, 2 limit 5",
+    "select c_custkey, c_acctbal from customer where c_custkey < 5 union select o_custkey, "
+    "o_totalprice from orders where o_orderkey < 10 order by c_custkey, c_acctbal",
+    "select count(*) from (select l_orderkey from lineitem union select o_orderkey from orders) t",
+    "select k, count(*) from (select l_suppkey % 5 k from lineitem union all "
+    "select s_suppkey % 5 from supplier) t group by k order by k",
+    "select null union select 1",
+    "select 1 a, null b union select 1, null union select 2, 'x' order by a",
+    "select a from (select 1 a union all select 2 union all select null) t where a > 1",
+    "select x from (select case when n_nationkey < 5 then null else n_regionkey end x from nation) t "
+    "intersect select case when r_regionkey = 0 then null else r_regionkey end from region",
+    "select x from (select case when n_nationkey < 5 then null else n_regionkey end x from nation) t "
+    "except select case when r_regionkey = 0 then null else r_regionkey end from region",
+    "with t as (select n_regionkey k from nation) select k from t where k < 2 union "
+    "select k + 10 from t order by 1",
+    "select n_name from nation where n_regionkey in (select r_regionkey from region "
+    "where r_name = 'ASIA' union select 0) order by 1",
+    "select sum(l_extendedprice) from lineitem where l_orderkey < 100 union all "
+    "select sum(o_totalprice) from orders where o_orderkey < 100",
+    "select 1.5 union all select 2 order by 1",
+]
+
+
+@pytest.mark.parametrize("sql", ORACLE + SUBQUERIES + EXPRESSION_KEYS + SET_OPERATIONS)
 def test_sql_feature_matches_duckdb(tpch, sql, tmp_path):
     sluice, con, _ = tpch
     out = tmp_path / "result.arrow"

@@ -47,6 +47,12 @@ void CollectRead(const PlanNode* node, std::set<std::string>* out) {
       out->insert(node->right_keys.begin(), node->right_keys.end());
       AddFields(node->join_filter, out);
       break;
+    case PlanNode::Kind::kUnion:
+      // Positional: a column either side drops would shift the other's.
+      for (const PlanNode* side : {node->input.get(), node->right.get()}) {
+        for (auto& n : side->OutputNames()) out->insert(std::move(n));
+      }
+      break;
     default:  // job operators and exchanges: not in a query's plan while it is optimized
       break;
   }

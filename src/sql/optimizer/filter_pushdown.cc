@@ -200,6 +200,27 @@ std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts) {
       SinkAndPlace(&node.right, to_right);
       return stay;
     }
+    case PlanNode::Kind::kUnion: {
+      // A condition on the union's rows holds on each side's, under that side's names.
+      for (Slot* side : {&node.input, &node.right}) {
+        std::map<std::string, size_t> computed;
+        PlanNode renames;
+        renames.kind = PlanNode::Kind::kProject;
+        const std::vector<std::string> names = (*side)->OutputNames();
+        for (size_t i = 0; i < node.names.size() && i < names.size(); ++i) {
+          computed[node.names[i]] = i;
+          renames.expressions.push_back(cp::field_ref(names[i]));
+        }
+        Exprs below;
+        for (const auto& c : conjuncts) {
+          if (auto rewritten = BelowProject(c, computed, {}, renames)) {
+            below.push_back(std::move(*rewritten));
+          }
+        }
+        SinkAndPlace(side, below);
+      }
+      return stay;
+    }
     case PlanNode::Kind::kAggregate:
     case PlanNode::Kind::kSort:
     case PlanNode::Kind::kLimit:

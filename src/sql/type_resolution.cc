@@ -1,0 +1,78 @@
+#include "sql/type_resolution.h"
+
+#include <arrow/type.h>
+#include <arrow/type_traits.h>
+
+#include <algorithm>
+
+namespace sluice::sql {
+
+namespace {
+
+std::shared_ptr<arrow::DataType> ValueType(const std::shared_ptr<arrow::DataType>& t) {
+  if (t->id() == arrow::Type::DICTIONARY) {
+    return static_cast<const arrow::DictionaryType&>(*t).value_type();
+  }
+  if (t->id() == arrow::Type::LARGE_STRING || t->id() == arrow::Type::STRING_VIEW) {
+    return arrow::utf8();
+  }
+  return t;
+}
+
+// The decimal that holds every value of an integer or decimal type: (precision, scale).
+std::pair<int32_t, int32_t> DecimalShape(const arrow::DataType& t) {
+  if (arrow::is_decimal(t.id())) {
+    const auto& d = static_cast<const arrow::DecimalType&>(t);
+    return {d.precision(), d.scale()};
+  }
+  // Digits of the widest value of each integer width.
+  switch (t.id()) {
+    case arrow::Type::INT8:
+    case arrow::Type::UINT8:
+      return {3, 0};
+    case arrow::Type::INT16:
+    case arrow::Type::UINT16:
+      return {5, 0};
+    case arrow::Type::INT32:
+    case arrow::Type::UINT32:
+      return {10, 0};
+    default:
+      return {20, 0};
+  }
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::DataType>> CommonType(
+    const std::shared_ptr<arrow::DataType>& a_in, const std::shared_ptr<arrow::DataType>& b_in) {
+  const auto a = ValueType(a_in);
+  const auto b = ValueType(b_in);
+  if (a->Equals(*b)) return a;
+  if (a->id() == arrow::Type::NA) return b;
+  if (b->id() == arrow::Type::NA) return a;
+  const bool a_int = arrow::is_integer(a->id()), b_int = arrow::is_integer(b->id());
+  const bool a_dec = a->id() == arrow::Type::DECIMAL128, b_dec = b->id() == arrow::Type::DECIMAL128;
+  if (a_int && b_int) {
+    const auto& wa = static_cast<const arrow::FixedWidthType&>(*a);
+    const auto& wb = static_cast<const arrow::FixedWidthType&>(*b);
+    // Signed SQL integers: the wider of the two (an unsigned one only reaches here from a file).
+    const int bits = std::max(wa.bit_width(), wb.bit_width());
+    if (bits <= 16) return arrow::int16();
+    if (bits <= 32) return arrow::int32();
+    return arrow::int64();
+  }
+  if ((a_int || a_dec) && (b_int || b_dec)) {
+    const auto [pa, sa] = DecimalShape(*a);
+    const auto [pb, sb] = DecimalShape(*b);
+    const int32_t scale = std::max(sa, sb);
+    const int32_t digits = std::max(pa - sa, pb - sb);
+    return arrow::decimal128(std::min(38, digits + scale), scale);
+  }
+  const bool a_num = a_int || a_dec || arrow::is_floating(a->id());
+  const bool b_num = b_int || b_dec || arrow::is_floating(b->id());
+  if (a_num && b_num) return arrow::float64();
+  return arrow::Status::TypeError("types ", a->ToString(), " and ", b->ToString(),
+                                  " cannot be matched");
+}
+
+}  // namespace sluice::sql
