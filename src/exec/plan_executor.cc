@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 
+#include "exec/window.h"
 #include "plan/compute_init.h"
 
 namespace sluice::exec {
@@ -231,6 +232,13 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
     ac::HashJoinNodeOptions options(AceroJoinType(node.join_type), left, right, node.join_filter);
     if (node.null_equal_keys) options.key_cmp.assign(left.size(), ac::JoinKeyCmp::IS);
     return ac::Declaration("hashjoin", {std::move(probe), std::move(build)}, std::move(options));
+  }
+  if (node.kind == PlanNode::Kind::kWindow) {
+    // A partition needs all of its rows before any result: the input runs to a table first.
+    ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*node.input, probes, inputs));
+    ARROW_ASSIGN_OR_RAISE(auto rows, ac::DeclarationToTable(std::move(input)));
+    ARROW_ASSIGN_OR_RAISE(auto table, ComputeWindows(rows, node.windows));
+    return ac::Declaration("table_source", ac::TableSourceNodeOptions(std::move(table)));
   }
   if (node.kind == PlanNode::Kind::kUnion) {
     // Acero's union wants one schema: each side is renamed to the union's names, and cast to

@@ -153,6 +153,33 @@ json RangesJson(const std::vector<std::pair<int32_t, int32_t>>& ranges) {
     case PlanNode::Kind::kUnion:
       out["names"] = n.names;
       break;
+    case PlanNode::Kind::kWindow: {
+      json windows = json::array();
+      for (const auto& w : n.windows) {
+        json order = json::array();
+        for (const auto& k : w.order_keys) {
+          const std::string* name = k.target.name();
+          if (name == nullptr)
+            return arrow::Status::Invalid("internal: a window key is not a name");
+          order.push_back({{"column", *name},
+                           {"descending", k.order == cp::SortOrder::Descending},
+                           {"nulls_first", k.null_placement == cp::NullPlacement::AtStart}});
+        }
+        windows.push_back({{"function", w.function},
+                           {"arguments", w.arguments},
+                           {"parameter", w.parameter},
+                           {"partition_keys", w.partition_keys},
+                           {"order", std::move(order)},
+                           {"rows", w.frame.unit == WindowFrame::Unit::kRows},
+                           {"start", static_cast<int64_t>(w.frame.start)},
+                           {"start_offset", w.frame.start_offset},
+                           {"end", static_cast<int64_t>(w.frame.end)},
+                           {"end_offset", w.frame.end_offset},
+                           {"output", w.output}});
+      }
+      out["windows"] = std::move(windows);
+      break;
+    }
     case PlanNode::Kind::kScanObjects: {
       const ScanObjects& o = n.objects;
       ARROW_ASSIGN_OR_RAISE(json schema, SchemaBytes(o.schema));
@@ -276,6 +303,50 @@ arrow::Result<std::shared_ptr<TableSource>> DecodeTable(const json& v, StoreSour
   return t;
 }
 
+arrow::Status DecodeWindow(const json& v, PlanNode* n) {
+  WindowCall w;
+  ARROW_ASSIGN_OR_RAISE(w.function, Text(v, "function"));
+  if (!IsWindowFunction(w.function)) {
+    return arrow::Status::Invalid("plan: unknown window function '", w.function, "'");
+  }
+  ARROW_ASSIGN_OR_RAISE(w.arguments, TextList(v, "arguments"));
+  ARROW_ASSIGN_OR_RAISE(w.parameter, Int(v, "parameter"));
+  if (w.function == "ntile" && w.parameter < 1) {
+    return arrow::Status::Invalid("plan: ntile needs at least one bucket");
+  }
+  ARROW_ASSIGN_OR_RAISE(w.partition_keys, TextList(v, "partition_keys"));
+  ARROW_ASSIGN_OR_RAISE(const json* order, Field(v, "order"));
+  if (!order->is_array()) return arrow::Status::Invalid("plan: window order not a list");
+  for (const auto& k : *order) {
+    ARROW_ASSIGN_OR_RAISE(std::string column, Text(k, "column"));
+    ARROW_ASSIGN_OR_RAISE(bool descending, Bool(k, "descending"));
+    ARROW_ASSIGN_OR_RAISE(bool nulls_first, Bool(k, "nulls_first"));
+    w.order_keys.emplace_back(arrow::FieldRef(column),
+                              descending ? cp::SortOrder::Descending : cp::SortOrder::Ascending,
+                              nulls_first ? cp::NullPlacement::AtStart : cp::NullPlacement::AtEnd);
+  }
+  ARROW_ASSIGN_OR_RAISE(bool rows, Bool(v, "rows"));
+  w.frame.unit = rows ? WindowFrame::Unit::kRows : WindowFrame::Unit::kRange;
+  auto bound = [&](const char* key, WindowFrame::Bound* out) -> arrow::Status {
+    ARROW_ASSIGN_OR_RAISE(int64_t b, Int(v, key));
+    if (b < 0 || b > static_cast<int64_t>(WindowFrame::Bound::kUnboundedFollowing)) {
+      return arrow::Status::Invalid("plan: bad window frame bound ", b);
+    }
+    *out = static_cast<WindowFrame::Bound>(b);
+    return arrow::Status::OK();
+  };
+  ARROW_RETURN_NOT_OK(bound("start", &w.frame.start));
+  ARROW_RETURN_NOT_OK(bound("end", &w.frame.end));
+  ARROW_ASSIGN_OR_RAISE(w.frame.start_offset, Int(v, "start_offset"));
+  ARROW_ASSIGN_OR_RAISE(w.frame.end_offset, Int(v, "end_offset"));
+  if (w.frame.start_offset < 0 || w.frame.end_offset < 0) {
+    return arrow::Status::Invalid("plan: a negative window frame offset");
+  }
+  ARROW_ASSIGN_OR_RAISE(w.output, Text(v, "output"));
+  n->windows.push_back(std::move(w));
+  return arrow::Status::OK();
+}
+
 // One node's own fields from `v`, by its kind; how many inputs it has goes to *children. Kept
 // out of DecodeNode, which recurses once per plan level: its frame stays small, so the deepest
 // plan the codec accepts decodes on a 1 MiB stack, also under AddressSanitizer.
@@ -385,6 +456,13 @@ arrow::Result<std::shared_ptr<TableSource>> DecodeTable(const json& v, StoreSour
       return arrow::Status::Invalid("plan: an inner join hashes its right side");
     }
     ARROW_ASSIGN_OR_RAISE(n->null_equal_keys, Bool(v, "null_equal_keys"));
+  } else if (kind == "window") {
+    n->kind = PlanNode::Kind::kWindow;
+    ARROW_ASSIGN_OR_RAISE(const json* windows, Field(v, "windows"));
+    if (!windows->is_array() || windows->empty()) {
+      return arrow::Status::Invalid("plan: a window node needs a list of window functions");
+    }
+    for (const auto& w : *windows) ARROW_RETURN_NOT_OK(DecodeWindow(w, n));
   } else if (kind == "union") {
     n->kind = PlanNode::Kind::kUnion;
     *children = 2;
@@ -519,6 +597,17 @@ arrow::Result<std::shared_ptr<arrow::Schema>> CheckBinds(const PlanNode& n) {
       ARROW_RETURN_NOT_OK(binds(n.join_filter, *arrow::schema(both)));
       break;
     }
+    case PlanNode::Kind::kWindow:
+      for (const auto& w : n.windows) {
+        for (const auto& c : w.arguments) {
+          ARROW_RETURN_NOT_OK(arrow::FieldRef(c).FindOne(*in).status());
+        }
+        for (const auto& c : w.partition_keys) {
+          ARROW_RETURN_NOT_OK(arrow::FieldRef(c).FindOne(*in).status());
+        }
+        for (const auto& k : w.order_keys) ARROW_RETURN_NOT_OK(k.target.FindOne(*in).status());
+      }
+      break;
     case PlanNode::Kind::kShuffleWrite:
       for (const auto& k : n.shuffle_write.keys) {
         ARROW_RETURN_NOT_OK(arrow::FieldRef(k).FindOne(*in).status());

@@ -16,6 +16,55 @@ std::vector<std::string> FieldNames(const std::shared_ptr<arrow::Schema>& schema
   return schema == nullptr ? std::vector<std::string>{} : schema->field_names();
 }
 
+std::string BoundText(WindowFrame::Bound bound, int64_t offset) {
+  using B = WindowFrame::Bound;
+  switch (bound) {
+    case B::kUnboundedPreceding:
+      return "unbounded preceding";
+    case B::kPreceding:
+      return std::to_string(offset) + " preceding";
+    case B::kCurrentRow:
+      return "current row";
+    case B::kFollowing:
+      return std::to_string(offset) + " following";
+    case B::kUnboundedFollowing:
+      return "unbounded following";
+  }
+  return "?";
+}
+
+std::string WindowText(const WindowCall& w) {
+  std::ostringstream out;
+  out << w.output << " := " << w.function << "(";
+  for (size_t i = 0; i < w.arguments.size(); ++i) out << (i ? ", " : "") << w.arguments[i];
+  if (w.function == "ntile" || w.function == "lag" || w.function == "lead" ||
+      w.function == "nth_value") {
+    out << (w.arguments.empty() ? "" : ", ") << w.parameter;
+  }
+  out << ") over (";
+  if (!w.partition_keys.empty()) {
+    out << "partition by ";
+    for (size_t i = 0; i < w.partition_keys.size(); ++i) {
+      out << (i ? ", " : "") << w.partition_keys[i];
+    }
+    out << " ";
+  }
+  if (!w.order_keys.empty()) {
+    out << "order by ";
+    for (size_t i = 0; i < w.order_keys.size(); ++i) {
+      const auto& k = w.order_keys[i];
+      out << (i ? ", " : "") << k.target.ToString()
+          << (k.order == arrow::compute::SortOrder::Descending ? " desc" : "")
+          << (k.null_placement == arrow::compute::NullPlacement::AtStart ? " nulls first" : "");
+    }
+    out << " ";
+  }
+  out << (w.frame.unit == WindowFrame::Unit::kRows ? "rows" : "range") << " between "
+      << BoundText(w.frame.start, w.frame.start_offset) << " and "
+      << BoundText(w.frame.end, w.frame.end_offset) << ")";
+  return out.str();
+}
+
 }  // namespace
 
 const char* KindName(PlanNode::Kind kind) {
@@ -55,6 +104,8 @@ const char* KindName(PlanNode::Kind kind) {
       return "exchange";
     case K::kUnion:
       return "union";
+    case K::kWindow:
+      return "window";
   }
   return "?";
 }
@@ -131,6 +182,33 @@ arrow::Result<std::shared_ptr<arrow::DataType>> AggregateOutputType(
   return out.GetSharedPtr();
 }
 
+bool IsWindowFunction(const std::string& name) {
+  static const char* kNames[] = {"row_number",  "rank",       "dense_rank", "percent_rank",
+                                 "cume_dist",   "ntile",      "lag",        "lead",
+                                 "first_value", "last_value", "nth_value",  "sum",
+                                 "count",       "count_all",  "min",        "max"};
+  for (const char* n : kNames) {
+    if (name == n) return true;
+  }
+  return false;
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> WindowOutputType(
+    const WindowCall& call, const std::shared_ptr<arrow::DataType>& value) {
+  const std::string& f = call.function;
+  if (f == "row_number" || f == "rank" || f == "dense_rank" || f == "ntile" || f == "count" ||
+      f == "count_all") {
+    return arrow::int64();
+  }
+  if (f == "percent_rank" || f == "cume_dist") return arrow::float64();
+  if (value == nullptr) {
+    return arrow::Status::Invalid("internal: window function ", f, " without its value");
+  }
+  if (f == "sum") return AggregateOutputType(AggregateCall{"sum", "", ""}, value);
+  if (!IsWindowFunction(f)) return arrow::Status::Invalid("internal: window function ", f);
+  return value;  // lag, lead, first_value, last_value, nth_value, min, max
+}
+
 arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
     const PlanNode& node, const std::shared_ptr<arrow::Schema>& in,
     const std::shared_ptr<arrow::Schema>& right) {
@@ -201,6 +279,22 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
       return node.exchange.schema != nullptr ? node.exchange.schema : in;
     case PlanNode::Kind::kJoinSet:
       return arrow::Status::Invalid("internal: a join set's schema is its items' (OutputSchema)");
+    case PlanNode::Kind::kWindow: {
+      arrow::FieldVector fields = in->fields();
+      for (const auto& w : node.windows) {
+        std::shared_ptr<arrow::DataType> value;
+        if (!w.arguments.empty()) {
+          auto f = in->GetFieldByName(w.arguments[0]);
+          if (f == nullptr) {
+            return arrow::Status::Invalid("internal: window argument ", w.arguments[0]);
+          }
+          value = f->type();
+        }
+        ARROW_ASSIGN_OR_RAISE(auto type, WindowOutputType(w, value));
+        fields.push_back(arrow::field(w.output, type));
+      }
+      return arrow::schema(fields);
+    }
     case PlanNode::Kind::kUnion: {
       if (in->num_fields() != static_cast<int>(node.names.size()) ||
           right->num_fields() != static_cast<int>(node.names.size())) {
@@ -277,6 +371,11 @@ std::vector<std::string> PlanNode::OutputNames() const {
     case Kind::kAggregate: {
       std::vector<std::string> out = keys;
       for (const auto& a : aggregates) out.push_back(a.output);
+      return out;
+    }
+    case Kind::kWindow: {
+      std::vector<std::string> out = input->OutputNames();
+      for (const auto& w : windows) out.push_back(w.output);
       return out;
     }
     case Kind::kJoinSet: {
@@ -363,6 +462,10 @@ std::string PlanNode::Explain(int indent,
       if (!join_filter.Equals(arrow::compute::literal(true))) {
         out << " filter " << join_filter.ToString();
       }
+      break;
+    case Kind::kWindow:
+      out << "Window ";
+      for (size_t i = 0; i < windows.size(); ++i) out << (i ? ", " : "") << WindowText(windows[i]);
       break;
     case Kind::kUnion:
       out << "UnionAll ";

@@ -40,6 +40,43 @@ struct AggregateCall {
 
 enum class JoinType { kInner, kLeft, kSemi, kAnti };
 
+/// The rows a window aggregate reads around each row of its partition, in the partition's
+/// order: ROWS counts rows, RANGE moves in whole peer groups (rows equal on the ORDER BY keys).
+struct WindowFrame {
+  enum class Unit { kRows, kRange };
+  enum class Bound {
+    kUnboundedPreceding,
+    kPreceding,
+    kCurrentRow,
+    kFollowing,
+    kUnboundedFollowing
+  };
+  Unit unit = Unit::kRange;
+  Bound start = Bound::kUnboundedPreceding;
+  int64_t start_offset = 0;  // kPreceding / kFollowing: how many rows
+  Bound end = Bound::kCurrentRow;
+  int64_t end_offset = 0;
+};
+
+/// One window function: `function` over `arguments` (input columns) in each partition of rows
+/// equal on `partition_keys`, ordered by `order_keys`.
+struct WindowCall {
+  /// row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag, lead, first_value,
+  /// last_value, nth_value, or the aggregates sum, count, count_all, min, max over the frame.
+  std::string function;
+  /// The value; lag and lead may add their default's column.
+  std::vector<std::string> arguments;
+  /// ntile's bucket count, lag's and lead's offset, nth_value's n.
+  int64_t parameter = 0;
+  std::vector<std::string> partition_keys;
+  std::vector<arrow::compute::SortKey> order_keys;
+  WindowFrame frame;
+  std::string output;
+};
+
+/// The window functions the executor computes (WindowCall::function).
+bool IsWindowFunction(const std::string& name);
+
 /// Reads JSONL, Parquet or IPC objects and parses them against `schema`. Object i of this task
 /// has global index first_object_index + i in the job's sorted object list; that index orders
 /// rows for dedup.
@@ -149,6 +186,8 @@ struct PlanNodeFields {
     // UNION ALL: the rows of `input`, then those of `right`, column by column (both sides
     // already of the same types), output under `names`.
     kUnion,
+    // The input's columns, then one per window function (`windows`).
+    kWindow,
   };
   Kind kind = Kind::kScan;
   JoinType join_type = JoinType::kInner;
@@ -192,6 +231,9 @@ struct PlanNodeFields {
 
   // kSort
   std::vector<arrow::compute::SortKey> sort_keys;
+
+  // kWindow
+  std::vector<WindowCall> windows;
 
   // kLimit
   int64_t offset = 0;
@@ -268,6 +310,10 @@ std::unique_ptr<PlanNode> Chain(std::vector<PlanNodeFields> steps);
 /// The type an aggregate step produces from its input type.
 arrow::Result<std::shared_ptr<arrow::DataType>> AggregateOutputType(
     const AggregateCall& call, const std::shared_ptr<arrow::DataType>& input);
+
+/// The type a window function produces from its value's type (null for functions without).
+arrow::Result<std::shared_ptr<arrow::DataType>> WindowOutputType(
+    const WindowCall& call, const std::shared_ptr<arrow::DataType>& value);
 
 /// The schema a plan produces, derived without running it: expression types are bound against
 /// each operator's input, aggregate types resolved through Arrow's function registry.

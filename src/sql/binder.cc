@@ -309,6 +309,13 @@ class Binder {
   arrow::Result<cp::Expression> Cast(const json& cast, Scope scope);
   arrow::Result<Interval> IntervalLiteral(const json& cast);
   arrow::Result<cp::Expression> Aggregate(const json& call);
+  // f(...) OVER (...): a column of the kWindow node that runs after aggregation and HAVING.
+  arrow::Result<cp::Expression> WindowFunction(const json& call, Scope scope);
+  // An expression a window function reads, as a column: a new one of the projection below the
+  // window node unless it is one already.
+  arrow::Result<std::string> WindowInput(const json& node, Scope scope,
+                                         std::shared_ptr<arrow::DataType>* type);
+  arrow::Result<plan::WindowFrame> Frame(const json& over);
   // x % y on integers: x - (x / y) * y, the sign of x, as in PostgreSQL; y = 0 is an error.
   arrow::Result<cp::Expression> Modulo(const json& node, cp::Expression x, cp::Expression y,
                                        Scope scope) {
@@ -361,6 +368,7 @@ class Binder {
       if (bound.ok()) fields.push_back(arrow::field(group_keys_[i], bound->type()->GetSharedPtr()));
     }
     fields.insert(fields.end(), aggregate_fields_.begin(), aggregate_fields_.end());
+    fields.insert(fields.end(), window_fields_.begin(), window_fields_.end());
     return arrow::schema(fields);
   }
   // The schema an expression in `scope` reads: the rows, or (outside an aggregate's argument)
@@ -469,6 +477,12 @@ class Binder {
   std::vector<std::string> agg_input_names_;
   std::map<std::string, cp::Expression> agg_by_text_;  // dedups identical aggregate calls
   arrow::FieldVector aggregate_fields_;                // final aggregate outputs, typed
+  // Window functions: their calls, the projection of what they read, and their result fields.
+  std::vector<plan::WindowCall> windows_;
+  std::vector<cp::Expression> window_inputs_;
+  std::vector<std::string> window_input_names_;
+  arrow::FieldVector window_fields_;
+  bool windows_allowed_ = false;  // only while the select list is bound
   bool has_distinct_aggregate_ = false;
   bool has_plain_aggregate_ = false;
   bool in_aggregate_ = false;
@@ -992,10 +1006,227 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
   return out;
 }
 
+arrow::Result<std::string> Binder::WindowInput(const json& node, Scope scope,
+                                               std::shared_ptr<arrow::DataType>* type) {
+  ARROW_ASSIGN_OR_RAISE(auto e, Expr(node, scope));
+  const auto schema = SchemaFor(scope);
+  ARROW_ASSIGN_OR_RAISE(e, Typecheck(e, node, *schema));
+  ARROW_ASSIGN_OR_RAISE(auto typed, e.Bind(*schema));
+  if (type != nullptr) *type = typed.type()->GetSharedPtr();
+  if (const auto* ref = e.field_ref(); ref != nullptr && ref->name() != nullptr) {
+    return *ref->name();
+  }
+  const std::string id = ctx_.NewId("window_input");
+  window_inputs_.push_back(std::move(e));
+  window_input_names_.push_back(id);
+  return id;
+}
+
+arrow::Result<plan::WindowFrame> Binder::Frame(const json& over) {
+  // PostgreSQL's FRAMEOPTION_* bits (nodes/parsenodes.h).
+  constexpr int64_t kRows = 0x4, kGroups = 0x8, kStartUnboundedPreceding = 0x20,
+                    kEndUnboundedPreceding = 0x40, kStartUnboundedFollowing = 0x80,
+                    kEndUnboundedFollowing = 0x100, kStartCurrentRow = 0x200,
+                    kEndCurrentRow = 0x400, kStartPreceding = 0x800, kEndPreceding = 0x1000,
+                    kStartFollowing = 0x2000, kEndFollowing = 0x4000, kExclude = 0x38000;
+  using B = plan::WindowFrame::Bound;
+  const int64_t options = over.value("frameOptions", int64_t{0x422});
+  if (options & kGroups) return Unsupported(over, "GROUPS window frames");
+  if (options & kExclude) return Unsupported(over, "EXCLUDE in a window frame");
+  plan::WindowFrame frame;
+  frame.unit = (options & kRows) ? plan::WindowFrame::Unit::kRows : plan::WindowFrame::Unit::kRange;
+  auto offset = [&](const char* key, const char* which) -> arrow::Result<int64_t> {
+    if (!over.contains(key)) return Error(over, std::string("frame ") + which + " offset missing");
+    auto [kind, body] = Node(over.at(key));
+    if (kind != "A_Const" || !body->contains("ival")) {
+      return Unsupported(over.at(key), std::string("a non-integer frame ") + which + " offset");
+    }
+    ARROW_ASSIGN_OR_RAISE(int64_t v, IntConstant(*body));
+    if (v < 0)
+      return Error(over.at(key), std::string("frame ") + which + " offset must not be negative");
+    return v;
+  };
+  if (options & kStartUnboundedFollowing) {
+    return Error(over, "frame start cannot be UNBOUNDED FOLLOWING");
+  }
+  if (options & kEndUnboundedPreceding)
+    return Error(over, "frame end cannot be UNBOUNDED PRECEDING");
+  if (options & kStartUnboundedPreceding) frame.start = B::kUnboundedPreceding;
+  if (options & kStartCurrentRow) frame.start = B::kCurrentRow;
+  if (options & kStartPreceding) {
+    frame.start = B::kPreceding;
+    ARROW_ASSIGN_OR_RAISE(frame.start_offset, offset("startOffset", "starting"));
+  }
+  if (options & kStartFollowing) {
+    frame.start = B::kFollowing;
+    ARROW_ASSIGN_OR_RAISE(frame.start_offset, offset("startOffset", "starting"));
+  }
+  frame.end = B::kCurrentRow;
+  if (options & kEndCurrentRow) frame.end = B::kCurrentRow;
+  if (options & kEndUnboundedFollowing) frame.end = B::kUnboundedFollowing;
+  if (options & kEndPreceding) {
+    frame.end = B::kPreceding;
+    ARROW_ASSIGN_OR_RAISE(frame.end_offset, offset("endOffset", "ending"));
+  }
+  if (options & kEndFollowing) {
+    frame.end = B::kFollowing;
+    ARROW_ASSIGN_OR_RAISE(frame.end_offset, offset("endOffset", "ending"));
+  }
+  if (frame.unit == plan::WindowFrame::Unit::kRange &&
+      (options & (kStartPreceding | kStartFollowing | kEndPreceding | kEndFollowing))) {
+    return Unsupported(over, "RANGE with an offset in a window frame (ROWS is)");
+  }
+  if (frame.start == B::kCurrentRow && frame.end == B::kPreceding) {
+    return Error(over, "frame starting from current row cannot have preceding rows");
+  }
+  if (frame.start == B::kFollowing && (frame.end == B::kPreceding || frame.end == B::kCurrentRow)) {
+    return Error(over, "frame starting from following row cannot have preceding rows");
+  }
+  return frame;
+}
+
+arrow::Result<cp::Expression> Binder::WindowFunction(const json& call, Scope scope) {
+  const std::string name = LastName(call.at("funcname"));
+  if (!windows_allowed_ || in_aggregate_) {
+    return Error(call, in_aggregate_
+                           ? "aggregate function calls cannot contain window function calls"
+                           : "window functions are only allowed in the select list");
+  }
+  static const std::set<std::string> kRanking = {"row_number",   "rank",      "dense_rank",
+                                                 "percent_rank", "cume_dist", "ntile"};
+  static const std::set<std::string> kValues = {"lag", "lead", "first_value", "last_value",
+                                                "nth_value"};
+  static const std::set<std::string> kAggregates = {"sum", "count", "avg", "min", "max"};
+  if (!kRanking.count(name) && !kValues.count(name) && !kAggregates.count(name)) {
+    return Unsupported(call, "window function " + name + "()");
+  }
+  const json& over = call.at("over");
+  if (over.contains("name") || over.contains("refname")) {
+    return Unsupported(over, "named windows (WINDOW w AS ...)");
+  }
+  if (call.value("agg_filter", json()).is_object()) {
+    return Unsupported(call, "FILTER on a window function");
+  }
+  if (call.value("agg_distinct", false)) {
+    return Unsupported(call, "DISTINCT in a window function");
+  }
+  const auto& args = call.value("args", json::array());
+  const bool star = call.value("agg_star", false);
+  auto arity = [&](size_t least, size_t most) -> arrow::Status {
+    if (args.size() < least || args.size() > most) {
+      return Error(call,
+                   "function " + name + " takes " +
+                       (least == most ? std::to_string(least)
+                                      : std::to_string(least) + " to " + std::to_string(most)) +
+                       " argument" + (most == 1 ? "" : "s"));
+    }
+    return arrow::Status::OK();
+  };
+  auto constant = [&](const json& node, const char* what) -> arrow::Result<int64_t> {
+    auto [kind, body] = Node(node);
+    if (kind != "A_Const" || !body->contains("ival")) {
+      return Unsupported(node, std::string("a non-constant ") + what + " of " + name + "()");
+    }
+    return IntConstant(*body);
+  };
+  plan::WindowCall w;
+  w.function = name;
+  std::shared_ptr<arrow::DataType> value_type;
+  if (kRanking.count(name)) {
+    ARROW_RETURN_NOT_OK(arity(name == "ntile" ? 1 : 0, name == "ntile" ? 1 : 0));
+    if (name == "ntile") {
+      ARROW_ASSIGN_OR_RAISE(w.parameter, constant(args[0], "bucket count"));
+      if (w.parameter < 1) return Error(args[0], "argument of ntile must be greater than zero");
+    }
+  } else if (star) {
+    if (name != "count") return Error(call, name + "(*) is not valid; only count(*)");
+    w.function = "count_all";
+  } else {
+    if (name == "lag" || name == "lead") {
+      ARROW_RETURN_NOT_OK(arity(1, 3));
+    } else if (name == "nth_value") {
+      ARROW_RETURN_NOT_OK(arity(2, 2));
+    } else {
+      ARROW_RETURN_NOT_OK(arity(1, 1));
+    }
+    ARROW_ASSIGN_OR_RAISE(auto value, WindowInput(args[0], scope, &value_type));
+    w.arguments.push_back(value);
+    if (name == "lag" || name == "lead") {
+      w.parameter = 1;
+      if (args.size() >= 2) {
+        ARROW_ASSIGN_OR_RAISE(w.parameter, constant(args[1], "offset"));
+      }
+      if (args.size() == 3) {
+        // The default, in the value's type.
+        ARROW_ASSIGN_OR_RAISE(auto d, Expr(args[2], scope));
+        const auto schema = SchemaFor(scope);
+        d = NarrowIntegerLiteral(d, cp::field_ref(value), *schema);
+        ARROW_ASSIGN_OR_RAISE(auto typed, d.Bind(*schema));
+        if (!typed.type()->Equals(*value_type)) {
+          d = cp::call("cast", {d}, cp::CastOptions::Safe(value_type));
+        }
+        ARROW_RETURN_NOT_OK(Typecheck(d, args[2], *schema).status());
+        const std::string id = ctx_.NewId("window_default");
+        window_inputs_.push_back(std::move(d));
+        window_input_names_.push_back(id);
+        w.arguments.push_back(id);
+      }
+    }
+    if (name == "nth_value") {
+      ARROW_ASSIGN_OR_RAISE(w.parameter, constant(args[1], "position"));
+      if (w.parameter < 1) return Error(args[1], "argument of nth_value must be greater than zero");
+    }
+    if ((name == "sum" || name == "avg") && !arrow::is_integer(value_type->id()) &&
+        !arrow::is_floating(value_type->id()) && !arrow::is_decimal(value_type->id())) {
+      return Error(call, "function " + name + "(" + value_type->ToString() + ") does not exist");
+    }
+  }
+  for (const auto& p : over.value("partitionClause", json::array())) {
+    ARROW_ASSIGN_OR_RAISE(auto key, WindowInput(p, scope, nullptr));
+    w.partition_keys.push_back(key);
+  }
+  for (const auto& o : over.value("orderClause", json::array())) {
+    const auto& by = o.at("SortBy");
+    ARROW_ASSIGN_OR_RAISE(auto key, WindowInput(by.at("node"), scope, nullptr));
+    const bool desc = by.value("sortby_dir", "") == "SORTBY_DESC";
+    const std::string nulls = by.value("sortby_nulls", "SORTBY_NULLS_DEFAULT");
+    const bool nulls_first = nulls == "SORTBY_NULLS_DEFAULT" ? desc : nulls == "SORTBY_NULLS_FIRST";
+    w.order_keys.emplace_back(arrow::FieldRef(key),
+                              desc ? cp::SortOrder::Descending : cp::SortOrder::Ascending,
+                              nulls_first ? cp::NullPlacement::AtStart : cp::NullPlacement::AtEnd);
+  }
+  ARROW_ASSIGN_OR_RAISE(w.frame, Frame(over));
+  // A result column per call (avg: a sum's and a count's).
+  auto add = [&](plan::WindowCall call_copy) -> arrow::Result<std::string> {
+    call_copy.output = ctx_.NewId("__window");
+    ARROW_ASSIGN_OR_RAISE(auto type, plan::WindowOutputType(call_copy, value_type));
+    auto field = arrow::field(call_copy.output, type);
+    window_fields_.push_back(field);
+    if (scope == Scope::kRow) {
+      row_fields_.push_back(field);
+      row_schema_ = nullptr;
+    }
+    windows_.push_back(std::move(call_copy));
+    return windows_.back().output;
+  };
+  if (name == "avg") {
+    plan::WindowCall sum = w, count = w;
+    sum.function = "sum";
+    count.function = "count";
+    ARROW_ASSIGN_OR_RAISE(auto s, add(sum));
+    ARROW_ASSIGN_OR_RAISE(auto c, add(count));
+    return cp::call(
+        "divide", {cp::call("cast", {cp::field_ref(s)}, cp::CastOptions::Safe(arrow::float64())),
+                   cp::call("cast", {cp::field_ref(c)}, cp::CastOptions::Safe(arrow::float64()))});
+  }
+  ARROW_ASSIGN_OR_RAISE(auto out, add(w));
+  return cp::field_ref(out);
+}
+
 arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
   const std::string name = LastName(call.at("funcname"));
   const auto& args = call.value("args", json::array());
-  if (call.contains("over")) return Unsupported(call, "window functions (" + name + " OVER)");
+  if (call.contains("over")) return WindowFunction(call, scope);
   static const std::set<std::string> kKnown = {"extract", "date_part", "substring", "substr", "abs",
                                                "lower",   "upper",     "length",    "round",  "mod",
                                                "btrim",   "ltrim",     "rtrim",     "nullif"};
@@ -1756,19 +1987,44 @@ arrow::Result<Relation> Binder::BindSetOperation(const json& select, bool top) {
       return c;
     };
   } else {
-    if (all) return Unsupported(larg, what + " ALL");
     // The left side's distinct rows that do (INTERSECT) or do not (EXCEPT) occur on the right,
-    // rows compared as wholes: NULL matches NULL.
-    out_ids = left.plan->OutputNames();
-    auto join = plan::MakeNode(PlanNode::Kind::kJoin, distinct(std::move(left.plan), out_ids));
+    // rows compared as wholes: NULL matches NULL. With ALL, the n-th copy of a row matches the
+    // n-th copy on the other side: each copy is numbered within its equal rows.
+    auto numbered = [&](std::unique_ptr<PlanNode> side) {
+      plan::WindowCall number;
+      number.function = "row_number";
+      number.partition_keys = side->OutputNames();
+      number.output = ctx_.NewId("copy");
+      auto window = plan::MakeNode(PlanNode::Kind::kWindow, std::move(side));
+      window->windows.push_back(std::move(number));
+      return window;
+    };
+    std::vector<std::string> left_ids = left.plan->OutputNames();
+    std::vector<std::string> right_ids = right.plan->OutputNames();
+    std::unique_ptr<PlanNode> left_rows =
+        all ? numbered(std::move(left.plan)) : distinct(std::move(left.plan), left_ids);
+    std::unique_ptr<PlanNode> right_rows =
+        all ? numbered(std::move(right.plan)) : std::move(right.plan);
+    auto join = plan::MakeNode(PlanNode::Kind::kJoin, std::move(left_rows));
     join->join_type = op == "SETOP_INTERSECT" ? JoinType::kSemi : JoinType::kAnti;
-    join->left_keys = out_ids;
-    join->right_keys = right.plan->OutputNames();
+    join->left_keys = join->input->OutputNames();
+    join->right_keys = right_rows->OutputNames();
     join->null_equal_keys = true;
-    join->right = std::move(right.plan);
+    join->right = std::move(right_rows);
     join->input_cardinality = left_card;
     join->right_cardinality = right_card;
     plan = std::move(join);
+    if (all) {
+      // Without the copy numbers.
+      auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(plan));
+      for (size_t i = 0; i < left_ids.size(); ++i) {
+        project->expressions.push_back(cp::field_ref(left_ids[i]));
+        project->names.push_back(ctx_.NewId(names[i]));
+      }
+      left_ids = project->names;
+      plan = std::move(project);
+    }
+    out_ids = left_ids;
     cardinality = left_card;
   }
   ARROW_ASSIGN_OR_RAISE(
@@ -1929,7 +2185,10 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
         }
         continue;
       }
-      ARROW_ASSIGN_OR_RAISE(auto e, Expr(rt.at("val"), out_scope));
+      windows_allowed_ = true;
+      auto bound = Expr(rt.at("val"), out_scope);
+      windows_allowed_ = false;
+      ARROW_ASSIGN_OR_RAISE(auto e, std::move(bound));
       if (out_scope == Scope::kRow) {
         ARROW_ASSIGN_OR_RAISE(e, Typecheck(e, rt.at("val"), RowSchema()));
       }
@@ -2025,6 +2284,20 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     plan = std::move(final_agg);
     plan = Stack(std::move(plan), &having_scalars_);
     if (!having.Equals(cp::literal(true))) plan = WithFilter(std::move(plan), {having});
+  }
+
+  // Window functions, over the rows after aggregation and HAVING.
+  if (!windows_.empty()) {
+    if (!window_inputs_.empty()) {
+      auto inputs = plan::MakeNode(PlanNode::Kind::kProject, std::move(plan));
+      inputs->keep_input = true;
+      inputs->expressions = window_inputs_;
+      inputs->names = window_input_names_;
+      plan = std::move(inputs);
+    }
+    auto window = plan::MakeNode(PlanNode::Kind::kWindow, std::move(plan));
+    window->windows = windows_;
+    plan = std::move(window);
   }
 
   // The select list, under fresh plan names, then hidden sort keys after it.

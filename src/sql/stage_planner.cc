@@ -42,6 +42,8 @@ std::string WholeRefusal(const PlanNode& node) {
       return "a sort below the partial aggregate";
     case PlanNode::Kind::kLimit:
       return "a limit below the partial aggregate";
+    case PlanNode::Kind::kWindow:
+      return "a window function below the partial aggregate";
     default:
       break;
   }
@@ -223,6 +225,9 @@ class Planner {
         return std::nullopt;
       case PlanNode::Kind::kLimit:
         *why = "a limit below the partial aggregate";
+        return std::nullopt;
+      case PlanNode::Kind::kWindow:
+        *why = "a window function below the partial aggregate";
         return std::nullopt;
       default:
         break;

@@ -149,10 +149,19 @@ def test_tpch_query_matches_duckdb_or_is_not_supported(tpch, n, tmp_path):
      'date/time field value out of range: "2020-02-30"'),
     ("select sum(sum(n_nationkey)) from nation", "aggregate function calls cannot be nested"),
     # what is not supported says so, before anything it reads is bound
-    ("select o_orderkey, sum(o_totalprice) over (order by o_orderkey rows between 2 preceding "
-     "and current row) from orders", "not supported: window functions (sum OVER)"),
-    ("select o_orderkey, row_number() over (order by o_orderkey) from orders",
-     "not supported: window functions (row_number OVER)"),
+    ("select n_name from nation where row_number() over () > 1",
+     "window functions are only allowed in the select list (line 1, column 33)"),
+    ("select sum(rank() over ()) from nation",
+     "aggregate function calls cannot contain window function calls"),
+    ("select ntile(0) over () from nation", "argument of ntile must be greater than zero"),
+    ("select sum(n_name) over () from nation", "function sum(string) does not exist"),
+    ("select count(*) over (order by n_nationkey range between 1 preceding and current row) "
+     "from nation", "not supported: RANGE with an offset in a window frame (ROWS is)"),
+    ("select string_agg(n_name, ',') over () from nation",
+     "not supported: window function string_agg()"),
+    ("select rank() over w from nation window w as (order by n_name)", "not supported: WINDOW"),
+    ("select sum(n_nationkey) over (rows between current row and 1 preceding) from nation",
+     "frame starting from current row cannot have preceding rows"),
     ("select o_custkey, string_agg(o_orderstatus, ',') from orders group by o_custkey",
      "not supported: function string_agg()"),
     ("select n_nationkey % 0 from nation", "divide by zero"),
@@ -449,10 +458,83 @@ SET_OPERATIONS = [
     "select sum(l_extendedprice) from lineitem where l_orderkey < 100 union all "
     "select sum(o_totalprice) from orders where o_orderkey < 100",
     "select 1.5 union all select 2 order by 1",
+    # ALL: the n-th copy of a row meets the n-th copy on the other side
+    "select n_regionkey from nation intersect all select n_regionkey from nation "
+    "where n_nationkey < 12",
+    "select n_regionkey from nation except all select n_regionkey from nation where n_nationkey < 12",
+    "select x from (select case when n_nationkey < 6 then null else n_regionkey end x from nation) t "
+    "intersect all select case when n_nationkey < 3 then null else n_regionkey end from nation "
+    "where n_nationkey < 15",
+    "select x from (select case when n_nationkey < 6 then null else n_regionkey end x from nation) t "
+    "except all select case when n_nationkey < 3 then null else n_regionkey end from nation "
+    "where n_nationkey < 15",
+    "select l_linenumber, l_returnflag from lineitem where l_orderkey < 100 except all "
+    "select l_linenumber, l_returnflag from lineitem where l_orderkey < 50 order by 1, 2",
+]
+
+# Window functions: ranking, offsets, frames of ROWS and RANGE, over aggregates, with NULLs in
+# partition and order keys. Each ORDER BY inside OVER decides every row's result (or the outer
+# ORDER BY does not depend on ties).
+WINDOWS = [
+    "select o_custkey, o_orderkey, row_number() over (partition by o_custkey order by o_orderkey) "
+    "rn from orders where o_custkey < 20 order by 1, 2",
+    "select o_custkey, o_orderkey, rank() over (partition by o_custkey order by o_orderstatus) r, "
+    "dense_rank() over (partition by o_custkey order by o_orderstatus) d, o_orderstatus "
+    "from orders where o_custkey < 30 order by 1, 2",
+    "select n_regionkey, n_name, percent_rank() over (partition by n_regionkey order by n_name) p, "
+    "cume_dist() over (partition by n_regionkey order by n_name) c, "
+    "ntile(3) over (partition by n_regionkey order by n_name) t from nation order by 1, 2",
+    "select n_nationkey, lag(n_name) over (order by n_nationkey) a, lead(n_name, 2) over "
+    "(order by n_nationkey) b, lag(n_nationkey, 1, -1) over (partition by n_regionkey "
+    "order by n_nationkey) c from nation order by 1",
+    "select n_nationkey, first_value(n_name) over (partition by n_regionkey order by n_nationkey) f, "
+    "last_value(n_name) over (partition by n_regionkey order by n_nationkey) l, "
+    "nth_value(n_name, 2) over (partition by n_regionkey order by n_nationkey rows between "
+    "unbounded preceding and unbounded following) m from nation order by 1",
+    "select o_orderkey, sum(o_totalprice) over (order by o_orderkey rows between 2 preceding and "
+    "current row) s from orders where o_orderkey < 200 order by 1",
+    "select o_orderkey, count(*) over (order by o_orderstatus) c, count(o_orderkey) over () t, "
+    "avg(o_totalprice) over (partition by o_orderstatus) a from orders where o_orderkey < 100 "
+    "order by 1",
+    "select o_orderkey, min(o_totalprice) over (order by o_orderkey rows between 3 preceding and "
+    "1 following) mn, max(o_comment) over (order by o_orderkey rows between current row and "
+    "2 following) mx from orders where o_orderkey < 300 order by 1",
+    "select o_custkey, sum(o_totalprice) s, rank() over (order by sum(o_totalprice) desc) r "
+    "from orders group by o_custkey order by r, o_custkey limit 20",
+    "select n_regionkey, sum(sum(n_nationkey)) over (order by n_regionkey) running from nation "
+    "group by n_regionkey order by 1",
+    "select c_nationkey, c_custkey, sum(c_acctbal) over (partition by c_nationkey order by "
+    "c_custkey rows unbounded preceding) from customer where c_custkey < 100 order by 1, 2",
+    "select x, row_number() over (order by x nulls first) rn, sum(x) over (order by x desc "
+    "nulls last) s from (select case when n_nationkey % 3 = 0 then null else n_nationkey end x "
+    "from nation) t order by rn",
+    "select x, count(x) over (partition by x) c, rank() over (order by x) r from (select case "
+    "when n_nationkey % 3 = 0 then null else n_regionkey end x from nation) t "
+    "order by x nulls first, c",
+    "select l_orderkey, l_linenumber, sum(l_quantity) over (partition by l_orderkey order by "
+    "l_linenumber range between current row and unbounded following) from lineitem "
+    "where l_orderkey < 50 order by 1, 2",
+    "select o_orderkey, sum(o_custkey) over (order by o_orderkey rows between 1 following and "
+    "3 following) from orders where o_orderkey < 100 order by 1",
+    "select distinct o_orderstatus, count(*) over (partition by o_orderstatus) from orders "
+    "order by 1",
+    "select n_name, rank() over (order by n_regionkey) * 10 + 1 r from nation order by r, n_name",
+    "select * from (select o_custkey, o_orderkey, rank() over (partition by o_custkey order by "
+    "o_totalprice desc) r from orders) t where r <= 2 and o_custkey < 50 order by 1, 3, 2",
+    "select n_name, r_name, count(*) over (partition by r_name) from nation join region "
+    "on n_regionkey = r_regionkey order by 1",
+    "select o_orderkey, lag(o_totalprice, 1, 0) over (order by o_orderkey) from orders "
+    "where o_orderkey < 40 order by 1",
+    "select l_returnflag, l_linestatus, sum(l_quantity), sum(sum(l_quantity)) over "
+    "(partition by l_returnflag) from lineitem group by l_returnflag, l_linestatus order by 1, 2",
+    "select o_orderdate, count(*) over (order by o_orderdate range between unbounded preceding "
+    "and current row) from orders where o_orderkey < 100 order by 1, 2",
+    "select n_nationkey, sum(n_nationkey) over (order by n_nationkey rows between 30 preceding "
+    "and 30 following) from nation order by 1",
 ]
 
 
-@pytest.mark.parametrize("sql", ORACLE + SUBQUERIES + EXPRESSION_KEYS + SET_OPERATIONS)
+@pytest.mark.parametrize("sql", ORACLE + SUBQUERIES + EXPRESSION_KEYS + SET_OPERATIONS + WINDOWS)
 def test_sql_feature_matches_duckdb(tpch, sql, tmp_path):
     sluice, con, _ = tpch
     out = tmp_path / "result.arrow"

@@ -47,6 +47,15 @@ void CollectRead(const PlanNode* node, std::set<std::string>* out) {
       out->insert(node->right_keys.begin(), node->right_keys.end());
       AddFields(node->join_filter, out);
       break;
+    case PlanNode::Kind::kWindow:
+      for (const auto& w : node->windows) {
+        out->insert(w.arguments.begin(), w.arguments.end());
+        out->insert(w.partition_keys.begin(), w.partition_keys.end());
+        for (const auto& k : w.order_keys) {
+          if (k.target.name() != nullptr) out->insert(*k.target.name());
+        }
+      }
+      break;
     case PlanNode::Kind::kUnion:
       // Positional: a column either side drops would shift the other's.
       for (const PlanNode* side : {node->input.get(), node->right.get()}) {

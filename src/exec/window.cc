@@ -1,0 +1,499 @@
+#include "exec/window.h"
+
+#include <arrow/api.h>
+#include <arrow/compute/api.h>
+#include <arrow/util/decimal.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <string>
+
+namespace sluice::exec {
+
+namespace {
+
+namespace cp = arrow::compute;
+using plan::WindowCall;
+using plan::WindowFrame;
+using ArrayPtr = std::shared_ptr<arrow::Array>;
+
+// Per row of the sorted input: its partition and its peer group (rows equal on the ORDER BY
+// keys too), each as [begin, end).
+struct Layout {
+  std::vector<int64_t> part_begin, part_end, peer_begin, peer_end;
+};
+
+arrow::Result<ArrayPtr> Take(const ArrayPtr& values, const ArrayPtr& indices) {
+  ARROW_ASSIGN_OR_RAISE(arrow::Datum out, cp::Take(values, indices));
+  return out.make_array();
+}
+
+// Marks each row (from the second) that differs from the one before it on `column`, NULL equal
+// to NULL.
+arrow::Status MarkChanges(const ArrayPtr& column, const std::string& name,
+                          std::vector<uint8_t>* changed) {
+  const int64_t n = column->length();
+  if (n < 2) return arrow::Status::OK();
+  const ArrayPtr a = column->Slice(1), b = column->Slice(0, n - 1);
+  auto differs = [&]() -> arrow::Result<arrow::Datum> {
+    ARROW_ASSIGN_OR_RAISE(auto ne, cp::CallFunction("not_equal", {a, b}));
+    ARROW_ASSIGN_OR_RAISE(auto va, cp::CallFunction("is_valid", {a}));
+    ARROW_ASSIGN_OR_RAISE(auto vb, cp::CallFunction("is_valid", {b}));
+    ARROW_ASSIGN_OR_RAISE(auto both, cp::CallFunction("and", {va, vb}));
+    ARROW_ASSIGN_OR_RAISE(auto one, cp::CallFunction("not_equal", {va, vb}));
+    return cp::CallFunction("if_else", {both, ne, one});
+  }();
+  if (!differs.ok()) {
+    return arrow::Status::TypeError("window: cannot compare values of column ", name, " (",
+                                    column->type()->ToString(), "): ", differs.status().message());
+  }
+  const auto& bits = static_cast<const arrow::BooleanArray&>(*differs->make_array());
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    if (bits.IsValid(i) && bits.Value(i)) (*changed)[static_cast<size_t>(i + 1)] = 1;
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Result<Layout> MakeLayout(const arrow::RecordBatch& sorted, const WindowCall& call) {
+  const auto n = static_cast<size_t>(sorted.num_rows());
+  std::vector<uint8_t> new_part(n, 0), new_peer(n, 0);
+  if (n > 0) new_part[0] = new_peer[0] = 1;
+  for (const auto& k : call.partition_keys) {
+    ARROW_RETURN_NOT_OK(MarkChanges(sorted.GetColumnByName(k), k, &new_part));
+  }
+  new_peer = new_part;
+  for (const auto& k : call.order_keys) {
+    ARROW_RETURN_NOT_OK(
+        MarkChanges(sorted.GetColumnByName(*k.target.name()), *k.target.name(), &new_peer));
+  }
+  Layout l;
+  l.part_begin.resize(n);
+  l.part_end.resize(n);
+  l.peer_begin.resize(n);
+  l.peer_end.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    l.part_begin[i] = new_part[i] ? static_cast<int64_t>(i) : l.part_begin[i - 1];
+    l.peer_begin[i] = new_peer[i] ? static_cast<int64_t>(i) : l.peer_begin[i - 1];
+  }
+  for (size_t j = n; j-- > 0;) {
+    const bool last = j + 1 == n;
+    l.part_end[j] = last || new_part[j + 1] ? static_cast<int64_t>(j + 1) : l.part_end[j + 1];
+    l.peer_end[j] = last || new_peer[j + 1] ? static_cast<int64_t>(j + 1) : l.peer_end[j + 1];
+  }
+  return l;
+}
+
+// Row i's frame as [*lo, *hi], clamped to its partition; empty where *lo > *hi.
+void FrameOf(const WindowFrame& f, const Layout& l, int64_t i, int64_t* lo, int64_t* hi) {
+  using B = WindowFrame::Bound;
+  const int64_t pb = l.part_begin[static_cast<size_t>(i)];
+  const int64_t pe = l.part_end[static_cast<size_t>(i)];
+  const bool rows = f.unit == WindowFrame::Unit::kRows;
+  // Offsets saturate at the partition's ends (an offset may be as large as int64 allows).
+  auto back = [&](int64_t off) { return off >= i - pb ? pb - 1 : i - off; };
+  auto ahead = [&](int64_t off) { return off >= pe - i ? pe : i + off; };
+  switch (f.start) {
+    case B::kUnboundedPreceding:
+      *lo = pb;
+      break;
+    case B::kPreceding:
+      *lo = back(f.start_offset);
+      break;
+    case B::kCurrentRow:
+      *lo = rows ? i : l.peer_begin[static_cast<size_t>(i)];
+      break;
+    case B::kFollowing:
+      *lo = ahead(f.start_offset);
+      break;
+    case B::kUnboundedFollowing:
+      *lo = pe;
+      break;
+  }
+  switch (f.end) {
+    case B::kUnboundedPreceding:
+      *hi = pb - 1;
+      break;
+    case B::kPreceding:
+      *hi = back(f.end_offset);
+      break;
+    case B::kCurrentRow:
+      *hi = rows ? i : l.peer_end[static_cast<size_t>(i)] - 1;
+      break;
+    case B::kFollowing:
+      *hi = ahead(f.end_offset);
+      break;
+    case B::kUnboundedFollowing:
+      *hi = pe - 1;
+      break;
+  }
+  *lo = std::max(*lo, pb);
+  *hi = std::min(*hi, pe - 1);
+}
+
+arrow::Result<ArrayPtr> Int64s(const std::vector<int64_t>& values) {
+  arrow::Int64Builder b;
+  ARROW_RETURN_NOT_OK(b.AppendValues(values));
+  return b.Finish();
+}
+
+arrow::Result<ArrayPtr> Doubles(const std::vector<double>& values) {
+  arrow::DoubleBuilder b;
+  ARROW_RETURN_NOT_OK(b.AppendValues(values));
+  return b.Finish();
+}
+
+// Positions into the sorted value per row, -1 for none (a NULL result).
+arrow::Result<ArrayPtr> Positions(const std::vector<int64_t>& at) {
+  arrow::Int64Builder b;
+  ARROW_RETURN_NOT_OK(b.Reserve(static_cast<int64_t>(at.size())));
+  for (int64_t p : at) {
+    if (p < 0) {
+      b.UnsafeAppendNull();
+    } else {
+      b.UnsafeAppend(p);
+    }
+  }
+  return b.Finish();
+}
+
+arrow::Result<ArrayPtr> Ranking(const WindowCall& call, const Layout& l, int64_t n) {
+  const std::string& f = call.function;
+  if (f == "percent_rank" || f == "cume_dist") {
+    std::vector<double> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const auto s = static_cast<size_t>(i);
+      const double rows = static_cast<double>(l.part_end[s] - l.part_begin[s]);
+      if (f == "cume_dist") {
+        out[s] = static_cast<double>(l.peer_end[s] - l.part_begin[s]) / rows;
+      } else {
+        out[s] = rows > 1 ? static_cast<double>(l.peer_begin[s] - l.part_begin[s]) / (rows - 1) : 0;
+      }
+    }
+    return Doubles(out);
+  }
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  int64_t dense = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto s = static_cast<size_t>(i);
+    const int64_t pb = l.part_begin[s];
+    if (f == "row_number") {
+      out[s] = i - pb + 1;
+    } else if (f == "rank") {
+      out[s] = l.peer_begin[s] - pb + 1;
+    } else if (f == "dense_rank") {
+      if (i == pb) dense = 0;
+      if (l.peer_begin[s] == i) ++dense;
+      out[s] = dense;
+    } else {  // ntile, as PostgreSQL deals rows: the first (rows % n) buckets get one more
+      const int64_t rows = l.part_end[s] - pb, buckets = call.parameter;
+      const int64_t per = rows / buckets, extra = rows % buckets, r = i - pb;
+      const int64_t big = extra * (per + 1);
+      out[s] = 1 + (r < big ? r / (per + 1) : extra + (r - big) / std::max<int64_t>(per, 1));
+    }
+  }
+  return Int64s(out);
+}
+
+// lag, lead, first_value, last_value, nth_value: a value taken from another row.
+arrow::Result<ArrayPtr> Shifted(const WindowCall& call, const Layout& l,
+                                const std::vector<ArrayPtr>& args) {
+  const int64_t n = args[0]->length();
+  std::vector<int64_t> at(static_cast<size_t>(n), -1);
+  const std::string& f = call.function;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto s = static_cast<size_t>(i);
+    if (f == "lag" || f == "lead") {
+      const int64_t k = f == "lag" ? -call.parameter : call.parameter;
+      const int64_t j = i + k;
+      if (j >= l.part_begin[s] && j < l.part_end[s]) at[s] = j;
+      continue;
+    }
+    int64_t lo, hi;
+    FrameOf(call.frame, l, i, &lo, &hi);
+    if (lo > hi) continue;
+    if (f == "first_value") {
+      at[s] = lo;
+    } else if (f == "last_value") {
+      at[s] = hi;
+    } else if (call.parameter >= 1 && call.parameter - 1 <= hi - lo) {
+      at[s] = lo + call.parameter - 1;
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(auto positions, Positions(at));
+  ARROW_ASSIGN_OR_RAISE(auto taken, Take(args[0], positions));
+  if (args.size() < 2) return taken;
+  // lag/lead's default where the offset leaves the partition (not where the value is NULL).
+  ARROW_ASSIGN_OR_RAISE(auto outside, cp::CallFunction("is_null", {positions}));
+  ARROW_ASSIGN_OR_RAISE(auto out, cp::CallFunction("if_else", {outside, args[1], taken}));
+  return out.make_array();
+}
+
+// min and max: the frame's least (greatest) value by its position in the value's own order, a
+// sliding extremum (frame ends only move forward within a partition).
+arrow::Result<ArrayPtr> Extremum(const WindowCall& call, const Layout& l, const ArrayPtr& value) {
+  const int64_t n = value->length();
+  ARROW_ASSIGN_OR_RAISE(auto order, cp::SortIndices(*value));
+  const auto& order_values = static_cast<const arrow::UInt64Array&>(*order);
+  std::vector<int64_t> rank(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) rank[order_values.Value(j)] = j;
+  const bool min = call.function == "min";
+  auto worse = [&](int64_t kept, int64_t added) {
+    return min ? rank[static_cast<size_t>(kept)] >= rank[static_cast<size_t>(added)]
+               : rank[static_cast<size_t>(kept)] <= rank[static_cast<size_t>(added)];
+  };
+  std::vector<int64_t> at(static_cast<size_t>(n), -1);
+  std::deque<int64_t> best;
+  int64_t next = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto s = static_cast<size_t>(i);
+    if (l.part_begin[s] == i) {
+      best.clear();
+      next = i;
+    }
+    int64_t lo, hi;
+    FrameOf(call.frame, l, i, &lo, &hi);
+    next = std::max(next, lo);
+    for (; next <= hi; ++next) {
+      if (value->IsNull(next)) continue;
+      while (!best.empty() && worse(best.back(), next)) best.pop_back();
+      best.push_back(next);
+    }
+    while (!best.empty() && best.front() < lo) best.pop_front();
+    if (lo <= hi && !best.empty()) at[s] = best.front();
+  }
+  ARROW_ASSIGN_OR_RAISE(auto positions, Positions(at));
+  return Take(value, positions);
+}
+
+// Sums within each partition up to each row; a frame's sum is the difference of two.
+template <typename T>
+struct Prefix {
+  std::vector<T> sums;
+  std::vector<int64_t> counts;
+};
+
+template <typename T, typename Get>
+Prefix<T> PrefixOf(const Layout& l, const arrow::Array& value, Get get) {
+  const auto n = static_cast<size_t>(value.length());
+  Prefix<T> p;
+  p.sums.resize(n);
+  p.counts.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const bool first = l.part_begin[i] == static_cast<int64_t>(i);
+    T sum = first ? T{} : p.sums[i - 1];
+    int64_t count = first ? 0 : p.counts[i - 1];
+    if (value.IsValid(static_cast<int64_t>(i))) {
+      sum = sum + get(static_cast<int64_t>(i));
+      ++count;
+    }
+    p.sums[i] = sum;
+    p.counts[i] = count;
+  }
+  return p;
+}
+
+// The frame's [lo, hi] sum and count of non-NULL values from prefix sums.
+template <typename T>
+void FrameSum(const Prefix<T>& p, const Layout& l, int64_t lo, int64_t hi, T* sum, int64_t* count) {
+  if (lo > hi) {
+    *sum = T{};
+    *count = 0;
+    return;
+  }
+  const bool from_start = lo == l.part_begin[static_cast<size_t>(lo)];
+  *sum = p.sums[static_cast<size_t>(hi)];
+  *count = p.counts[static_cast<size_t>(hi)];
+  if (!from_start) {
+    *sum = *sum - p.sums[static_cast<size_t>(lo - 1)];
+    *count -= p.counts[static_cast<size_t>(lo - 1)];
+  }
+}
+
+arrow::Result<ArrayPtr> Count(const WindowCall& call, const Layout& l, const ArrayPtr& value,
+                              int64_t n) {
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  Prefix<int64_t> p;
+  if (value != nullptr) p = PrefixOf<int64_t>(l, *value, [](int64_t) { return int64_t{0}; });
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t lo, hi;
+    FrameOf(call.frame, l, i, &lo, &hi);
+    if (value == nullptr) {
+      out[static_cast<size_t>(i)] = std::max<int64_t>(0, hi - lo + 1);
+    } else {
+      int64_t unused;
+      FrameSum(p, l, lo, hi, &unused, &out[static_cast<size_t>(i)]);
+    }
+  }
+  return Int64s(out);
+}
+
+arrow::Result<ArrayPtr> Sum(const WindowCall& call, const Layout& l, const ArrayPtr& value,
+                            const std::shared_ptr<arrow::DataType>& out_type) {
+  const int64_t n = value->length();
+  const auto id = value->type()->id();
+  if (arrow::is_integer(id)) {
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum wide, cp::Cast(value, arrow::int64()));
+    const auto ints = std::static_pointer_cast<arrow::Int64Array>(wide.make_array());
+    // Prefix sums in 128 bits: no partial sum overflows, and a frame's that does not fit is an
+    // error below.
+    auto p = PrefixOf<__int128>(l, *ints, [&](int64_t i) { return __int128{ints->Value(i)}; });
+    arrow::Int64Builder b;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t lo, hi, count;
+      __int128 sum;
+      FrameOf(call.frame, l, i, &lo, &hi);
+      FrameSum(p, l, lo, hi, &sum, &count);
+      if (count == 0) {
+        ARROW_RETURN_NOT_OK(b.AppendNull());
+        continue;
+      }
+      if (sum > std::numeric_limits<int64_t>::max() || sum < std::numeric_limits<int64_t>::min()) {
+        return arrow::Status::Invalid("bigint out of range in ", call.function, " over a window");
+      }
+      ARROW_RETURN_NOT_OK(b.Append(static_cast<int64_t>(sum)));
+    }
+    return b.Finish();
+  }
+  if (id == arrow::Type::DECIMAL128) {
+    const auto& dec = static_cast<const arrow::Decimal128Array&>(*value);
+    auto p = PrefixOf<arrow::Decimal128>(
+        l, dec, [&](int64_t i) { return arrow::Decimal128(dec.GetValue(i)); });
+    arrow::Decimal128Builder b(out_type);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t lo, hi, count;
+      arrow::Decimal128 sum;
+      FrameOf(call.frame, l, i, &lo, &hi);
+      FrameSum(p, l, lo, hi, &sum, &count);
+      ARROW_RETURN_NOT_OK(count == 0 ? b.AppendNull() : b.Append(sum));
+    }
+    return b.Finish();
+  }
+  if (arrow::is_floating(id)) {
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum wide, cp::Cast(value, arrow::float64()));
+    const auto doubles = std::static_pointer_cast<arrow::DoubleArray>(wide.make_array());
+    auto p = PrefixOf<double>(l, *doubles, [&](int64_t i) { return doubles->Value(i); });
+    arrow::DoubleBuilder b;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t lo, hi, count;
+      double sum;
+      FrameOf(call.frame, l, i, &lo, &hi);
+      FrameSum(p, l, lo, hi, &sum, &count);
+      ARROW_RETURN_NOT_OK(count == 0 ? b.AppendNull() : b.Append(sum));
+    }
+    return b.Finish();
+  }
+  return arrow::Status::TypeError("function ", call.function, "(", value->type()->ToString(),
+                                  ") over a window does not exist");
+}
+
+// One spec's calls: the sort they share, the rows' layout, then each function.
+arrow::Result<std::vector<ArrayPtr>> ComputeSpec(const std::shared_ptr<arrow::RecordBatch>& batch,
+                                                 const std::vector<const WindowCall*>& calls,
+                                                 const arrow::Schema& out_schema) {
+  const WindowCall& spec = *calls.front();
+  const int64_t n = batch->num_rows();
+  std::vector<cp::SortKey> keys;
+  for (const auto& k : spec.partition_keys) keys.emplace_back(arrow::FieldRef(k));
+  for (const auto& k : spec.order_keys) keys.push_back(k);
+  std::shared_ptr<arrow::RecordBatch> sorted = batch;
+  ArrayPtr indices;
+  if (!keys.empty() && n > 1) {
+    ARROW_ASSIGN_OR_RAISE(indices, cp::SortIndices(arrow::Datum(batch), cp::SortOptions(keys)));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum taken, cp::Take(batch, indices));
+    sorted = taken.record_batch();
+  }
+  ARROW_ASSIGN_OR_RAISE(Layout layout, MakeLayout(*sorted, spec));
+  std::vector<ArrayPtr> out;
+  for (const WindowCall* call : calls) {
+    std::vector<ArrayPtr> args;
+    for (const auto& a : call->arguments) args.push_back(sorted->GetColumnByName(a));
+    const std::string& f = call->function;
+    ArrayPtr result;
+    if (f == "row_number" || f == "rank" || f == "dense_rank" || f == "percent_rank" ||
+        f == "cume_dist" || f == "ntile") {
+      ARROW_ASSIGN_OR_RAISE(result, Ranking(*call, layout, n));
+    } else if (f == "count_all") {
+      ARROW_ASSIGN_OR_RAISE(result, Count(*call, layout, nullptr, n));
+    } else if (args.empty()) {
+      return arrow::Status::Invalid("internal: window function ", f, " without its value");
+    } else if (f == "count") {
+      ARROW_ASSIGN_OR_RAISE(result, Count(*call, layout, args[0], n));
+    } else if (f == "sum") {
+      ARROW_ASSIGN_OR_RAISE(
+          result, Sum(*call, layout, args[0], out_schema.GetFieldByName(call->output)->type()));
+    } else if (f == "min" || f == "max") {
+      ARROW_ASSIGN_OR_RAISE(result, Extremum(*call, layout, args[0]));
+    } else {
+      ARROW_ASSIGN_OR_RAISE(result, Shifted(*call, layout, args));
+    }
+    out.push_back(std::move(result));
+  }
+  if (indices != nullptr) {
+    // Back to the input's order: row indices[i] of the input is row i of the sorted rows.
+    const auto& sorted_at = static_cast<const arrow::UInt64Array&>(*indices);
+    std::vector<int64_t> inverse(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) inverse[sorted_at.Value(i)] = i;
+    ARROW_ASSIGN_OR_RAISE(auto back, Int64s(inverse));
+    for (auto& a : out) {
+      ARROW_ASSIGN_OR_RAISE(a, Take(a, back));
+    }
+  }
+  return out;
+}
+
+bool SameSpec(const WindowCall& a, const WindowCall& b) {
+  return a.partition_keys == b.partition_keys && a.order_keys == b.order_keys;
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::Table>> ComputeWindows(
+    const std::shared_ptr<arrow::Table>& input, const std::vector<plan::WindowCall>& calls) {
+  ARROW_ASSIGN_OR_RAISE(auto batch, input->CombineChunksToBatch());
+  // Dictionaries (a scan's string columns) as their values: compared, sorted and taken alike.
+  for (int c = 0; c < batch->num_columns(); ++c) {
+    const auto& type = batch->column(c)->type();
+    if (type->id() != arrow::Type::DICTIONARY) continue;
+    ARROW_ASSIGN_OR_RAISE(
+        arrow::Datum plain,
+        cp::Cast(batch->column(c), static_cast<const arrow::DictionaryType&>(*type).value_type()));
+    ARROW_ASSIGN_OR_RAISE(
+        batch,
+        batch->SetColumn(c, batch->schema()->field(c)->WithType(plain.type()), plain.make_array()));
+  }
+  // The output types as the plan derives them.
+  arrow::FieldVector fields = batch->schema()->fields();
+  for (const auto& w : calls) {
+    std::shared_ptr<arrow::DataType> value;
+    if (!w.arguments.empty()) {
+      auto column = batch->GetColumnByName(w.arguments[0]);
+      if (column == nullptr) {
+        return arrow::Status::Invalid("internal: window argument ", w.arguments[0]);
+      }
+      value = column->type();
+    }
+    ARROW_ASSIGN_OR_RAISE(auto type, plan::WindowOutputType(w, value));
+    fields.push_back(arrow::field(w.output, type));
+  }
+  const auto out_schema = arrow::schema(fields);
+  std::map<std::string, ArrayPtr> results;
+  std::vector<bool> done(calls.size(), false);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (done[i]) continue;
+    std::vector<const WindowCall*> group;
+    for (size_t j = i; j < calls.size(); ++j) {
+      if (!done[j] && SameSpec(calls[i], calls[j])) {
+        group.push_back(&calls[j]);
+        done[j] = true;
+      }
+    }
+    ARROW_ASSIGN_OR_RAISE(auto arrays, ComputeSpec(batch, group, *out_schema));
+    for (size_t k = 0; k < group.size(); ++k) results[group[k]->output] = arrays[k];
+  }
+  std::vector<ArrayPtr> columns = batch->columns();
+  for (const auto& w : calls) columns.push_back(results.at(w.output));
+  return arrow::Table::Make(out_schema, columns, batch->num_rows());
+}
+
+}  // namespace sluice::exec
