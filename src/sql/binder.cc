@@ -326,8 +326,19 @@ class Binder {
       return Unsupported(node, "% on " + tx.type()->ToString() + " and " + ty.type()->ToString() +
                                    " (integers only)");
     }
+    y = GuardedDivisor(y, scope);
     return cp::call("subtract_checked",
                     {x, cp::call("multiply_checked", {cp::call("divide_checked", {x, y}), y})});
+  }
+  // Arrow evaluates every branch of a CASE on every row, where PostgreSQL evaluates only the
+  // branch a row takes: inside a branch, a divisor is NULL on the rows that do not take it, so
+  // that `CASE WHEN y > 0 THEN x / y END` never divides by zero.
+  cp::Expression GuardedDivisor(const cp::Expression& divisor, Scope scope) {
+    if (!case_guard_.has_value()) return divisor;
+    auto typed = divisor.Bind(*SchemaFor(scope));
+    if (!typed.ok()) return divisor;
+    return cp::call("if_else", {*case_guard_, divisor,
+                                cp::literal(arrow::MakeNullScalar(typed->type()->GetSharedPtr()))});
   }
   // NULLIF(a, b): NULL where a = b, else a (also where b is NULL).
   arrow::Result<cp::Expression> NullIf(const json& node, cp::Expression a, cp::Expression b,
@@ -394,12 +405,25 @@ class Binder {
     }
     auto bound = other.Bind(schema);
     if (!bound.ok() || bound->type()->id() != arrow::Type::DATE32) return literal;
-    auto date = literal.literal()->scalar()->CastTo(arrow::date32());
-    if (!date.ok()) {
-      return Error(node, "invalid input syntax for type date: \"" +
-                             literal.literal()->scalar()->ToString() + "\"");
+    return DateFromText(literal.literal()->scalar()->ToString(), node);
+  }
+
+  // A date as PostgreSQL reads 'Y-M-D' (months and days need not have two digits).
+  arrow::Result<cp::Expression> DateFromText(const std::string& text, const json& node) const {
+    int y, m, d, end = 0;
+    if (std::sscanf(text.c_str(), " %d-%d-%d %n", &y, &m, &d, &end) != 3 ||
+        static_cast<size_t>(end) != text.size() || m < 1 || m > 12 || d < 1 || d > 31) {
+      return Error(node, "invalid input syntax for type date: \"" + text + "\"");
     }
-    return cp::literal(*date);
+    // A day the month does not have (2020-02-30) is an error, not the next month.
+    const int64_t days = DaysFromCivil(y, static_cast<unsigned>(m), static_cast<unsigned>(d));
+    int64_t cy;
+    unsigned cm, cd;
+    CivilFromDays(days, &cy, &cm, &cd);
+    if (cd != static_cast<unsigned>(d)) {
+      return Error(node, "date/time field value out of range: \"" + text + "\"");
+    }
+    return cp::literal(std::make_shared<arrow::Date32Scalar>(static_cast<int32_t>(days)));
   }
 
   // An integer literal next to a decimal becomes a decimal of just its digits: Arrow would widen
@@ -483,6 +507,8 @@ class Binder {
   std::vector<std::string> window_input_names_;
   arrow::FieldVector window_fields_;
   bool windows_allowed_ = false;  // only while the select list is bound
+  // While a CASE branch's value is bound: whether a row takes that branch (never NULL).
+  std::optional<cp::Expression> case_guard_;
   bool has_distinct_aggregate_ = false;
   bool has_plain_aggregate_ = false;
   bool in_aggregate_ = false;
@@ -697,22 +723,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
   std::shared_ptr<arrow::DataType> to;
   if (type == "date") {
     if (arg.literal() != nullptr && arg.literal()->type()->id() == arrow::Type::STRING) {
-      const std::string text = arg.literal()->scalar()->ToString();
-      int y, m, d;
-      if (std::sscanf(text.c_str(), "%d-%d-%d", &y, &m, &d) != 3 || m < 1 || m > 12 || d < 1 ||
-          d > 31) {
-        return Error(cast, "invalid input syntax for type date: \"" + text + "\"");
-      }
-      // A day the month does not have (2020-02-30) is an error, not the next month.
-      int64_t cy;
-      unsigned cm, cd;
-      CivilFromDays(DaysFromCivil(y, static_cast<unsigned>(m), static_cast<unsigned>(d)), &cy, &cm,
-                    &cd);
-      if (cd != static_cast<unsigned>(d)) {
-        return Error(cast, "date/time field value out of range: \"" + text + "\"");
-      }
-      return cp::literal(std::make_shared<arrow::Date32Scalar>(static_cast<int32_t>(
-          DaysFromCivil(y, static_cast<unsigned>(m), static_cast<unsigned>(d)))));
+      return DateFromText(arg.literal()->scalar()->ToString(), cast);
     }
     to = arrow::date32();
   } else if (type == "float8" || type == "double" || type == "float4" || type == "real") {
@@ -799,14 +810,27 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
       ARROW_ASSIGN_OR_RAISE(l, DateLiteral(l, r, *schema, e));
       ARROW_ASSIGN_OR_RAISE(r, DateLiteral(r, l, *schema, e));
     }
-    if (op == "-") {
-      // date - date is the number of days between them, as in PostgreSQL.
+    if (op == "-" || op == "+") {
+      // date - date is the number of days between them, and date +/- integer moves by days, as
+      // in PostgreSQL.
       const auto schema = SchemaFor(scope);
       auto lt = l.Bind(*schema);
       auto rt = r.Bind(*schema);
-      if (lt.ok() && rt.ok() && lt->type()->id() == arrow::Type::DATE32 &&
-          rt->type()->id() == arrow::Type::DATE32) {
-        return cp::call("subtract_checked", {DateToDays(l), DateToDays(r)});
+      if (lt.ok() && rt.ok()) {
+        const auto lid = lt->type()->id(), rid = rt->type()->id();
+        if (op == "-" && lid == arrow::Type::DATE32 && rid == arrow::Type::DATE32) {
+          return cp::call("subtract_checked", {DateToDays(l), DateToDays(r)});
+        }
+        auto days = [](const cp::Expression& x) {
+          return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::int32()));
+        };
+        if (lid == arrow::Type::DATE32 && arrow::is_integer(rid)) {
+          return DaysToDate(
+              cp::call(op == "+" ? "add_checked" : "subtract_checked", {DateToDays(l), days(r)}));
+        }
+        if (op == "+" && arrow::is_integer(lid) && rid == arrow::Type::DATE32) {
+          return DaysToDate(cp::call("add_checked", {days(l), DateToDays(r)}));
+        }
       }
     }
     if (scope == Scope::kRow || in_aggregate_) {
@@ -851,6 +875,7 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     }
     auto it = kOps.find(op);
     if (it == kOps.end()) return Unsupported(e, "operator " + op);
+    if (op == "/") r = GuardedDivisor(r, scope);
     return cp::call(it->second, {l, r});
   }
   if (kind == "AEXPR_BETWEEN" || kind == "AEXPR_NOT_BETWEEN") {
@@ -889,11 +914,30 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     ARROW_ASSIGN_OR_RAISE(auto x, Expr(e.at("lexpr"), scope));
     if (!e.at("rexpr").contains("List")) return Unsupported(e, "IN with a subquery");
     std::vector<std::shared_ptr<arrow::Scalar>> values;
+    std::vector<cp::Expression> expressions;
+    bool constant = true;
     for (const auto& item : e.at("rexpr").at("List").at("items")) {
       ARROW_ASSIGN_OR_RAISE(auto v, Expr(item, scope));
-      if (v.literal() == nullptr) return Unsupported(item, "IN with non-constant values");
+      ARROW_ASSIGN_OR_RAISE(v, FoldConstantSubtrees(v));
       ARROW_ASSIGN_OR_RAISE(v, DateLiteral(v, x, *SchemaFor(scope), item));
-      values.push_back(v.literal()->scalar());
+      expressions.push_back(v);
+      if (v.literal() == nullptr) {
+        constant = false;
+      } else {
+        values.push_back(v.literal()->scalar());
+      }
+    }
+    if (!constant) {
+      // x IN (a, b) is x = a OR x = b, with the same NULL rule.
+      std::vector<cp::Expression> equal;
+      const auto schema = SchemaFor(scope);
+      for (const auto& v : expressions) {
+        cp::Expression c = cp::equal(x, NarrowIntegerLiteral(v, x, *schema));
+        ARROW_ASSIGN_OR_RAISE(c, Typecheck(c, e, *schema));
+        equal.push_back(std::move(c));
+      }
+      auto in = equal.size() == 1 ? equal[0] : cp::or_(equal);
+      return op == "=" ? in : cp::not_(in);
     }
     std::shared_ptr<arrow::DataType> type = arrow::null();
     for (const auto& v : values) {
@@ -1353,17 +1397,29 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
     }
     std::vector<cp::Expression> conditions, values;
     std::vector<std::string> names;
+    const std::optional<cp::Expression> outer_guard = case_guard_;
+    // Whether no earlier branch was taken.
+    cp::Expression none_before = outer_guard.value_or(cp::literal(true));
+    auto bind_branch = [&](const json& node, const cp::Expression& guard) {
+      case_guard_ = guard;
+      auto v = Expr(node, scope);
+      case_guard_ = outer_guard;
+      return v;
+    };
     for (const auto& w : body->at("args")) {
       const auto& when = w.at("CaseWhen");
-      ARROW_ASSIGN_OR_RAISE(auto c, Expr(when.at("expr"), scope));
+      // A condition too is only evaluated where no earlier one held.
+      ARROW_ASSIGN_OR_RAISE(auto c, bind_branch(when.at("expr"), none_before));
       if (subject.has_value()) c = cp::equal(*subject, c);
-      ARROW_ASSIGN_OR_RAISE(auto v, Expr(when.at("result"), scope));
+      const cp::Expression taken = cp::call("coalesce", {c, cp::literal(false)});
+      ARROW_ASSIGN_OR_RAISE(auto v, bind_branch(when.at("result"), cp::and_(none_before, taken)));
+      none_before = cp::and_(none_before, cp::not_(taken));
       conditions.push_back(c);
       values.push_back(v);
       names.push_back("c" + std::to_string(names.size()));
     }
     if (body->contains("defresult")) {
-      ARROW_ASSIGN_OR_RAISE(auto d, Expr(body->at("defresult"), scope));
+      ARROW_ASSIGN_OR_RAISE(auto d, bind_branch(body->at("defresult"), none_before));
       values.push_back(d);
     }
     UnifyBranches(&values, scope);

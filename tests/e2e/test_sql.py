@@ -257,6 +257,14 @@ def test_sql_null_and_division_semantics(tpch):
         proc = sluice.run("query", sql)
         assert proc.returncode == 1
         assert "divide by zero" in proc.stderr.decode()
+    # A CASE evaluates only the branch (and the conditions) a row reaches: no division by zero
+    # where the row takes another branch. Integer division truncates, as in PostgreSQL.
+    sql = ("select n_nationkey, case when n_regionkey = 0 then 0 when n_nationkey % n_regionkey = 1 "
+           "then 1 else n_nationkey / n_regionkey end from nation order by 1")
+    out = sluice.run("query", "--format", "csv", sql, check=True).stdout.decode().splitlines()
+    want = [(k, 0 if r == 0 else 1 if k % r == 1 else k // r)
+            for k, r in con.execute("select n_nationkey, n_regionkey from nation order by 1").fetchall()]
+    assert [tuple(int(v) for v in line.split(",")) for line in out[1:]] == want
     # PostgreSQL's default NULL placement: last ascending, first descending.
     nulls = "select case when n_nationkey < 2 then null else n_nationkey end as k from nation "
     for direction, first, last in [("asc", "2", ""), ("desc", "", "2")]:
@@ -427,6 +435,20 @@ ORACLE = [
     # date arithmetic on columns
     "select count(*), min(l_receiptdate - l_commitdate) from lineitem "
     "where l_shipdate + interval '10' day > date '1998-11-20'",
+    "select o_orderdate + 5, 3 + o_orderdate, o_orderdate - 10 from orders order by o_orderkey "
+    "limit 3",
+    "select count(*) from orders where o_orderdate + 30 > date '1998-07-01'",
+    # dates as PostgreSQL reads them: one-digit months and days
+    "select count(*) from orders where o_orderdate between '1995-1-1' and '1995-3-05'",
+    # IN lists of expressions: folded where constant, else x = a OR x = b
+    "select count(*) from orders where extract(year from o_orderdate) in (1994, 1994 + 1, 1994 + 2)",
+    "select count(*) from nation where n_nationkey in (n_regionkey, n_regionkey * 5, 7)",
+    "select count(*) from nation where n_nationkey not in (n_regionkey, 3)",
+    "select count(*) from (select case when n_nationkey < 3 then null else n_nationkey end k, "
+    "n_regionkey from nation) t where k in (n_regionkey, 10)",
+    # CASE: a branch's division only where the branch is taken
+    "select sum(case when l_discount > 0 then l_extendedprice / l_discount else 0 end) "
+    "from lineitem where l_orderkey < 1000",
 ]
 
 
