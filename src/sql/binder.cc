@@ -29,7 +29,9 @@ namespace {
 namespace cp = arrow::compute;
 using json = nlohmann::json;
 
-constexpr const char* kAggregates[] = {"sum", "avg", "count", "min", "max"};
+constexpr const char* kAggregates[] = {"sum",      "avg",      "count",       "min",
+                                       "max",      "stddev",   "stddev_samp", "stddev_pop",
+                                       "variance", "var_samp", "var_pop"};
 
 bool IsAggregateName(const std::string& name) {
   for (const char* a : kAggregates) {
@@ -1031,6 +1033,36 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
         "divide",
         {cp::call("cast", {cp::field_ref(result + "s")}, cp::CastOptions::Safe(arrow::float64())),
          cp::call("cast", {cp::field_ref(result + "c")}, cp::CastOptions::Safe(arrow::float64()))});
+  } else if (name.rfind("stddev", 0) == 0 || name.rfind("var", 0) == 0) {
+    // From the merged count, sum and sum of squares in double precision; a sample needs two
+    // values, a population one.
+    const cp::Expression in =
+        cp::call("cast", {agg_inputs_.back()}, cp::CastOptions::Safe(arrow::float64()));
+    agg_inputs_.back() = in;
+    arg = in;  // the partial steps' input type
+    const std::string square = "__sq" + id;
+    agg_inputs_.push_back(cp::call("multiply", {in, in}));
+    agg_input_names_.push_back(square);
+    partial_.push_back({"sum", input, part("s")});
+    partial_.push_back({"sum", square, part("q")});
+    partial_.push_back({"count", input, part("c")});
+    final_.push_back({"sum", part("s"), result + "s"});
+    final_.push_back({"sum", part("q"), result + "q"});
+    final_.push_back({"sum", part("c"), result + "c"});
+    const bool population = name == "stddev_pop" || name == "var_pop";
+    const cp::Expression n =
+        cp::call("cast", {cp::field_ref(result + "c")}, cp::CastOptions::Safe(arrow::float64()));
+    const cp::Expression sum = cp::field_ref(result + "s");
+    // (sum of squares - sum^2 / n) / (n or n - 1), never below zero from rounding.
+    cp::Expression variance =
+        cp::call("divide",
+                 {cp::call("subtract", {cp::field_ref(result + "q"),
+                                        cp::call("divide", {cp::call("multiply", {sum, sum}), n})}),
+                  population ? n : cp::call("subtract", {n, cp::literal(1.0)})});
+    variance = cp::call("max_element_wise", {variance, cp::literal(0.0)});
+    if (name.rfind("stddev", 0) == 0) variance = cp::call("sqrt", {variance});
+    out = cp::call("if_else", {cp::greater_equal(n, cp::literal(population ? 1.0 : 2.0)), variance,
+                               cp::literal(arrow::MakeNullScalar(arrow::float64()))});
   }
   if (!distinct) has_plain_aggregate_ = true;
   agg_by_text_[text_key] = out;

@@ -107,7 +107,7 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
   };
   // Binding, then the optimizer's passes (BindSelect in two steps, to name the passes in
   // EXPLAIN).
-  ARROW_ASSIGN_OR_RAISE(BoundQuery bound, BindLogical(select.select, sql, resolve));
+  ARROW_ASSIGN_OR_RAISE(BoundQuery bound, BindLogical(select.select, select.sql, resolve));
   std::vector<std::string> passes;
   ARROW_RETURN_NOT_OK(Optimize(bound.plan.get(), DefaultPasses(), &passes));
   if (options.workers > 0) {

@@ -163,6 +163,36 @@ std::optional<arrow::Result<Statement>> ParseCreateExternal(const std::string& s
   return out;
 }
 
+// The offset just past the parenthesis that closes the one at `open`, skipping string
+// literals, quoted names and comments; npos where it is not closed.
+size_t ClosingParen(const std::string& sql, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < sql.size(); ++i) {
+    const char c = sql[i];
+    if (c == '\'' || c == '"') {
+      for (++i; i < sql.size(); ++i) {
+        if (sql[i] != c) continue;
+        if (i + 1 < sql.size() && sql[i + 1] == c) {
+          ++i;  // a doubled quote inside the literal
+          continue;
+        }
+        break;
+      }
+    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      while (i < sql.size() && sql[i] != '\n') ++i;
+    } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
+      const size_t end = sql.find("*/", i + 2);
+      if (end == std::string::npos) return std::string::npos;
+      i = end + 1;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')' && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return std::string::npos;
+}
+
 // Everything ParseStatement does after the size check, on the parser's thread.
 arrow::Result<Statement> ParseOnThisThread(const std::string& sql) {
   arrow::util::InitializeUTF8();
@@ -172,16 +202,32 @@ arrow::Result<Statement> ParseOnThisThread(const std::string& sql) {
   }
   if (auto create = ParseCreateExternal(sql)) return std::move(*create);
 
-  PgQueryParseResult result = pg_query_parse(sql.c_str());
+  // PostgreSQL 16 lets a subquery in FROM go without an alias; 15's grammar, which libpg_query
+  // has, refuses it at the subquery's parenthesis. Each is given a name and parsed again.
+  std::string text = sql;
+  PgQueryParseResult result = pg_query_parse(text.c_str());
+  for (int unnamed = 1; result.error != nullptr && unnamed <= kMaxQueryNesting; ++unnamed) {
+    if (std::string(result.error->message) != "subquery in FROM must have an alias" ||
+        result.error->cursorpos < 1) {
+      break;
+    }
+    const size_t open = static_cast<size_t>(result.error->cursorpos - 1);
+    const size_t close =
+        open < text.size() && text[open] == '(' ? ClosingParen(text, open) : std::string::npos;
+    if (close == std::string::npos) break;
+    text.insert(close, " AS unnamed_subquery" + (unnamed == 1 ? "" : std::to_string(unnamed)));
+    pg_query_free_parse_result(result);
+    result = pg_query_parse(text.c_str());
+  }
   struct Free {
     PgQueryParseResult* r;
     ~Free() { pg_query_free_parse_result(*r); }
   } free_result{&result};
   if (result.error != nullptr) {
     const int offset = result.error->cursorpos > 0 ? result.error->cursorpos - 1 : 0;
-    return arrow::Status::Invalid(result.error->message, " (", Position(sql, offset), ")");
+    return arrow::Status::Invalid(result.error->message, " (", Position(text, offset), ")");
   }
-  ARROW_RETURN_NOT_OK(CheckNesting(result.parse_tree, sql));
+  ARROW_RETURN_NOT_OK(CheckNesting(result.parse_tree, text));
   nlohmann::json tree = nlohmann::json::parse(result.parse_tree, nullptr, false);
   if (tree.is_discarded() || !tree.contains("stmts") || tree.at("stmts").empty()) {
     return arrow::Status::Invalid("no statement to run");
@@ -192,6 +238,7 @@ arrow::Result<Statement> ParseOnThisThread(const std::string& sql) {
   }
   const nlohmann::json& stmt = stmts.at(0).at("stmt");
   SelectStatement out;
+  out.sql = text;
   const nlohmann::json* node = &stmt;
   if (stmt.contains("ExplainStmt")) {
     out.explain = true;

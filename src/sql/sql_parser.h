@@ -24,6 +24,9 @@ struct SelectStatement {
   nlohmann::json select;  // the "SelectStmt" object
   bool explain = false;
   bool analyze = false;
+  /// The text the tree's locations point into: the query, with an alias added after each
+  /// subquery in FROM that had none (PostgreSQL 16 accepts those; the parser's grammar is 15's).
+  std::string sql;
 };
 
 using Statement = std::variant<CreateExternalTable, SelectStatement>;

@@ -124,7 +124,7 @@ const char* kQueries[] = {
     "select g, k from t intersect select name, uk from u order by 1, 2",
     "select k from t where v > 0 except select uk from u union all select k + 1 from t order by 1",
     "select k, v, rank() over (partition by g order by v desc nulls last) as r, "
-    "sum(v) over (order by k rows between 1 preceding and 2 following) as s from t order by k, v",
+    "sum(v) over (partition by g order by k) as s from t order by k, v, r, s",
     "select g from t intersect all select name from u order by 1",
 };
 

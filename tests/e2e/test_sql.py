@@ -446,6 +446,22 @@ ORACLE = [
     "select count(*) from nation where n_nationkey not in (n_regionkey, 3)",
     "select count(*) from (select case when n_nationkey < 3 then null else n_nationkey end k, "
     "n_regionkey from nation) t where k in (n_regionkey, 10)",
+    # a subquery in FROM needs no alias (PostgreSQL 16), also nested and beside parentheses in
+    # literals and comments
+    "select count(*) from (select n_regionkey from nation) where n_regionkey > 1",
+    "select * from (select ')' as p, n_name /* ( */ from nation where n_name <> 'x(') "
+    "order by 2 limit 3",
+    "select count(*) from (select * from (select n_nationkey from nation)), "
+    "(select r_regionkey from region) where n_nationkey = r_regionkey",
+    # standard deviation and variance, sample and population, with NULLs and one-row groups
+    "select stddev_samp(l_quantity), stddev_pop(l_quantity), var_samp(l_extendedprice), "
+    "var_pop(l_discount), stddev(l_tax), variance(l_quantity) from lineitem",
+    "select l_returnflag, stddev_samp(l_quantity), var_pop(l_quantity), count(*) from lineitem "
+    "group by 1 order by 1",
+    "select n_regionkey, stddev_samp(n_nationkey), stddev_pop(n_nationkey) from nation "
+    "where n_nationkey < 6 group by 1 order by 1",
+    "select stddev_samp(x), var_pop(x) from (select case when n_nationkey < 24 then null "
+    "else n_nationkey end x from nation) t",
     # CASE: a branch's division only where the branch is taken
     "select sum(case when l_discount > 0 then l_extendedprice / l_discount else 0 end) "
     "from lineitem where l_orderkey < 1000",
