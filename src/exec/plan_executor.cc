@@ -178,6 +178,8 @@ ac::JoinType AceroJoinType(JoinType type) {
       return ac::JoinType::LEFT_SEMI;
     case JoinType::kAnti:
       return ac::JoinType::LEFT_ANTI;
+    case JoinType::kFull:
+      return ac::JoinType::FULL_OUTER;
   }
   return ac::JoinType::INNER;
 }
@@ -225,6 +227,7 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
       ac::JoinType type = ac::JoinType::RIGHT_OUTER;
       if (node.join_type == JoinType::kSemi) type = ac::JoinType::RIGHT_SEMI;
       if (node.join_type == JoinType::kAnti) type = ac::JoinType::RIGHT_ANTI;
+      if (node.join_type == JoinType::kFull) type = ac::JoinType::FULL_OUTER;
       ac::HashJoinNodeOptions options(type, right, left, node.join_filter);
       if (node.null_equal_keys) options.key_cmp.assign(right.size(), ac::JoinKeyCmp::IS);
       return ac::Declaration("hashjoin", {std::move(build), std::move(probe)}, std::move(options));

@@ -442,6 +442,8 @@ arrow::Status DecodeWindow(const json& v, PlanNode* n) {
       n->join_type = JoinType::kSemi;
     } else if (type == "anti") {
       n->join_type = JoinType::kAnti;
+    } else if (type == "full") {
+      n->join_type = JoinType::kFull;
     } else {
       return arrow::Status::Invalid("plan: unknown join type '", type, "'");
     }

@@ -264,8 +264,11 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
     case PlanNode::Kind::kDependentJoin: {
       if (node.join_type == JoinType::kSemi || node.join_type == JoinType::kAnti) return in;
       arrow::FieldVector fields = in->fields();
+      if (node.join_type == JoinType::kFull) {
+        for (auto& f : fields) f = f->WithNullable(true);
+      }
       for (const auto& f : right->fields()) {
-        fields.push_back(node.join_type == JoinType::kLeft ? f->WithNullable(true) : f);
+        fields.push_back(node.join_type == JoinType::kInner ? f : f->WithNullable(true));
       }
       return arrow::schema(fields);
     }
@@ -353,6 +356,8 @@ const char* JoinTypeName(JoinType type) {
       return "semi";
     case JoinType::kAnti:
       return "anti";
+    case JoinType::kFull:
+      return "full";
   }
   return "?";
 }
@@ -388,7 +393,8 @@ std::vector<std::string> PlanNode::OutputNames() const {
     case Kind::kJoin:
     case Kind::kDependentJoin: {
       std::vector<std::string> out = input->OutputNames();
-      if (join_type == JoinType::kInner || join_type == JoinType::kLeft) {
+      if (join_type == JoinType::kInner || join_type == JoinType::kLeft ||
+          join_type == JoinType::kFull) {
         for (auto& n : right->OutputNames()) out.push_back(std::move(n));
       }
       return out;

@@ -38,7 +38,7 @@ struct AggregateCall {
   std::string output;
 };
 
-enum class JoinType { kInner, kLeft, kSemi, kAnti };
+enum class JoinType { kInner, kLeft, kSemi, kAnti, kFull };
 
 /// The rows a window aggregate reads around each row of its partition, in the partition's
 /// order: ROWS counts rows, RANGE moves in whole peer groups (rows equal on the ORDER BY keys).
@@ -150,7 +150,7 @@ struct WriteSink {
   std::string key;
 };
 
-/// "inner", "left", "semi" or "anti": for EXPLAIN and plan bytes.
+/// "inner", "left", "semi", "anti" or "full": for EXPLAIN and plan bytes.
 const char* JoinTypeName(JoinType type);
 
 /// What a node holds apart from its inputs, so that a plan can be copied node by node. Each

@@ -74,6 +74,9 @@ class ShapeChecker {
         if (!l.refused.empty()) return l;
         Shape r = Check(*n.right, false);
         if (!r.refused.empty()) return r;
+        if (n.join_type == JoinType::kFull && l.split != r.split) {
+          return {false, "a full outer join of split rows with whole ones", std::nullopt};
+        }
         if (!r.split) return l;  // each output row comes from one row of `input`
         if (!l.split) return {false, "split rows on a join's build side", std::nullopt};
         if (l.keys != n.left_keys || r.keys != n.right_keys) {

@@ -1607,12 +1607,12 @@ arrow::Status Binder::BindFrom(const json& item, FromItems* out) {
       if (body->contains("quals")) out->conditions.push_back(&body->at("quals"));
       return arrow::Status::OK();
     }
-    if (type == "JOIN_LEFT" || type == "JOIN_RIGHT") {
+    if (type == "JOIN_LEFT" || type == "JOIN_RIGHT" || type == "JOIN_FULL") {
       ARROW_ASSIGN_OR_RAISE(Relation r, BindOuterJoin(*body));
       out->relations.push_back(std::move(r));
       return arrow::Status::OK();
     }
-    return Unsupported(*body, "FULL OUTER JOIN");
+    return Unsupported(*body, "join type " + type);
   }
   return Unsupported(item, "FROM " + kind);
 }
@@ -1655,19 +1655,25 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
   ARROW_ASSIGN_OR_RAISE(Relation left, Combine(std::move(left_items)));
   ARROW_ASSIGN_OR_RAISE(Relation right, Combine(std::move(right_items)));
   if (join.value("jointype", "") == "JOIN_RIGHT") std::swap(left, right);
-  std::set<std::string> right_ids;
+  const bool full = join.value("jointype", "") == "JOIN_FULL";
+  std::set<std::string> right_ids, padded;
   for (const auto& c : right.columns) right_ids.insert(c.id());
-  // The preserved side's columns stay as they are; the other side's become nullable.
+  padded = right_ids;
+  if (full) {
+    for (const auto& c : left.columns) padded.insert(c.id());
+  }
+  // The preserved side's columns stay as they are; the other side's (both of a full join's)
+  // become nullable.
   for (auto& f : row_fields_) {
-    if (right_ids.count(f->name())) f = f->WithNullable(true);
+    if (padded.count(f->name())) f = f->WithNullable(true);
   }
   for (auto& c : columns_) {
-    if (right_ids.count(c.id())) c.field = c.field->WithNullable(true);
+    if (padded.count(c.id())) c.field = c.field->WithNullable(true);
   }
   row_schema_ = nullptr;
   auto node = std::make_unique<PlanNode>();
   node->kind = PlanNode::Kind::kJoin;
-  node->join_type = JoinType::kLeft;
+  node->join_type = full ? JoinType::kFull : JoinType::kLeft;
   // ON conditions beyond the key equalities stay on the join (the filter_pushdown pass moves
   // those on the joined side alone below it); the ones on the joined side alone count in its
   // estimate.
@@ -1689,13 +1695,31 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
       (right_ids.count(*ref.name()) ? right_side : left_side) = true;
     }
     const cp::Expression::Call* call = e.call();
+    // Which side each operand of an equality reads alone: 1 left, 2 right, 3 both or neither.
+    auto sides_of = [&](const cp::Expression& x) {
+      int sides = 0;
+      for (const auto& ref : cp::FieldsInExpression(x))
+        sides |= right_ids.count(*ref.name()) ? 2 : 1;
+      return sides == 0 ? 3 : sides;
+    };
     if (left_side && right_side && call != nullptr && call->function_name == "equal" &&
-        call->arguments[0].field_ref() != nullptr && call->arguments[1].field_ref() != nullptr) {
-      std::string a = *call->arguments[0].field_ref()->name();
-      std::string b = *call->arguments[1].field_ref()->name();
-      if (right_ids.count(a)) std::swap(a, b);
-      node->left_keys.push_back(a);
-      node->right_keys.push_back(b);
+        sides_of(call->arguments[0]) != 3 && sides_of(call->arguments[1]) != 3 &&
+        sides_of(call->arguments[0]) != sides_of(call->arguments[1])) {
+      // A key on each side; an expression (t1.k = t2.k + 1) is computed by a projection first.
+      cp::Expression a = call->arguments[0], b = call->arguments[1];
+      if (sides_of(a) == 2) std::swap(a, b);
+      auto key = [&](const cp::Expression& x, Relation* side) {
+        if (x.field_ref() != nullptr) return *x.field_ref()->name();
+        const std::string id = ctx_.NewId("key");
+        auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(side->plan));
+        project->keep_input = true;
+        project->expressions.push_back(x);
+        project->names.push_back(id);
+        side->plan = std::move(project);
+        return id;
+      };
+      node->left_keys.push_back(key(a, &left));
+      node->right_keys.push_back(key(b, &right));
     } else {
       if (right_side && !left_side) right_only.push_back(e);
       on_filter.push_back(e);
@@ -1720,15 +1744,26 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
   node->right = std::move(right.plan);
   Relation out;
   out.plan = std::move(node);
-  out.cardinality = [left_card = left.cardinality]() -> arrow::Result<plan::Cardinality> {
+  out.cardinality = [left_card = left.cardinality, right_card = right.cardinality,
+                     full]() -> arrow::Result<plan::Cardinality> {
     ARROW_ASSIGN_OR_RAISE(plan::Cardinality c, left_card());
     plan::Cardinality o;
     o.rows = c.rows;
     o.estimate = c.estimate;
     o.distinct = c.distinct;
+    if (full) {
+      // At most every row of either side once more, unmatched.
+      ARROW_ASSIGN_OR_RAISE(plan::Cardinality r, right_card());
+      o.rows += r.rows;
+      o.estimate += r.estimate;
+      o.distinct.clear();
+    }
     return o;
   };
   out.columns = left.columns;
+  if (full) {
+    for (auto& c : out.columns) c.field = c.field->WithNullable(true);
+  }
   for (auto c : right.columns) {
     c.field = c.field->WithNullable(true);
     out.columns.push_back(std::move(c));

@@ -214,6 +214,11 @@ class Planner {
         return b;
       }
       case PlanNode::Kind::kJoin:
+        if (node.join_type == JoinType::kFull) {
+          // Each task would add the other side's unmatched rows once more.
+          *why = "a full outer join below the partial aggregate";
+          return std::nullopt;
+        }
         return SplitJoin(node, why);
       case PlanNode::Kind::kAggregate:
         *why =

@@ -174,7 +174,9 @@ std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts) {
       const std::set<std::string> right = OutputSet(*node.right);
       Exprs to_left, to_right;
       for (size_t i = 0; i < conjuncts.size(); ++i) {
-        if (ReadsOnly(conjuncts[i], left)) {
+        if (node.join_type == JoinType::kFull) {
+          stay.push_back(i);  // either side's rows may be NULL-padded
+        } else if (ReadsOnly(conjuncts[i], left)) {
           to_left.push_back(conjuncts[i]);
         } else if (node.join_type == JoinType::kInner && ReadsOnly(conjuncts[i], right)) {
           to_right.push_back(conjuncts[i]);

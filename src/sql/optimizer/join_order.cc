@@ -215,18 +215,47 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
         best_fanout = fanout;
       }
     }
-    if (best == n) {
-      for (size_t t = 0; t < n; ++t) {
-        if (!joined[t] && !relations[t].name.empty()) {
-          return arrow::Status::NotImplemented(
-              "not supported: a cross join (\"", relations[t].name,
-              "\" has no equality condition with the other FROM items)");
-        }
-      }
-      return arrow::Status::NotImplemented("not supported: a cross join");
-    }
     auto join = std::make_unique<PlanNode>();
     join->kind = PlanNode::Kind::kJoin;
+    if (best == n) {
+      // No equality connects what is left: a cross product with the smallest of it, as a hash
+      // join on a constant key. One beyond kMaxCrossJoinRows (by the estimates) is refused
+      // rather than left to exhaust memory.
+      for (size_t t = 0; t < n; ++t) {
+        if (!joined[t] && (best == n || relations[t].estimate < relations[best].estimate)) {
+          best = t;
+        }
+      }
+      const double product = plan.estimate * relations[best].estimate;
+      if (plan.estimate > 1 && relations[best].estimate > 1 && product > kMaxCrossJoinRows) {
+        return arrow::Status::NotImplemented(
+            "not supported: a cross join of about ", static_cast<int64_t>(product), " rows (\"",
+            relations[best].name.empty() ? "a FROM item" : relations[best].name,
+            "\" has no equality condition with the other FROM items)");
+      }
+      std::string keys[2];
+      JoinInput* sides[2] = {&plan, &relations[best]};
+      for (int k = 0; k < 2; ++k) {
+        keys[k] = "__cross" + std::to_string(computed_keys++) + "@" + sides[k]->ids.front();
+        auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(sides[k]->plan));
+        project->keep_input = true;
+        project->expressions.push_back(cp::literal(int32_t{0}));
+        project->names.push_back(keys[k]);
+        sides[k]->plan = std::move(project);
+      }
+      join->left_keys.push_back(keys[0]);
+      join->right_keys.push_back(keys[1]);
+      join->input_estimate = plan.estimate;
+      join->right_estimate = relations[best].estimate;
+      plan.estimate = product;
+      join->input = std::move(plan.plan);
+      join->right = std::move(relations[best].plan);
+      joined[best] = true;
+      plan.plan = std::move(join);
+      for (auto& id : relations[best].ids) plan.ids.push_back(std::move(id));
+      plan.ranges.insert(relations[best].ranges.begin(), relations[best].ranges.end());
+      continue;
+    }
     // |A join B| = |A| |B| / max(distinct keys of either side), by the most selective key.
     double key_distinct = 1;
     for (const auto& e : edges) {

@@ -22,6 +22,9 @@
 
 namespace sluice::sql {
 
+/// The largest cross product OrderJoins plans, in estimated rows.
+inline constexpr double kMaxCrossJoinRows = 1e8;
+
 /// A FROM item as join ordering sees it: its plan, the ids of its columns, its name in FROM (for
 /// messages) and its estimates.
 struct JoinInput : Cardinality {
@@ -48,8 +51,9 @@ std::vector<arrow::compute::Expression> FactorOr(const arrow::compute::Expressio
 /// that other keys joined comes last.
 /// Conditions that read a column of none of `relations` (a scalar subquery's result, joined
 /// later) go to `rest` instead. Each join carries the estimates of its two sides (for the
-/// physical planner's passes). A relation with no equality to the others is a "not supported: a
-/// cross join" error.
+/// physical planner's passes). Relations with no equality to the others are joined last, as a
+/// cross product on a constant key, the smallest first; one estimated above kMaxCrossJoinRows
+/// (both sides above one row) is a "not supported: a cross join" error.
 ///
 /// The relation estimated largest after its filters probes; each step then hashes the connected
 /// relation whose join multiplies the rows least (rows after filters per distinct key value),

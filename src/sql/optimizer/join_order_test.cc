@@ -142,16 +142,29 @@ TEST_F(JoinOrderTest, AnOrOverTwoRelationsFiltersEachBeforeTheJoin) {
             "      Scan r (1 files) columns=[k#2, z#3] pushdown=((z#3 == 2) or (z#3 == 4))\n");
 }
 
-TEST_F(JoinOrderTest, NoEqualityIsACrossJoinError) {
+TEST_F(JoinOrderTest, NoEqualityIsACrossJoinOnAConstantKeyUpToItsLimit) {
   std::vector<JoinInput> relations;
   relations.push_back(Scan("l", {"x#0"}, 1000));
   relations.push_back(Scan("r", {"k#2"}, 10));
   std::vector<cp::Expression> filters, rest;
   auto joined = OrderJoins(std::move(relations), {}, &filters, &rest);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(joined->plan->Explain(),
+            "HashJoin inner on __cross0@x#0 = __cross1@k#2\n"
+            "  Project (input columns), __cross0@x#0 := 0\n"
+            "    Scan l (1 files) columns=[x#0]\n"
+            "  Project (input columns), __cross1@k#2 := 0\n"
+            "    Scan r (1 files) columns=[k#2]\n");
+  EXPECT_EQ(joined->estimate, 10000);
+  // A product estimated beyond the limit is refused, naming the FROM item.
+  relations.clear();
+  relations.push_back(Scan("l", {"x#0"}, 1e6));
+  relations.push_back(Scan("r", {"k#2"}, 1e6));
+  joined = OrderJoins(std::move(relations), {}, &filters, &rest);
   ASSERT_FALSE(joined.ok());
   EXPECT_EQ(joined.status().message(),
-            "not supported: a cross join (\"r\" has no equality condition with the other FROM "
-            "items)");
+            "not supported: a cross join of about 1000000000000 rows (\"r\" has no equality "
+            "condition with the other FROM items)");
 }
 
 TEST_F(JoinOrderTest, FactorOrPullsOutWhatEveryBranchRepeats) {
