@@ -318,6 +318,36 @@ class Binder {
   arrow::Result<std::string> WindowInput(const json& node, Scope scope,
                                          std::shared_ptr<arrow::DataType>* type);
   arrow::Result<plan::WindowFrame> Frame(const json& over);
+  // grouping(a, b): bit i (from the right) is 1 where the (n - 1 - i)-th argument is not grouped.
+  arrow::Result<cp::Expression> Grouping(const json& call, Scope scope) {
+    const auto& args = call.value("args", json::array());
+    if (scope != Scope::kAggregated || in_aggregate_ || args.empty() || args.size() > 31) {
+      return Error(call, "GROUPING takes grouping expressions of its query level (1 to 31)");
+    }
+    cp::Expression out = cp::literal(int64_t{0});
+    for (size_t i = 0; i < args.size(); ++i) {
+      auto bound = Expr(args[i], scope);  // an ungrouped column fails here
+      const auto* ref = bound.ok() ? bound->field_ref() : nullptr;
+      const auto it = ref == nullptr || ref->name() == nullptr
+                          ? group_keys_.end()
+                          : std::find(group_keys_.begin(), group_keys_.end(), *ref->name());
+      if (it == group_keys_.end()) {
+        return Error(args[i],
+                     "arguments to GROUPING must be grouping expressions of the associated query "
+                     "level");
+      }
+      if (grouping_id_.empty()) continue;  // one grouping on every key: 0
+      const auto k = static_cast<int64_t>(it - group_keys_.begin());
+      const auto bit = cp::call(
+          "bit_wise_and", {cp::call("shift_right", {cp::field_ref(grouping_id_), cp::literal(k)}),
+                           cp::literal(int64_t{1})});
+      out = cp::call(
+          "bit_wise_or",
+          {out,
+           cp::call("shift_left", {bit, cp::literal(static_cast<int64_t>(args.size() - 1 - i))})});
+    }
+    return out;
+  }
   // x % y on integers: x - (x / y) * y, the sign of x, as in PostgreSQL; y = 0 is an error.
   arrow::Result<cp::Expression> Modulo(const json& node, cp::Expression x, cp::Expression y,
                                        Scope scope) {
@@ -497,6 +527,10 @@ class Binder {
   std::vector<std::string> group_keys_;      // plan ids
   std::vector<cp::Expression> group_exprs_;  // per key: its pre-aggregation expression
   std::vector<std::pair<std::string, std::string>> group_by_text_;  // GROUP BY expression -> id
+  // GROUPING SETS, ROLLUP, CUBE: the keys (indices into group_keys_) of each grouping, and the
+  // column that says which grouping a row comes from (bit k: key k is not grouped).
+  std::vector<std::vector<size_t>> grouping_sets_;
+  std::string grouping_id_;
   std::vector<AggregateCall> partial_;
   std::vector<AggregateCall> final_;
   std::vector<cp::Expression> agg_inputs_;  // pre-aggregation projection
@@ -1303,9 +1337,9 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
   const std::string name = LastName(call.at("funcname"));
   const auto& args = call.value("args", json::array());
   if (call.contains("over")) return WindowFunction(call, scope);
-  static const std::set<std::string> kKnown = {"extract", "date_part", "substring", "substr", "abs",
-                                               "lower",   "upper",     "length",    "round",  "mod",
-                                               "btrim",   "ltrim",     "rtrim",     "nullif"};
+  static const std::set<std::string> kKnown = {
+      "extract", "date_part", "substring", "substr", "abs",   "lower",  "upper",   "length",
+      "round",   "mod",       "btrim",     "ltrim",  "rtrim", "nullif", "grouping"};
   if (!IsAggregateName(name) && !kKnown.count(name)) {
     // Before its arguments: they would be bound in a scope that may not fit them (a column
     // outside GROUP BY is not what is wrong with string_agg(x, ',')).
@@ -1318,6 +1352,7 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
     }
     return Aggregate(call);
   }
+  if (name == "grouping") return Grouping(call, scope);
   std::vector<cp::Expression> bound;
   for (const auto& a : args) {
     ARROW_ASSIGN_OR_RAISE(auto e, Expr(a, scope));
@@ -1406,6 +1441,7 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
   if (kind == "A_Expr") return Operator(*body, scope);
   if (kind == "TypeCast") return Cast(*body, scope);
   if (kind == "FuncCall") return Function(*body, scope);
+  if (kind == "GroupingFunc") return Grouping(*body, scope);
   if (kind == "BoolExpr") {
     std::vector<cp::Expression> args;
     for (const auto& a : body->at("args")) {
@@ -2245,8 +2281,9 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     }
   }
 
-  // GROUP BY: columns, select-list positions or names, or expressions.
-  for (const auto& g : select.value("groupClause", json::array())) {
+  // GROUP BY: columns, select-list positions or names, or expressions, each a key once; with
+  // GROUPING SETS, ROLLUP or CUBE, the sets of keys the query groups on, one after another.
+  auto bind_key = [&](const json& g) -> arrow::Result<size_t> {
     auto [gkind, gbody] = Node(g);
     const json* expr = &g;
     if (gkind == "A_Const" && gbody->contains("ival")) {
@@ -2265,24 +2302,138 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
         }
       }
     }
+    auto index_of = [&](const std::string& id) {
+      return static_cast<size_t>(std::find(group_keys_.begin(), group_keys_.end(), id) -
+                                 group_keys_.begin());
+    };
     auto [ekind, ebody] = Node(*expr);
     if (ekind == "ColumnRef") {
       ARROW_ASSIGN_OR_RAISE(auto c, Column(*ebody, Scope::kRow));
       const std::string id = *c.field_ref()->name();
-      if (std::find(group_keys_.begin(), group_keys_.end(), id) == group_keys_.end()) {
+      if (index_of(id) == group_keys_.size()) {
         group_keys_.push_back(id);
         group_exprs_.push_back(c);
       }
-      continue;
+      return index_of(id);
     }
-    if (ContainsAggregate(*expr))
+    if (ContainsAggregate(*expr)) {
       return Error(*expr, "aggregate functions are not allowed in GROUP BY");
+    }
+    const std::string text = WithoutLocations(*expr).dump();
+    for (const auto& [group_text, id] : group_by_text_) {
+      if (group_text == text) return index_of(id);
+    }
     ARROW_ASSIGN_OR_RAISE(auto e, Expr(*expr, Scope::kRow));
     ARROW_ASSIGN_OR_RAISE(e, Typecheck(e, *expr, RowSchema()));
     const std::string id = ctx_.NewId("group");
     group_keys_.push_back(id);
     group_exprs_.push_back(e);
-    group_by_text_.emplace_back(WithoutLocations(*expr).dump(), id);
+    group_by_text_.emplace_back(text, id);
+    return group_keys_.size() - 1;
+  };
+  using KeySets = std::vector<std::vector<size_t>>;
+  bool grouping_sets = false;
+  // The keys of one element of ROLLUP, CUBE or GROUPING SETS: an expression or a (row).
+  auto element_keys = [&](const json& e) -> arrow::Result<std::vector<size_t>> {
+    auto [kind, body] = Node(e);
+    std::vector<size_t> keys;
+    const json* items = nullptr;
+    if (kind == "RowExpr") items = &body->at("args");
+    if (kind == "GroupingSet" && body->value("kind", "") == "GROUPING_SET_SIMPLE") {
+      items = &body->at("content");
+    }
+    if (items == nullptr) {
+      ARROW_ASSIGN_OR_RAISE(size_t k, bind_key(e));
+      return std::vector<size_t>{k};
+    }
+    for (const auto& item : *items) {
+      ARROW_ASSIGN_OR_RAISE(size_t k, bind_key(item));
+      keys.push_back(k);
+    }
+    return keys;
+  };
+  std::function<arrow::Result<KeySets>(const json&)> sets_of =
+      [&](const json& g) -> arrow::Result<KeySets> {
+    auto [kind, body] = Node(g);
+    if (kind != "GroupingSet") {
+      ARROW_ASSIGN_OR_RAISE(auto keys, element_keys(g));
+      return KeySets{keys};
+    }
+    grouping_sets = true;
+    const std::string set_kind = body->value("kind", "");
+    const json content = body->value("content", json::array());
+    if (set_kind == "GROUPING_SET_EMPTY") return KeySets{{}};
+    if (set_kind == "GROUPING_SET_SIMPLE") {
+      ARROW_ASSIGN_OR_RAISE(auto keys, element_keys(g));
+      return KeySets{keys};
+    }
+    if (set_kind == "GROUPING_SET_SETS") {
+      KeySets out;
+      for (const auto& item : content) {
+        ARROW_ASSIGN_OR_RAISE(KeySets inner, sets_of(item));
+        out.insert(out.end(), inner.begin(), inner.end());
+      }
+      return out;
+    }
+    std::vector<std::vector<size_t>> elements;
+    for (const auto& item : content) {
+      ARROW_ASSIGN_OR_RAISE(auto keys, element_keys(item));
+      elements.push_back(std::move(keys));
+    }
+    KeySets out;
+    if (set_kind == "GROUPING_SET_ROLLUP") {
+      // (a, b, c), (a, b), (a), ().
+      for (size_t n = elements.size() + 1; n-- > 0;) {
+        std::vector<size_t> keys;
+        for (size_t i = 0; i < n; ++i)
+          keys.insert(keys.end(), elements[i].begin(), elements[i].end());
+        out.push_back(std::move(keys));
+      }
+      return out;
+    }
+    if (set_kind == "GROUPING_SET_CUBE") {
+      if (elements.size() > 12) return Unsupported(g, "CUBE of more than 12 elements");
+      // Every subset, the whole first.
+      const size_t n = elements.size();
+      for (size_t mask = (size_t{1} << n); mask-- > 0;) {
+        std::vector<size_t> keys;
+        for (size_t i = 0; i < n; ++i) {
+          if (mask & (size_t{1} << (n - 1 - i))) {
+            keys.insert(keys.end(), elements[i].begin(), elements[i].end());
+          }
+        }
+        out.push_back(std::move(keys));
+      }
+      return out;
+    }
+    return Unsupported(g, "grouping set kind " + set_kind);
+  };
+  KeySets key_sets = {{}};
+  for (const auto& g : select.value("groupClause", json::array())) {
+    ARROW_ASSIGN_OR_RAISE(KeySets item, sets_of(g));
+    // GROUP BY a, ROLLUP(b): every combination of one set of each item.
+    KeySets combined;
+    for (const auto& left : key_sets) {
+      for (const auto& right : item) {
+        std::vector<size_t> keys = left;
+        for (size_t k : right) {
+          if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+        }
+        combined.push_back(std::move(keys));
+      }
+    }
+    key_sets = std::move(combined);
+    if (key_sets.size() > 4096) return Unsupported(g, "more than 4096 grouping sets");
+  }
+  if (grouping_sets) {
+    if (!correlated_.empty()) {
+      return Unsupported(select,
+                         "GROUPING SETS, ROLLUP or CUBE in a subquery that reads the "
+                         "outer query");
+    }
+    grouping_sets_ = std::move(key_sets);
+    grouping_id_ = ctx_.NewId("grouping_id");
+    aggregate_fields_.push_back(arrow::field(grouping_id_, arrow::int64()));
   }
 
   // Select list.
@@ -2389,22 +2540,79 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       pre->names.push_back(ctx_.NewId("row"));
     }
     pre->input = std::move(plan);
-    auto partial = std::make_unique<PlanNode>();
-    partial->kind = PlanNode::Kind::kAggregate;
-    partial->keys = group_keys_;
-    if (has_distinct_aggregate_) {
-      partial->keys.push_back(final_.front().input);  // the partial step is a DISTINCT
+    auto aggregate_on = [&](std::unique_ptr<PlanNode> input, const std::vector<std::string>& keys) {
+      auto partial = plan::MakeNode(PlanNode::Kind::kAggregate, std::move(input));
+      partial->keys = keys;
+      if (has_distinct_aggregate_) {
+        partial->keys.push_back(final_.front().input);  // the partial step is a DISTINCT
+      } else {
+        partial->aggregates = partial_;
+      }
+      auto final_agg = plan::MakeNode(PlanNode::Kind::kAggregate, std::move(partial));
+      final_agg->final_phase = true;
+      final_agg->keys = keys;
+      final_agg->aggregates = final_;
+      return final_agg;
+    };
+    if (grouping_sets_.empty()) {
+      plan = aggregate_on(std::move(pre), group_keys_);
     } else {
-      partial->aggregates = partial_;
+      // One aggregate per grouping, each over its own copy of the rows, its missing keys NULL;
+      // their union under the keys' and aggregates' names, with the grouping's id.
+      ARROW_ASSIGN_OR_RAISE(auto pre_schema, OutputSchema(*pre));
+      std::vector<std::unique_ptr<PlanNode>> inputs;
+      for (size_t i = 0; i + 1 < grouping_sets_.size(); ++i) inputs.push_back(plan::CopyPlan(*pre));
+      inputs.push_back(std::move(pre));
+      std::unique_ptr<PlanNode> all;
+      for (size_t i = 0; i < grouping_sets_.size(); ++i) {
+        const auto& set = grouping_sets_[i];
+        std::vector<std::string> keys;
+        int64_t id = 0;
+        for (size_t k = 0; k < group_keys_.size(); ++k) {
+          if (std::find(set.begin(), set.end(), k) != set.end()) {
+            keys.push_back(group_keys_[k]);
+          } else {
+            id |= int64_t{1} << k;
+          }
+        }
+        auto project =
+            plan::MakeNode(PlanNode::Kind::kProject, aggregate_on(std::move(inputs[i]), keys));
+        for (const auto& k : group_keys_) {
+          if (std::find(keys.begin(), keys.end(), k) != keys.end()) {
+            project->expressions.push_back(cp::field_ref(k));
+          } else {
+            project->expressions.push_back(
+                cp::literal(arrow::MakeNullScalar(pre_schema->GetFieldByName(k)->type())));
+          }
+          project->names.push_back(ctx_.NewId(k));
+        }
+        for (const auto& a : final_) {
+          project->expressions.push_back(cp::field_ref(a.output));
+          project->names.push_back(ctx_.NewId(a.output));
+        }
+        project->expressions.push_back(cp::literal(id));
+        project->names.push_back(ctx_.NewId(grouping_id_));
+        if (all == nullptr) {
+          all = std::move(project);
+          continue;
+        }
+        auto u = plan::MakeNode(PlanNode::Kind::kUnion, std::move(all));
+        for (const auto& n : project->names) u->names.push_back(ctx_.NewId(n));
+        u->right = std::move(project);
+        all = std::move(u);
+      }
+      if (all->kind != PlanNode::Kind::kUnion) {
+        // One grouping: the projection already has every column, under new names.
+        auto u = plan::MakeNode(PlanNode::Kind::kProject, std::move(all));
+        std::vector<std::string> names = u->input->names;
+        for (const auto& n : names) u->expressions.push_back(cp::field_ref(n));
+        all = std::move(u);
+      }
+      all->names = group_keys_;
+      for (const auto& a : final_) all->names.push_back(a.output);
+      all->names.push_back(grouping_id_);
+      plan = std::move(all);
     }
-    partial->input = std::move(pre);
-    auto final_agg = std::make_unique<PlanNode>();
-    final_agg->kind = PlanNode::Kind::kAggregate;
-    final_agg->final_phase = true;
-    final_agg->keys = group_keys_;
-    final_agg->aggregates = final_;
-    final_agg->input = std::move(partial);
-    plan = std::move(final_agg);
     plan = Stack(std::move(plan), &having_scalars_);
     if (!having.Equals(cp::literal(true))) plan = WithFilter(std::move(plan), {having});
   }

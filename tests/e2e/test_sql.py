@@ -160,6 +160,8 @@ def test_tpch_query_matches_duckdb_or_is_not_supported(tpch, n, tmp_path):
     ("select string_agg(n_name, ',') over () from nation",
      "not supported: window function string_agg()"),
     ("select rank() over w from nation window w as (order by n_name)", "not supported: WINDOW"),
+    ("select n_regionkey, grouping(n_name) from nation group by rollup(n_regionkey)",
+     "arguments to GROUPING must be grouping expressions of the associated query level"),
     ("select sum(n_nationkey) over (rows between current row and 1 preceding) from nation",
      "frame starting from current row cannot have preceding rows"),
     ("select o_custkey, string_agg(o_orderstatus, ',') from orders group by o_custkey",
@@ -536,6 +538,32 @@ JOINS = [
     "order by 1",
 ]
 
+# GROUPING SETS, ROLLUP and CUBE with grouping(): one aggregate per grouping, missing keys NULL.
+GROUPING = [
+    "select l_returnflag, l_linestatus, sum(l_quantity), count(*) from lineitem "
+    "group by rollup(l_returnflag, l_linestatus) order by 1 nulls first, 2 nulls first",
+    "select l_returnflag, l_linestatus, count(*), grouping(l_returnflag), "
+    "grouping(l_returnflag, l_linestatus) from lineitem group by cube(l_returnflag, l_linestatus) "
+    "order by 4, 5, 1, 2",
+    "select n_regionkey, count(*) from nation group by grouping sets ((n_regionkey), ()) "
+    "order by 1 nulls first",
+    "select r_name, n_name, count(*) from nation join region on n_regionkey = r_regionkey "
+    "group by r_name, rollup(n_name) having count(*) > 1 order by 1, 2 nulls first",
+    "select o_orderstatus, o_orderpriority, avg(o_totalprice), min(o_orderdate), max(o_comment) "
+    "from orders group by grouping sets ((o_orderstatus), (o_orderpriority), ()) "
+    "order by 1 nulls first, 2 nulls first",
+    "select case when grouping(o_orderstatus) = 1 then 'all' else o_orderstatus end s, count(*) "
+    "from orders group by rollup(o_orderstatus) order by 1",
+    "select x, count(*) from (select case when n_nationkey < 5 then null else n_regionkey end x "
+    "from nation) t group by rollup(x) order by 1 nulls first, 2",
+    "select n_regionkey, count(distinct n_name) from nation group by rollup(n_regionkey) "
+    "order by 1 nulls first",
+    "select n_regionkey, n_nationkey % 2 p, sum(n_nationkey), rank() over (partition by "
+    "grouping(n_regionkey, n_nationkey % 2) order by sum(n_nationkey) desc) r from nation "
+    "group by rollup(n_regionkey, n_nationkey % 2) order by 1 nulls first, 2 nulls first",
+    "select count(*) from nation group by ()",
+]
+
 # Window functions: ranking, offsets, frames of ROWS and RANGE, over aggregates, with NULLs in
 # partition and order keys. Each ORDER BY inside OVER decides every row's result (or the outer
 # ORDER BY does not depend on ties).
@@ -598,7 +626,8 @@ WINDOWS = [
 ]
 
 
-@pytest.mark.parametrize("sql", ORACLE + SUBQUERIES + EXPRESSION_KEYS + SET_OPERATIONS + WINDOWS + JOINS)
+@pytest.mark.parametrize(
+    "sql", ORACLE + SUBQUERIES + EXPRESSION_KEYS + SET_OPERATIONS + WINDOWS + JOINS + GROUPING)
 def test_sql_feature_matches_duckdb(tpch, sql, tmp_path):
     sluice, con, _ = tpch
     out = tmp_path / "result.arrow"
