@@ -478,8 +478,9 @@ class Binder {
   // DuckDB, cap the precision: the wider operand is cast (checked, so a value that does not fit
   // is an error, never a wrong answer) to the precision that leaves room for the product.
   void FitDecimalProduct(cp::Expression* l, cp::Expression* r) {
-    auto lb = l->Bind(RowSchema());
-    auto rb = r->Bind(RowSchema());
+    const arrow::Schema& schema = RowSchema();
+    auto lb = l->Bind(schema);
+    auto rb = r->Bind(schema);
     if (!lb.ok() || !rb.ok() || lb->type()->id() != arrow::Type::DECIMAL128 ||
         rb->type()->id() != arrow::Type::DECIMAL128) {
       return;
@@ -494,6 +495,81 @@ class Binder {
     if (precision <= wt.scale()) return;  // no room: let Arrow report it
     *wide =
         cp::call("cast", {*wide}, cp::CastOptions::Safe(arrow::decimal128(precision, wt.scale())));
+  }
+
+  // The (precision, scale) of a decimal or integer operand, or none.
+  static std::optional<std::pair<int32_t, int32_t>> DecimalShapeOf(const arrow::DataType& t) {
+    if (t.id() == arrow::Type::DECIMAL128) {
+      const auto& d = static_cast<const arrow::Decimal128Type&>(t);
+      return std::make_pair(d.precision(), d.scale());
+    }
+    if (arrow::is_integer(t.id())) {
+      return std::make_pair(t.id() == arrow::Type::INT64 || t.id() == arrow::Type::UINT64 ? 19 : 10,
+                            0);
+    }
+    return std::nullopt;
+  }
+
+  // a + b and a - b of decimals need max(p - s) + max(s) + 1 digits, which passes decimal128's
+  // 38 for sums of sums (TPC-DS q75: a year's sales minus the last's); as DuckDB does, the result
+  // is capped at 38 digits, each operand cast (checked) to fit.
+  void FitDecimalSum(cp::Expression* l, cp::Expression* r, const arrow::Schema& schema) {
+    auto lb = l->Bind(schema);
+    auto rb = r->Bind(schema);
+    if (!lb.ok() || !rb.ok()) return;
+    const auto lt = DecimalShapeOf(*lb->type()), rt = DecimalShapeOf(*rb->type());
+    if (!lt || !rt ||
+        (lb->type()->id() != arrow::Type::DECIMAL128 &&
+         rb->type()->id() != arrow::Type::DECIMAL128)) {
+      return;
+    }
+    const int32_t scale = std::max(lt->second, rt->second);
+    const int32_t digits = std::max(lt->first - lt->second, rt->first - rt->second);
+    if (digits + scale + 1 <= 38) return;
+    const int32_t room = 37 - scale;  // integer digits each operand may keep
+    for (auto [e, t] : {std::make_pair(l, *lt), std::make_pair(r, *rt)}) {
+      if (t.first - t.second > room) {
+        *e = cp::call("cast", {*e},
+                      cp::CastOptions::Safe(arrow::decimal128(room + t.second, t.second)));
+      }
+    }
+  }
+
+  // a / b with a decimal: Arrow's result scale is max(4, s1 + p2 - s2 + 1), which truncates a
+  // small quotient to 4 places (27.6666) and passes 38 digits for sums. PostgreSQL keeps at
+  // least 16 significant digits: the dividend is scaled so that the quotient has 16 places
+  // (or its operands' scale), and where that needs more than 38 digits the quotient is computed
+  // in double precision, as DuckDB's always is.
+  void FitDecimalQuotient(cp::Expression* l, cp::Expression* r, const arrow::Schema& schema) {
+    auto lb = l->Bind(schema);
+    auto rb = r->Bind(schema);
+    if (!lb.ok() || !rb.ok()) return;
+    const auto lt = DecimalShapeOf(*lb->type()), rt = DecimalShapeOf(*rb->type());
+    if (!lt || !rt ||
+        (lb->type()->id() != arrow::Type::DECIMAL128 &&
+         rb->type()->id() != arrow::Type::DECIMAL128)) {
+      return;
+    }
+    const auto [p1, s1] = *lt;
+    const auto [p2, s2] = *rt;
+    const int32_t target = std::max({16, s1, s2});
+    // Arrow's quotient scale is s1' + p2 - s2 + 1 for a dividend of scale s1' (at least 4).
+    const int32_t dividend_scale = std::max(s1, target - p2 + s2 - 1);
+    const int32_t quotient_scale = std::max(4, dividend_scale + p2 - s2 + 1);
+    const int32_t precision = (p1 - s1) + s2 + quotient_scale;
+    if (precision > 38 || (p1 - s1) + dividend_scale > 38) {
+      auto to_double = [](const cp::Expression& x) {
+        return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
+      };
+      *l = to_double(*l);
+      *r = to_double(*r);
+      return;
+    }
+    if (dividend_scale != s1 || lb->type()->id() != arrow::Type::DECIMAL128) {
+      *l = cp::call(
+          "cast", {*l},
+          cp::CastOptions::Safe(arrow::decimal128((p1 - s1) + dividend_scale, dividend_scale)));
+    }
   }
 
   // Unwraps {"NodeType": {...}} into its type and body.
@@ -787,6 +863,16 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
   } else {
     return Unsupported(cast, "CAST to " + type);
   }
+  if (to->id() == arrow::Type::DECIMAL128) {
+    // Arrow refuses an integer to decimal(p, s) cast unless p holds every value of the integer
+    // type (19 + s digits for int64); PostgreSQL checks the values. Through decimal(38, s), the
+    // second cast checks each value against p.
+    auto typed = arg.Bind(*SchemaFor(scope));
+    const int32_t scale = static_cast<const arrow::Decimal128Type&>(*to).scale();
+    if (typed.ok() && arrow::is_integer(typed->type()->id()) && scale <= 18) {
+      arg = cp::call("cast", {arg}, cp::CastOptions::Safe(arrow::decimal128(38, scale)));
+    }
+  }
   if (arrow::is_integer(to->id())) {
     // PostgreSQL rounds a numeric or float to an integer (half away from zero); Arrow's safe
     // cast refuses the fraction instead.
@@ -873,10 +959,13 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
       l = NarrowIntegerLiteral(l, r, RowSchema());
       r = NarrowIntegerLiteral(r, l, RowSchema());
       if (op == "*") FitDecimalProduct(&l, &r);
+      if (op == "+" || op == "-") FitDecimalSum(&l, &r, RowSchema());
+      if (op == "/") FitDecimalQuotient(&l, &r, RowSchema());
     } else if (op != "*" && op != "/") {
       const auto schema = SchemaFor(scope);
       l = NarrowIntegerLiteral(l, r, *schema);
       r = NarrowIntegerLiteral(r, l, *schema);
+      if (op == "+" || op == "-") FitDecimalSum(&l, &r, *schema);
     } else {
       // After aggregation, products and ratios of decimal sums outgrow decimal128 (TPC-H Q14:
       // 100.00 * sum(...) / sum(...)); compute them in double, as DuckDB's results compare.

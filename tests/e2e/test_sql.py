@@ -464,6 +464,17 @@ ORACLE = [
     "where n_nationkey < 6 group by 1 order by 1",
     "select stddev_samp(x), var_pop(x) from (select case when n_nationkey < 24 then null "
     "else n_nationkey end x from nation) t",
+    # decimal arithmetic past Arrow's rules: integer to decimal casts by value, sums of sums
+    # capped at 38 digits, quotients with 16 places (or in double where those do not fit)
+    "select cast(0 as decimal(7,2)), cast(n_nationkey as decimal(5,1)), "
+    "cast(sum(n_nationkey) as decimal(15,4)) from nation group by n_nationkey order by 2 limit 3",
+    "select s1 - s2, s1 + s2 from (select sum(l_extendedprice) s1, sum(l_tax) s2 from lineitem) t",
+    "select s1 / s2, s2 / 7, s1 / 3.0 from (select sum(l_extendedprice) s1, sum(l_quantity) s2 "
+    "from lineitem) t",
+    "select l_extendedprice / l_quantity, l_discount / 3, l_quantity / 7.0, 7 / l_quantity "
+    "from lineitem order by l_orderkey, l_linenumber limit 5",
+    "select sum(l_extendedprice / l_quantity) from lineitem",
+    "select n_nationkey / 3.0 * 100 from nation order by 1 limit 5",
     # CASE: a branch's division only where the branch is taken
     "select sum(case when l_discount > 0 then l_extendedprice / l_discount else 0 end) "
     "from lineitem where l_orderkey < 1000",
