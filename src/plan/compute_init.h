@@ -7,7 +7,12 @@
 
 namespace sluice::plan {
 
-/// Registers Arrow's compute kernels once per process. Thread-safe.
+/// Registers Arrow's compute kernels once per process, and sluice's own functions beside them
+/// (by name, as plan bytes call them). Thread-safe.
 arrow::Status EnsureComputeInitialized();
+
+/// at_most_one_row(count int64, where utf8) -> true, or the error "more than one row returned
+/// by a subquery used as an expression (where)": SQL's check on a scalar subquery's rows.
+inline constexpr const char* kAtMostOneRowFunction = "sluice_at_most_one_row";
 
 }  // namespace sluice::plan

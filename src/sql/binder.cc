@@ -2022,8 +2022,45 @@ arrow::Status Binder::BindIn(const json& link, bool negated) {
 
 arrow::Result<cp::Expression> Binder::ScalarSubquery(const json& link, Scope scope) {
   Binder child(ctx_, this, this);
-  ARROW_ASSIGN_OR_RAISE(Relation r,
-                        child.Bind(link.at("subselect").at("SelectStmt"), Purpose::kScalar));
+  const json& subselect = link.at("subselect").at("SelectStmt");
+  const auto& targets = subselect.value("targetList", json::array());
+  const bool one_aggregate = (subselect.contains("havingClause") || ContainsAggregate(targets)) &&
+                             !subselect.contains("groupClause") && targets.size() == 1 &&
+                             !subselect.contains("limitCount") &&
+                             !subselect.contains("distinctClause") &&
+                             subselect.value("op", "SETOP_NONE") == "SETOP_NONE";
+  Relation r;
+  if (one_aggregate) {
+    ARROW_ASSIGN_OR_RAISE(r, child.Bind(subselect, Purpose::kScalar));
+  } else {
+    // Any other query: its one value, NULL for no row, an error for more than one (checked
+    // as it runs; the plan cannot know).
+    ARROW_ASSIGN_OR_RAISE(r, child.Bind(subselect, Purpose::kQuery));
+    if (child.outer_references() > 0) {
+      return Unsupported(link,
+                         "a correlated scalar subquery that is not one ungrouped aggregate (it "
+                         "could return more than one row)");
+    }
+    if (r.columns.size() != 1) return Error(link, "subquery must return only one column");
+    const std::string value = r.columns[0].id();
+    const std::string id = std::to_string(ctx_.next_id++);
+    auto partial = plan::MakeNode(PlanNode::Kind::kAggregate, std::move(r.plan));
+    partial->aggregates = {{"min", value, "__p" + id + "v"}, {"count_all", "", "__p" + id + "n"}};
+    auto final_agg = plan::MakeNode(PlanNode::Kind::kAggregate, std::move(partial));
+    final_agg->final_phase = true;
+    final_agg->aggregates = {{"min", "__p" + id + "v", "__one" + id + "v"},
+                             {"sum", "__p" + id + "n", "__one" + id + "n"}};
+    auto check = plan::MakeNode(PlanNode::Kind::kFilter, std::move(final_agg));
+    check->predicate =
+        cp::call(plan::kAtMostOneRowFunction,
+                 {cp::field_ref("__one" + id + "n"), cp::literal(Position(sql_, Location(link)))});
+    auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(check));
+    project->expressions.push_back(cp::field_ref("__one" + id + "v"));
+    project->names.push_back(ctx_.NewId(r.columns[0].name));
+    r.columns[0].field = r.columns[0].field->WithName(project->names[0])->WithNullable(true);
+    r.plan = std::move(project);
+    r.cardinality = []() -> arrow::Result<plan::Cardinality> { return plan::Cardinality{}; };
+  }
   auto value = r.columns.back().field->WithNullable(true);
   // A left join: no group for an outer row's key, or no row at all behind a HAVING, is the
   // aggregate over no rows, NULL.
