@@ -622,7 +622,6 @@ class Binder {
   // While a CASE branch's value is bound: whether a row takes that branch (never NULL).
   std::optional<cp::Expression> case_guard_;
   bool has_distinct_aggregate_ = false;
-  bool has_plain_aggregate_ = false;
   bool in_aggregate_ = false;
   bool aggregated_ = false;
   std::vector<std::string> output_names_;
@@ -1187,7 +1186,6 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
     out = cp::call("if_else", {cp::greater_equal(n, cp::literal(population ? 1.0 : 2.0)), variance,
                                cp::literal(arrow::MakeNullScalar(arrow::float64()))});
   }
-  if (!distinct) has_plain_aggregate_ = true;
   agg_by_text_[text_key] = out;
   // Type the new final outputs through their partial steps.
   auto arg_type = star ? arrow::boolean()
@@ -2640,14 +2638,19 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
   }
 
   if (aggregated) {
+    // count(DISTINCT x) beside other aggregates: the partial step groups by x too (with the
+    // other aggregates' partials per (keys, x)), and the final step counts x's distinct values
+    // while it merges the rest, which stays right when several workers send one x.
+    std::string distinct_input;
     if (has_distinct_aggregate_) {
       std::set<std::string> distinct_inputs;
-      for (const auto& a : final_) distinct_inputs.insert(a.input);
-      if (has_plain_aggregate_ || distinct_inputs.size() != 1) {
-        return Unsupported(select,
-                           "count(DISTINCT ...) together with other aggregates or over several "
-                           "expressions");
+      for (const auto& a : final_) {
+        if (a.function == "count_distinct") distinct_inputs.insert(a.input);
       }
+      if (distinct_inputs.size() != 1) {
+        return Unsupported(select, "count(DISTINCT ...) over several different expressions");
+      }
+      distinct_input = *distinct_inputs.begin();
     }
     auto pre = std::make_unique<PlanNode>();
     pre->kind = PlanNode::Kind::kProject;
@@ -2669,11 +2672,8 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     auto aggregate_on = [&](std::unique_ptr<PlanNode> input, const std::vector<std::string>& keys) {
       auto partial = plan::MakeNode(PlanNode::Kind::kAggregate, std::move(input));
       partial->keys = keys;
-      if (has_distinct_aggregate_) {
-        partial->keys.push_back(final_.front().input);  // the partial step is a DISTINCT
-      } else {
-        partial->aggregates = partial_;
-      }
+      if (!distinct_input.empty()) partial->keys.push_back(distinct_input);
+      partial->aggregates = partial_;
       auto final_agg = plan::MakeNode(PlanNode::Kind::kAggregate, std::move(partial));
       final_agg->final_phase = true;
       final_agg->keys = keys;

@@ -203,6 +203,11 @@ MERGES = [
     "select g, sum(v), count(v), count(*), avg(x), min(v), max(v), min(s), max(s), min(x), "
     "max(x) from t group by g",
     "select g, count(distinct v) from t group by g",
+    # a distinct count beside others: the partial step groups by v too
+    "select g, count(distinct v), sum(d), count(*), avg(x), max(s) from t group by g",
+    "select count(distinct s), sum(v), min(d) from t",
+    # standard deviation merges sums of squares
+    "select g, stddev_samp(x), var_pop(v) from t group by g",
     # global aggregates: one final partition
     "select sum(v), count(v), count(*), avg(x), min(s), max(s) from t",
     "select count(distinct s) from t",
@@ -233,6 +238,21 @@ def test_final_merge_across_3_partitions(mixed, sql, tmp_path):
     ordered = "order by" in sql
     assert_same_rows(ours, want, ordered, what=f"{sql} vs DuckDB")
     assert_same_rows(ours, local, ordered, what=f"{sql} vs --workers 0")
+    assert shuffle_files(data) == []
+
+
+def test_each_grouping_set_merges_on_its_own_keys(mixed, tmp_path):
+    """ROLLUP(g, k): three aggregates, each a map and a final stage hashed on its own keys."""
+    sluice, con, data = mixed
+    sql = "select g, k, sum(v), count(*), count(distinct s) from t group by rollup(g, k)"
+    plan = explain(sluice, sql, 3)
+    assert "distributed plan: 7 stages on 3 workers" in plan, plan
+    for keys in ("[g#0, k#1] into 3", "[g#0] into 3", "[] into 1"):
+        assert f"hash on {keys} partitions" in plan, plan
+    ours, _ = query(sluice, sql, tmp_path / "d.arrow", 3)
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    assert_same_rows(ours, duckdb_rows(con, sql), False, what="rollup vs DuckDB")
+    assert_same_rows(ours, local, False, what="rollup vs --workers 0")
     assert shuffle_files(data) == []
 
 
