@@ -5,6 +5,7 @@
 #include <arrow/compute/expression.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -285,6 +286,11 @@ class Binder {
   arrow::Status BindExists(const json& sublink, bool negated);
   arrow::Status BindIn(const json& sublink, bool negated);
   arrow::Result<cp::Expression> ScalarSubquery(const json& sublink, Scope scope);
+  // EXISTS or IN inside an expression (under OR, in the select list): counts of the subquery's
+  // matching rows, as correlated scalar subqueries.
+  arrow::Result<cp::Expression> SubqueryTest(const json& sublink, Scope scope);
+  // Parse-tree nodes the binder writes itself (SubqueryTest's subqueries), kept while bound.
+  std::deque<json> synthesized_;
   // `plan` under each of `joins` (kDependentJoin nodes without their input), in order.
   static std::unique_ptr<PlanNode> Stack(std::unique_ptr<PlanNode> plan,
                                          std::vector<std::unique_ptr<PlanNode>>* joins) {
@@ -513,7 +519,9 @@ class Binder {
   // a + b and a - b of decimals need max(p - s) + max(s) + 1 digits, which passes decimal128's
   // 38 for sums of sums (TPC-DS q75: a year's sales minus the last's); as DuckDB does, the result
   // is capped at 38 digits, each operand cast (checked) to fit.
-  void FitDecimalSum(cp::Expression* l, cp::Expression* r, const arrow::Schema& schema) {
+  // A comparison's operands meet in max(p - s) + max(s) digits (`carry` 0) and are capped alike.
+  void FitDecimalSum(cp::Expression* l, cp::Expression* r, const arrow::Schema& schema,
+                     int32_t carry = 1) {
     auto lb = l->Bind(schema);
     auto rb = r->Bind(schema);
     if (!lb.ok() || !rb.ok()) return;
@@ -525,8 +533,8 @@ class Binder {
     }
     const int32_t scale = std::max(lt->second, rt->second);
     const int32_t digits = std::max(lt->first - lt->second, rt->first - rt->second);
-    if (digits + scale + 1 <= 38) return;
-    const int32_t room = 37 - scale;  // integer digits each operand may keep
+    if (digits + scale + carry <= 38) return;
+    const int32_t room = 38 - carry - scale;  // integer digits each operand may keep
     for (auto [e, t] : {std::make_pair(l, *lt), std::make_pair(r, *rt)}) {
       if (t.first - t.second > room) {
         *e = cp::call("cast", {*e},
@@ -924,6 +932,7 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     // Fold first, so that "1 + 10" is a literal by the time it meets a decimal.
     ARROW_ASSIGN_OR_RAISE(l, FoldConstantSubtrees(l));
     ARROW_ASSIGN_OR_RAISE(r, FoldConstantSubtrees(r));
+    static const std::set<std::string> kComparisons = {"=", "<>", "!=", "<", "<=", ">", ">="};
     static const std::set<std::string> kDateOperators = {
         "-", "=", "<>", "!=", "<", "<=", ">", ">="};
     if (kDateOperators.count(op)) {
@@ -959,12 +968,14 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
       r = NarrowIntegerLiteral(r, l, RowSchema());
       if (op == "*") FitDecimalProduct(&l, &r);
       if (op == "+" || op == "-") FitDecimalSum(&l, &r, RowSchema());
+      if (kComparisons.count(op)) FitDecimalSum(&l, &r, RowSchema(), 0);
       if (op == "/") FitDecimalQuotient(&l, &r, RowSchema());
     } else if (op != "*" && op != "/") {
       const auto schema = SchemaFor(scope);
       l = NarrowIntegerLiteral(l, r, *schema);
       r = NarrowIntegerLiteral(r, l, *schema);
       if (op == "+" || op == "-") FitDecimalSum(&l, &r, *schema);
+      if (kComparisons.count(op)) FitDecimalSum(&l, &r, *schema, 0);
     } else {
       // After aggregation, products and ratios of decimal sums outgrow decimal128 (TPC-H Q14:
       // 100.00 * sum(...) / sum(...)); compute them in double, as DuckDB's results compare.
@@ -1016,7 +1027,10 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     hi = NarrowIntegerLiteral(hi, x, *schema);
     ARROW_ASSIGN_OR_RAISE(lo, DateLiteral(lo, x, *schema, e));
     ARROW_ASSIGN_OR_RAISE(hi, DateLiteral(hi, x, *schema, e));
-    auto in = cp::and_(cp::greater_equal(x, lo), cp::less_equal(x, hi));
+    cp::Expression x_lo = x, x_hi = x;
+    FitDecimalSum(&x_lo, &lo, *schema, 0);
+    FitDecimalSum(&x_hi, &hi, *schema, 0);
+    auto in = cp::and_(cp::greater_equal(x_lo, lo), cp::less_equal(x_hi, hi));
     return kind == "AEXPR_BETWEEN" ? in : cp::not_(in);
   }
   if (kind == "AEXPR_NULLIF") {
@@ -1593,8 +1607,10 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
     return cp::call("coalesce", std::move(args));
   }
   if (kind == "SubLink") {
-    if (body->value("subLinkType", "") == "EXPR_SUBLINK") return ScalarSubquery(*body, scope);
-    return Unsupported(*body, "EXISTS and IN subqueries other than as conditions ANDed in WHERE");
+    const std::string type = body->value("subLinkType", "");
+    if (type == "EXPR_SUBLINK") return ScalarSubquery(*body, scope);
+    if (type == "EXISTS_SUBLINK" || type == "ANY_SUBLINK") return SubqueryTest(*body, scope);
+    return Unsupported(*body, "a subquery of kind " + type);
   }
   return Unsupported(body != nullptr ? *body : node, "expression " + kind);
 }
@@ -1919,11 +1935,19 @@ arrow::Status Binder::BindWhereCondition(const json& node, std::vector<cp::Expre
     return Error(node,
                  "argument of WHERE must be type boolean, not type " + typed.type()->ToString());
   }
-  if (outer_refs_ != refs) {
-    correlated_.push_back(e);
-    correlated_refs_ += outer_refs_ - refs;
-  } else {
+  if (outer_refs_ == refs) {
     local->push_back(e);
+    return arrow::Status::OK();
+  }
+  correlated_refs_ += outer_refs_ - refs;
+  // (x = outer.x AND a) OR (x = outer.x AND b): the equality every branch repeats is a
+  // correlation key, the rest a condition of this query alone (TPC-DS q41).
+  std::set<std::string> own;  // this level's columns and scalar subquery results
+  for (const auto& f : row_fields_) own.insert(f->name());
+  for (auto& c : FactorOr(e)) {
+    bool outer = false;
+    for (const auto& ref : cp::FieldsInExpression(c)) outer = outer || !own.count(*ref.name());
+    (outer ? correlated_ : *local).push_back(std::move(c));
   }
   return arrow::Status::OK();
 }
@@ -2016,6 +2040,97 @@ arrow::Status Binder::BindIn(const json& link, bool negated) {
   }
   semi_joins_.push_back(std::move(join));
   return arrow::Status::OK();
+}
+
+arrow::Result<cp::Expression> Binder::SubqueryTest(const json& link, Scope scope) {
+  const int loc = Location(link);
+  auto name = [](const std::string& s) { return json{{"String", {{"sval", s}}}}; };
+  auto column = [&](std::vector<std::string> parts) {
+    json fields = json::array();
+    for (const auto& p : parts) fields.push_back(name(p));
+    return json{{"ColumnRef", {{"fields", fields}, {"location", loc}}}};
+  };
+  auto call = [&](const std::string& fn, std::optional<json> arg) {
+    json body = {{"funcname", json::array({name(fn)})}, {"location", loc}};
+    if (arg) {
+      body["args"] = json::array({*arg});
+    } else {
+      body["agg_star"] = true;
+    }
+    return json{{"FuncCall", body}};
+  };
+  auto target = [&](json value) {
+    return json::array({json{{"ResTarget", {{"val", std::move(value)}, {"location", loc}}}}});
+  };
+  // A scalar subquery over `select`, bound here; its json lives as long as this binder.
+  auto scalar = [&](json select) -> arrow::Result<cp::Expression> {
+    synthesized_.push_back(json{{"subLinkType", "EXPR_SUBLINK"},
+                                {"subselect", {{"SelectStmt", std::move(select)}}},
+                                {"location", loc}});
+    return ScalarSubquery(synthesized_.back(), scope);
+  };
+  const json& subselect = link.at("subselect").at("SelectStmt");
+  if (subselect.value("op", "SETOP_NONE") != "SETOP_NONE" || subselect.contains("groupClause") ||
+      subselect.contains("havingClause") || subselect.contains("limitCount") ||
+      ContainsAggregate(subselect.value("targetList", json::array()))) {
+    return Unsupported(link,
+                       "EXISTS or IN over a grouped, aggregated, limited or combined "
+                       "subquery inside an expression");
+  }
+  if (link.value("subLinkType", "") == "EXISTS_SUBLINK") {
+    // EXISTS (q) is (SELECT count(*) FROM q) > 0.
+    json select = subselect;
+    select["targetList"] = target(call("count", std::nullopt));
+    select.erase("distinctClause");
+    select.erase("sortClause");
+    ARROW_ASSIGN_OR_RAISE(auto n, scalar(std::move(select)));
+    return cp::greater(n, cp::literal(int64_t{0}));
+  }
+  if (link.contains("operName") && LastName(link.at("operName")) != "=") {
+    return Unsupported(link, "ANY/ALL with a comparison other than =");
+  }
+  auto [tkind, tbody] = Node(link.at("testexpr"));
+  if (tkind != "ColumnRef") {
+    return Unsupported(link.at("testexpr"),
+                       "IN (subquery) inside an expression on something other than a column");
+  }
+  // x IN (q): true where q has x, NULL where it does not but has a NULL or x is NULL (and q has
+  // rows), else false: the count of matches, and q's counts of rows and of values.
+  const std::string alias = "__in" + std::to_string(ctx_.next_id++);
+  auto from = [&]() {
+    return json::array(
+        {json{{"RangeSubselect",
+               {{"subquery", {{"SelectStmt", subselect}}},
+                {"alias", {{"aliasname", alias}, {"colnames", json::array({name("v")})}}}}}}});
+  };
+  json matches = {{"targetList", target(call("count", std::nullopt))},
+                  {"fromClause", from()},
+                  {"whereClause",
+                   {{"A_Expr",
+                     {{"kind", "AEXPR_OP"},
+                      {"name", json::array({name("=")})},
+                      {"lexpr", column({alias, "v"})},
+                      {"rexpr", link.at("testexpr")},
+                      {"location", loc}}}}},
+                  {"op", "SETOP_NONE"}};
+  json rows = {{"targetList", target(call("count", std::nullopt))},
+               {"fromClause", from()},
+               {"op", "SETOP_NONE"}};
+  json values = {{"targetList", target(call("count", column({alias, "v"})))},
+                 {"fromClause", from()},
+                 {"op", "SETOP_NONE"}};
+  ARROW_ASSIGN_OR_RAISE(auto m, scalar(std::move(matches)));
+  ARROW_ASSIGN_OR_RAISE(auto n, scalar(std::move(rows)));
+  ARROW_ASSIGN_OR_RAISE(auto v, scalar(std::move(values)));
+  ARROW_ASSIGN_OR_RAISE(auto x, Expr(link.at("testexpr"), scope));
+  const auto null = cp::literal(arrow::MakeNullScalar(arrow::boolean()));
+  const auto zero = cp::literal(int64_t{0});
+  return cp::call(
+      "case_when",
+      {cp::call("make_struct",
+                {cp::greater(m, zero), cp::equal(n, zero), cp::or_(cp::is_null(x), cp::less(v, n))},
+                cp::MakeStructOptions({"c0", "c1", "c2"})),
+       cp::literal(true), cp::literal(false), null, cp::literal(false)});
 }
 
 arrow::Result<cp::Expression> Binder::ScalarSubquery(const json& link, Scope scope) {

@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT, VENV_BIN, Sluice, base_env
-from test_sql import (EXPRESSION_KEYS, GROUPING, JOINS, SET_OPERATIONS, SUBQUERIES, WINDOWS,
-                      normalize, same)  # one comparison rule for every SQL oracle test
+from test_sql import (EXPRESSION_KEYS, GROUPING, JOINS, SET_OPERATIONS, SUBQUERIES,
+                      SUBQUERY_TESTS, WINDOWS, normalize, same)  # one comparison rule for every SQL oracle test
 
 QUERIES = ROOT / "tests" / "tpch"
 TABLES = ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"]
@@ -154,8 +154,8 @@ def test_select_without_from_runs_in_process_under_workers(tpch, tmp_path):
     assert shuffle_files(data) == []
 
 
-@pytest.mark.parametrize(
-    "sql", SUBQUERIES + EXPRESSION_KEYS + SET_OPERATIONS + WINDOWS + JOINS + GROUPING)
+@pytest.mark.parametrize("sql", SUBQUERIES + SUBQUERY_TESTS + EXPRESSION_KEYS + SET_OPERATIONS +
+                         WINDOWS + JOINS + GROUPING)
 def test_subqueries_at_2_workers_match_duckdb_and_in_process(tpch, sql, tmp_path):
     sluice, con, data = tpch
     ordered = bool(re.search(r"\border\s+by\b", sql, re.I))
