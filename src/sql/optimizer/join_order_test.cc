@@ -167,6 +167,32 @@ TEST_F(JoinOrderTest, NoEqualityIsACrossJoinOnAConstantKeyUpToItsLimit) {
             "condition with the other FROM items)");
 }
 
+TEST_F(JoinOrderTest, AKeyWithoutStatisticsIsNotTakenForUnique) {
+  // TPC-DS q85: from the largest relation (cd2), a filtered copy of it joins on a status column
+  // with no statistics, the returns on a surrogate key with known distinct values. The returns
+  // go first: the status key is guessed at sqrt(rows) values, not at one value per row.
+  std::vector<JoinInput> relations;
+  relations.push_back(Scan("cd2", {"cd2_sk#0", "cd2_status#1"}, 1'920'000));
+  relations.push_back(Scan("cd1", {"cd1_sk#2", "cd1_status#3"}, 1'920'000));
+  relations.back().estimate = 20'000;
+  relations.push_back(Scan("returns", {"wr_cdemo#4", "wr_cdemo2#5"}, 70'000));
+  relations.back().distinct["wr_cdemo#4"] = 60'000;
+  relations.back().distinct["wr_cdemo2#5"] = 60'000;
+  std::vector<cp::Expression> filters, rest;
+  auto joined =
+      OrderJoins(std::move(relations),
+                 {cp::and_({Eq("cd2_status#1", "cd1_status#3"), Eq("cd2_sk#0", "wr_cdemo2#5"),
+                            Eq("cd1_sk#2", "wr_cdemo#4")})},
+                 &filters, &rest);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(joined->plan->Explain(),
+            "HashJoin inner on cd2_status#1 = cd1_status#3 and wr_cdemo#4 = cd1_sk#2\n"
+            "  HashJoin inner on cd2_sk#0 = wr_cdemo2#5\n"
+            "    Scan cd2 (1 files) columns=[cd2_sk#0, cd2_status#1]\n"
+            "    Scan returns (1 files) columns=[wr_cdemo#4, wr_cdemo2#5]\n"
+            "  Scan cd1 (1 files) columns=[cd1_sk#2, cd1_status#3]\n");
+}
+
 TEST_F(JoinOrderTest, FactorOrPullsOutWhatEveryBranchRepeats) {
   const auto key = Eq("x#0", "k#2");
   const auto a = cp::equal(cp::field_ref("y#1"), cp::literal(int64_t{1}));
