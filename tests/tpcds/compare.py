@@ -357,6 +357,75 @@ def divides_integers_maybe(sql):
 
 # ---------------------------------------------------------------------------------------------
 
+def check_query(name, sql, sluice, duck, out, timeout, max_rss_gb):
+    """One query through sluice and DuckDB: a dict with "status" (PASS, FAIL, ERROR, TIMEOUT or
+    ORACLE-ERROR), "detail", "seconds", and what the oracle said."""
+    res = {"query": name}
+    duck_sql = sql
+    for pattern, repl in DUCKDB_TEXT.get(name, []):
+        duck_sql = re.sub(pattern, repl, duck_sql)
+    names = want = None
+    try:
+        names, want = duck.run(duck_sql)
+        res["duckdb_rows"] = len(want)
+    except Exception as e:  # noqa: BLE001
+        res["oracle_error"] = str(e).strip().splitlines()[0][:300]
+    if want is not None and divides_integers_maybe(sql):
+        try:
+            _, want_i = duck.run(duck_sql, integer_division=True)
+            if not (len(want) == len(want_i) and compare(want_i, want, sql, names) is None):
+                res["pg_rule"] = "integer division"
+                want = want_i
+        except duckdb.Error as e:
+            # DuckDB's `/` gives NULL or inf for x / 0; its integer division raises, as
+            # PostgreSQL's `/` does for every type
+            if "division by zero" in str(e).lower():
+                res["pg_rule"] = "division by zero is an error"
+                want = DIVISION_BY_ZERO
+            else:
+                res["oracle_error"] = "with integer_division: " + str(e).splitlines()[0][:250]
+    if out.exists():
+        out.unlink()
+    status, err, secs = sluice.run("query", "--format", "arrow", "-o", out, sql)
+    res["seconds"] = round(secs, 2)
+    if status == "TIMEOUT":
+        res["status"], res["detail"] = "TIMEOUT", f"> {timeout:g} s"
+    elif status == "MEMORY":
+        res["status"], res["detail"] = "ERROR", f"killed: resident memory > {max_rss_gb:g} GiB"
+    elif want is DIVISION_BY_ZERO:
+        if status != 0 and re.search(r"divi(de|sion) by zero", err, re.I):
+            res["status"], res["detail"] = "PASS", ""
+        elif status != 0:
+            res["status"], res["detail"] = "ERROR", first_error_line(err)
+        else:
+            res["status"], res["detail"] = "FAIL", "rows where PostgreSQL raises division by zero"
+    elif status != 0:
+        res["status"], res["detail"] = "ERROR", first_error_line(err)
+    elif want is None:
+        res["status"], res["detail"] = "ORACLE-ERROR", res["oracle_error"]
+    else:
+        with pa.ipc.open_stream(out) as reader:
+            table = reader.read_all()
+        ours = [tuple(normalize(v) for v in r)
+                for r in zip(*[c.to_pylist() for c in table.columns])]
+        if table.num_columns == 0:
+            ours = [()] * table.num_rows
+        diff = compare(ours, want, sql, names)
+        if diff is None and table.num_columns != len(names):
+            diff = f"{table.num_columns} columns vs DuckDB {len(names)}"
+        res["status"], res["detail"] = ("PASS", "") if diff is None else ("FAIL", diff)
+        res["rows"] = len(ours)
+    return res
+
+
+def register_tables(sluice, found):
+    for t, (location, _) in found.items():
+        status, err, _ = sluice.run("query", f"CREATE EXTERNAL TABLE {t} STORED AS PARQUET "
+                                    f"LOCATION '{location}'", timeout=120)
+        if status != 0:
+            raise RuntimeError(f"CREATE EXTERNAL TABLE {t} failed: {err.strip()}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--data", type=Path, default=Path("/tmp/tpcds01"))
@@ -382,70 +451,12 @@ def main():
         tmp = Path(tmp)
         sluice = SluiceRunner(args.sluice.resolve(), data, tmp / "home", args.timeout,
                               args.max_rss_gb)
-        for t, (location, _) in found.items():
-            status, err, _ = sluice.run("query", f"CREATE EXTERNAL TABLE {t} STORED AS PARQUET "
-                                        f"LOCATION '{location}'", timeout=120)
-            if status != 0:
-                sys.exit(f"CREATE EXTERNAL TABLE {t} failed: {err.strip()}")
+        register_tables(sluice, found)
         duck = Duck(found, args.timeout)
         out = tmp / "result.arrow"
         for f in files:
-            sql = f.read_text()
-            res = {"query": f.stem}
-            duck_sql = sql
-            for pattern, repl in DUCKDB_TEXT.get(f.stem, []):
-                duck_sql = re.sub(pattern, repl, duck_sql)
-            names = want = None
-            try:
-                names, want = duck.run(duck_sql)
-                res["duckdb_rows"] = len(want)
-            except Exception as e:  # noqa: BLE001
-                res["oracle_error"] = str(e).strip().splitlines()[0][:300]
-            if want is not None and divides_integers_maybe(sql):
-                try:
-                    _, want_i = duck.run(duck_sql, integer_division=True)
-                    if not (len(want) == len(want_i) and compare(want_i, want, sql, names) is None):
-                        res["pg_rule"] = "integer division"
-                        want = want_i
-                except duckdb.Error as e:
-                    # DuckDB's `/` gives NULL or inf for x / 0; its integer division raises, as
-                    # PostgreSQL's `/` does for every type
-                    if "division by zero" in str(e).lower():
-                        res["pg_rule"] = "division by zero is an error"
-                        want = DIVISION_BY_ZERO
-                    else:
-                        res["oracle_error"] = "with integer_division: " + str(e).splitlines()[0][:250]
-            if out.exists():
-                out.unlink()
-            status, err, secs = sluice.run("query", "--format", "arrow", "-o", out, "-f", f)
-            res["seconds"] = round(secs, 2)
-            if status == "TIMEOUT":
-                res["status"], res["detail"] = "TIMEOUT", f"> {args.timeout:g} s"
-            elif status == "MEMORY":
-                res["status"], res["detail"] = "ERROR", f"killed: resident memory > {args.max_rss_gb:g} GiB"
-            elif want is DIVISION_BY_ZERO:
-                if status != 0 and re.search(r"divi(de|sion) by zero", err, re.I):
-                    res["status"], res["detail"] = "PASS", ""
-                elif status != 0:
-                    res["status"], res["detail"] = "ERROR", first_error_line(err)
-                else:
-                    res["status"], res["detail"] = "FAIL", "rows where PostgreSQL raises division by zero"
-            elif status != 0:
-                res["status"], res["detail"] = "ERROR", first_error_line(err)
-            elif want is None:
-                res["status"], res["detail"] = "ORACLE-ERROR", res["oracle_error"]
-            else:
-                with pa.ipc.open_stream(out) as reader:
-                    table = reader.read_all()
-                ours = [tuple(normalize(v) for v in r)
-                        for r in zip(*[c.to_pylist() for c in table.columns])]
-                if table.num_columns == 0:
-                    ours = [()] * table.num_rows
-                diff = compare(ours, want, sql, names)
-                if diff is None and table.num_columns != len(names):
-                    diff = f"{table.num_columns} columns vs DuckDB {len(names)}"
-                res["status"], res["detail"] = ("PASS", "") if diff is None else ("FAIL", diff)
-                res["rows"] = len(ours)
+            res = check_query(f.stem, f.read_text(), sluice, duck, out, args.timeout,
+                              args.max_rss_gb)
             results.append(res)
             tag = res["status"] if not res["detail"] else f"{res['status']}({res['detail']})"
             note = f"  [pg: {res['pg_rule']}]" if "pg_rule" in res else ""
