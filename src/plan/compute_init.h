@@ -15,4 +15,8 @@ arrow::Status EnsureComputeInitialized();
 /// by a subquery used as an expression (where)": SQL's check on a scalar subquery's rows.
 inline constexpr const char* kAtMostOneRowFunction = "sluice_at_most_one_row";
 
+/// add_months(date date32, months int64) -> date32: PostgreSQL's date + interval 'n months'
+/// (the month's last day where it has fewer days).
+inline constexpr const char* kAddMonthsFunction = "sluice_add_months";
+
 }  // namespace sluice::plan

@@ -66,6 +66,44 @@ arrow::Result<json> EncodeOptions(const cp::FunctionOptions& options) {
     return json{
         {"kind", "round"}, {"ndigits", o.ndigits}, {"mode", static_cast<int>(o.round_mode)}};
   }
+  if (type == "JoinOptions") {
+    const auto& o = static_cast<const cp::JoinOptions&>(options);
+    return json{{"kind", "join"},
+                {"null_handling", static_cast<int>(o.null_handling)},
+                {"null_replacement", o.null_replacement}};
+  }
+  if (type == "TrimOptions") {
+    const auto& o = static_cast<const cp::TrimOptions&>(options);
+    return json{{"kind", "trim"}, {"characters", o.characters}};
+  }
+  if (type == "ReplaceSubstringOptions") {
+    const auto& o = static_cast<const cp::ReplaceSubstringOptions&>(options);
+    return json{{"kind", "replace_substring"},
+                {"pattern", o.pattern},
+                {"replacement", o.replacement},
+                {"max_replacements", o.max_replacements}};
+  }
+  if (type == "PadOptions") {
+    const auto& o = static_cast<const cp::PadOptions&>(options);
+    return json{{"kind", "pad"}, {"width", o.width}, {"padding", o.padding}};
+  }
+  if (type == "ElementWiseAggregateOptions") {
+    const auto& o = static_cast<const cp::ElementWiseAggregateOptions&>(options);
+    return json{{"kind", "element_wise"}, {"skip_nulls", o.skip_nulls}};
+  }
+  if (type == "DayOfWeekOptions") {
+    const auto& o = static_cast<const cp::DayOfWeekOptions&>(options);
+    return json{{"kind", "day_of_week"},
+                {"count_from_zero", o.count_from_zero},
+                {"week_start", o.week_start}};
+  }
+  if (type == "RoundTemporalOptions") {
+    const auto& o = static_cast<const cp::RoundTemporalOptions&>(options);
+    return json{{"kind", "round_temporal"},
+                {"multiple", o.multiple},
+                {"unit", static_cast<int>(o.unit)},
+                {"week_starts_monday", o.week_starts_monday}};
+  }
   return arrow::Status::Invalid("internal: plans cannot carry ", type);
 }
 
@@ -116,6 +154,56 @@ arrow::Result<std::shared_ptr<cp::FunctionOptions>> DecodeOptions(const json& v)
       return arrow::Status::Invalid("plan: bad rounding options");
     }
     return std::make_shared<cp::RoundOptions>(ndigits, static_cast<cp::RoundMode>(mode));
+  }
+  if (kind == "join") {
+    ARROW_ASSIGN_OR_RAISE(int64_t handling, Int(v, "null_handling"));
+    ARROW_ASSIGN_OR_RAISE(std::string replacement, Text(v, "null_replacement"));
+    if (handling < cp::JoinOptions::EMIT_NULL || handling > cp::JoinOptions::REPLACE) {
+      return arrow::Status::Invalid("plan: bad join null handling ", handling);
+    }
+    return std::make_shared<cp::JoinOptions>(
+        static_cast<cp::JoinOptions::NullHandlingBehavior>(handling), replacement);
+  }
+  if (kind == "trim") {
+    ARROW_ASSIGN_OR_RAISE(std::string characters, Text(v, "characters"));
+    return std::make_shared<cp::TrimOptions>(characters);
+  }
+  if (kind == "replace_substring") {
+    ARROW_ASSIGN_OR_RAISE(std::string pattern, Text(v, "pattern"));
+    ARROW_ASSIGN_OR_RAISE(std::string replacement, Text(v, "replacement"));
+    ARROW_ASSIGN_OR_RAISE(int64_t max_replacements, Int(v, "max_replacements"));
+    return std::make_shared<cp::ReplaceSubstringOptions>(pattern, replacement, max_replacements);
+  }
+  if (kind == "pad") {
+    ARROW_ASSIGN_OR_RAISE(int64_t width, Int(v, "width"));
+    ARROW_ASSIGN_OR_RAISE(std::string padding, Text(v, "padding"));
+    if (width < 0 || width > (int64_t{1} << 24)) {
+      return arrow::Status::Invalid("plan: pad width ", width, " out of range");
+    }
+    return std::make_shared<cp::PadOptions>(width, padding);
+  }
+  if (kind == "element_wise") {
+    ARROW_ASSIGN_OR_RAISE(bool skip_nulls, Bool(v, "skip_nulls"));
+    return std::make_shared<cp::ElementWiseAggregateOptions>(skip_nulls);
+  }
+  if (kind == "day_of_week") {
+    ARROW_ASSIGN_OR_RAISE(bool count_from_zero, Bool(v, "count_from_zero"));
+    ARROW_ASSIGN_OR_RAISE(int64_t week_start, Int(v, "week_start"));
+    if (week_start < 1 || week_start > 7) return arrow::Status::Invalid("plan: bad week start");
+    return std::make_shared<cp::DayOfWeekOptions>(count_from_zero,
+                                                  static_cast<uint32_t>(week_start));
+  }
+  if (kind == "round_temporal") {
+    ARROW_ASSIGN_OR_RAISE(int64_t multiple, Int(v, "multiple"));
+    ARROW_ASSIGN_OR_RAISE(int64_t unit, Int(v, "unit"));
+    ARROW_ASSIGN_OR_RAISE(bool monday, Bool(v, "week_starts_monday"));
+    if (multiple < 1 || multiple > (int64_t{1} << 30) ||
+        unit < static_cast<int>(cp::CalendarUnit::NANOSECOND) ||
+        unit > static_cast<int>(cp::CalendarUnit::YEAR)) {
+      return arrow::Status::Invalid("plan: bad temporal rounding options");
+    }
+    return std::make_shared<cp::RoundTemporalOptions>(static_cast<int>(multiple),
+                                                      static_cast<cp::CalendarUnit>(unit), monday);
   }
   return arrow::Status::Invalid("plan: unknown function options '", kind, "'");
 }

@@ -5,6 +5,7 @@
 #include <arrow/compute/expression.h>
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <optional>
@@ -314,6 +315,17 @@ class Binder {
   arrow::Result<int64_t> IntConstant(const json& a_const) const;
   arrow::Result<cp::Expression> Operator(const json& a_expr, Scope scope);
   arrow::Result<cp::Expression> Function(const json& call, Scope scope);
+  // The string, math and date functions beyond Function's first few.
+  arrow::Result<cp::Expression> MoreFunctions(const json& call, const std::string& name,
+                                              std::vector<cp::Expression> bound, Scope scope);
+  // now() and CURRENT_TIMESTAMP: the moment the query is bound, in UTC.
+  static cp::Expression Now() {
+    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    return cp::literal(std::make_shared<arrow::TimestampScalar>(
+        micros, arrow::timestamp(arrow::TimeUnit::MICRO, "UTC")));
+  }
   arrow::Result<cp::Expression> Cast(const json& cast, Scope scope);
   arrow::Result<Interval> IntervalLiteral(const json& cast);
   arrow::Result<cp::Expression> Aggregate(const json& call);
@@ -914,11 +926,16 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
         if (!typed.ok() || typed->type()->id() != arrow::Type::DATE32) {
           return Error(e, "operator " + op + " takes a date and an interval");
         }
+        // Months first, then days, as PostgreSQL adds an interval.
+        const int sign = op == "+" ? 1 : -1;
+        cp::Expression moved = l;
         if (iv.months != 0) {
-          return Unsupported(e, "adding months or years to a date column (days work)");
+          moved = cp::call(plan::kAddMonthsFunction,
+                           {moved, cp::literal(static_cast<int64_t>(sign) * iv.months)});
         }
+        if (iv.days == 0) return moved;
         return DaysToDate(cp::call(op == "+" ? "add_checked" : "subtract_checked",
-                                   {DateToDays(l), cp::literal(iv.days)}));
+                                   {DateToDays(moved), cp::literal(iv.days)}));
       }
       if (l.literal()->type()->id() != arrow::Type::DATE32) {
         return Error(e, "operator " + op + " takes a date and an interval");
@@ -997,6 +1014,16 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
                                                             {">", "greater"},
                                                             {">=", "greater_equal"}};
     if (op == "%") return Modulo(e, l, r, scope);
+    if (op == "~" || op == "~*" || op == "!~" || op == "!~*") {
+      // POSIX regular expressions, as RE2 reads them.
+      if (r.literal() == nullptr || r.literal()->type()->id() != arrow::Type::STRING) {
+        return Unsupported(e, "a regular expression that is not a constant");
+      }
+      auto match = cp::call("match_substring_regex", {l},
+                            cp::MatchSubstringOptions(r.literal()->scalar()->ToString(),
+                                                      /*ignore_case=*/op.back() == '*'));
+      return op[0] == '!' ? cp::not_(match) : match;
+    }
     if (op == "||") {
       // Text concatenation; a NULL operand makes NULL, and other types are cast to text.
       const auto schema = SchemaFor(scope);
@@ -1038,14 +1065,15 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     ARROW_ASSIGN_OR_RAISE(auto b, Expr(e.at("rexpr"), scope));
     return NullIf(e, a, b, scope);
   }
-  if (kind == "AEXPR_LIKE") {
+  if (kind == "AEXPR_LIKE" || kind == "AEXPR_ILIKE") {
     ARROW_ASSIGN_OR_RAISE(auto x, Expr(e.at("lexpr"), scope));
     ARROW_ASSIGN_OR_RAISE(auto pattern, Expr(e.at("rexpr"), scope));
     if (pattern.literal() == nullptr) return Unsupported(e, "LIKE with a non-constant pattern");
     auto like = cp::call("match_like", {x},
-                         cp::MatchSubstringOptions(pattern.literal()->scalar()->ToString()));
-    if (op == "~~") return like;
-    if (op == "!~~") return cp::not_(like);
+                         cp::MatchSubstringOptions(pattern.literal()->scalar()->ToString(),
+                                                   /*ignore_case=*/kind == "AEXPR_ILIKE"));
+    if (op == "~~" || op == "~~*") return like;
+    if (op == "!~~" || op == "!~~*") return cp::not_(like);
     return Unsupported(e, "operator " + op);
   }
   if (kind == "AEXPR_IN") {
@@ -1438,9 +1466,28 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
   const std::string name = LastName(call.at("funcname"));
   const auto& args = call.value("args", json::array());
   if (call.contains("over")) return WindowFunction(call, scope);
-  static const std::set<std::string> kKnown = {
-      "extract", "date_part", "substring", "substr", "abs",   "lower",  "upper",   "length",
-      "round",   "mod",       "btrim",     "ltrim",  "rtrim", "nullif", "grouping"};
+  static const std::set<std::string> kKnown = {"extract",     "date_part",
+                                               "substring",   "substr",
+                                               "abs",         "lower",
+                                               "upper",       "length",
+                                               "round",       "mod",
+                                               "btrim",       "ltrim",
+                                               "rtrim",       "nullif",
+                                               "grouping",    "position",
+                                               "strpos",      "replace",
+                                               "starts_with", "regexp_replace",
+                                               "trunc",       "ceil",
+                                               "ceiling",     "floor",
+                                               "power",       "pow",
+                                               "sqrt",        "ln",
+                                               "log",         "log10",
+                                               "exp",         "sign",
+                                               "date_trunc",  "now",
+                                               "lpad",        "rpad",
+                                               "reverse",     "left",
+                                               "right",       "concat",
+                                               "char_length", "character_length",
+                                               "initcap"};
   if (!IsAggregateName(name) && !kKnown.count(name)) {
     // Before its arguments: they would be bound in a scope that may not fit them (a column
     // outside GROUP BY is not what is wrong with string_agg(x, ',')).
@@ -1464,7 +1511,17 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
       return Error(call, "EXTRACT(field FROM date)");
     std::string field = bound[0].literal()->scalar()->ToString();
     for (char& c : field) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (field == "year" || field == "month" || field == "day") return cp::call(field, {bound[1]});
+    if (field == "year" || field == "month" || field == "day" || field == "quarter" ||
+        field == "hour" || field == "minute" || field == "second") {
+      return cp::call(field, {bound[1]});
+    }
+    if (field == "week") return cp::call("iso_week", {bound[1]});
+    if (field == "doy") return cp::call("day_of_year", {bound[1]});
+    // PostgreSQL: dow counts from Sunday = 0, isodow from Monday = 1 to Sunday = 7.
+    if (field == "dow") return cp::call("day_of_week", {bound[1]}, cp::DayOfWeekOptions(true, 7));
+    if (field == "isodow") {
+      return cp::call("day_of_week", {bound[1]}, cp::DayOfWeekOptions(false, 1));
+    }
     return Unsupported(call, "EXTRACT(" + field + ")");
   }
   if (name == "mod") {
@@ -1525,6 +1582,190 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
   if (auto it = kScalar.find(name); it != kScalar.end() && bound.size() == 1) {
     return cp::call(it->second, bound);
   }
+  return MoreFunctions(call, name, std::move(bound), scope);
+}
+
+arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std::string& name,
+                                                    std::vector<cp::Expression> bound,
+                                                    Scope scope) {
+  auto arity = [&](size_t least, size_t most) -> arrow::Status {
+    if (bound.size() < least || bound.size() > most) {
+      return Error(call, "function " + name + " takes " + std::to_string(least) +
+                             (least == most ? "" : " to " + std::to_string(most)) + " argument" +
+                             (most == 1 ? "" : "s"));
+    }
+    return arrow::Status::OK();
+  };
+  // A text argument that must be a constant (Arrow takes it as an option).
+  auto text = [&](size_t i, const char* what) -> arrow::Result<std::string> {
+    if (bound[i].literal() == nullptr || !bound[i].literal()->scalar()->is_valid ||
+        bound[i].literal()->type()->id() != arrow::Type::STRING) {
+      return Unsupported(call, name + "() with a non-constant " + what);
+    }
+    return bound[i].literal()->scalar()->ToString();
+  };
+  auto integer = [&](size_t i, const char* what) -> arrow::Result<int64_t> {
+    if (bound[i].literal() == nullptr || !arrow::is_integer(bound[i].literal()->type()->id())) {
+      return Unsupported(call, name + "() with a non-constant " + what);
+    }
+    ARROW_ASSIGN_OR_RAISE(auto v, bound[i].literal()->scalar()->CastTo(arrow::int64()));
+    return static_cast<const arrow::Int64Scalar&>(*v).value;
+  };
+  auto type_of = [&](const cp::Expression& e) -> arrow::Result<arrow::Type::type> {
+    ARROW_ASSIGN_OR_RAISE(auto typed, e.Bind(*SchemaFor(scope)));
+    return typed.type()->id();
+  };
+  auto to_double = [](const cp::Expression& x) {
+    return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
+  };
+  if (name == "position" || name == "strpos") {
+    // position(sub IN s) parses to position(s, sub); 1-based, 0 where absent.
+    ARROW_RETURN_NOT_OK(arity(2, 2));
+    ARROW_ASSIGN_OR_RAISE(auto sub, text(1, "substring"));
+    auto found = cp::call("find_substring", {bound[0]}, cp::MatchSubstringOptions(sub));
+    return cp::call("add", {cp::call("cast", {found}, cp::CastOptions::Safe(arrow::int64())),
+                            cp::literal(int64_t{1})});
+  }
+  if (name == "replace") {
+    ARROW_RETURN_NOT_OK(arity(3, 3));
+    ARROW_ASSIGN_OR_RAISE(auto from, text(1, "pattern"));
+    ARROW_ASSIGN_OR_RAISE(auto to, text(2, "replacement"));
+    return cp::call("replace_substring", {bound[0]}, cp::ReplaceSubstringOptions(from, to));
+  }
+  if (name == "starts_with") {
+    ARROW_RETURN_NOT_OK(arity(2, 2));
+    ARROW_ASSIGN_OR_RAISE(auto prefix, text(1, "prefix"));
+    return cp::call("starts_with", {bound[0]}, cp::MatchSubstringOptions(prefix));
+  }
+  if (name == "regexp_replace") {
+    ARROW_RETURN_NOT_OK(arity(3, 4));
+    ARROW_ASSIGN_OR_RAISE(auto pattern, text(1, "pattern"));
+    ARROW_ASSIGN_OR_RAISE(auto replacement, text(2, "replacement"));
+    std::string flags;
+    if (bound.size() == 4) {
+      ARROW_ASSIGN_OR_RAISE(flags, text(3, "flags"));
+    }
+    if (flags.find_first_not_of("gi") != std::string::npos) {
+      return Unsupported(call, "regexp_replace flags other than g and i");
+    }
+    if (flags.find('i') != std::string::npos) pattern = "(?i)" + pattern;
+    // PostgreSQL replaces the first match unless the g flag asks for all.
+    return cp::call("replace_substring_regex", {bound[0]},
+                    cp::ReplaceSubstringOptions(pattern, replacement,
+                                                flags.find('g') != std::string::npos ? -1 : 1));
+  }
+  if (name == "trunc" || name == "ceil" || name == "ceiling" || name == "floor") {
+    ARROW_RETURN_NOT_OK(arity(1, name == "trunc" ? 2 : 1));
+    int64_t digits = 0;
+    if (bound.size() == 2) {
+      ARROW_ASSIGN_OR_RAISE(digits, integer(1, "number of digits"));
+    }
+    ARROW_ASSIGN_OR_RAISE(auto id, type_of(bound[0]));
+    if (arrow::is_integer(id)) return bound[0];
+    if (!arrow::is_decimal(id) && !arrow::is_floating(id)) {
+      return Error(call, "function " + name + " takes a number");
+    }
+    const auto mode = name == "trunc"   ? cp::RoundMode::TOWARDS_ZERO
+                      : name == "floor" ? cp::RoundMode::DOWN
+                                        : cp::RoundMode::UP;
+    return cp::call("round", {bound[0]}, cp::RoundOptions(digits, mode));
+  }
+  if (name == "power" || name == "pow") {
+    ARROW_RETURN_NOT_OK(arity(2, 2));
+    return cp::call("power_checked", {to_double(bound[0]), to_double(bound[1])});
+  }
+  if (name == "sqrt" || name == "ln" || name == "log10" || name == "exp" || name == "sign" ||
+      (name == "log" && bound.size() == 1)) {
+    ARROW_RETURN_NOT_OK(arity(1, 1));
+    static const std::map<std::string, std::string> kMath = {
+        {"sqrt", "sqrt_checked"}, {"ln", "ln_checked"}, {"log10", "log10_checked"},
+        {"log", "log10_checked"}, {"exp", "exp"},       {"sign", "sign"}};
+    return cp::call(kMath.at(name), {to_double(bound[0])});
+  }
+  if (name == "log") {
+    ARROW_RETURN_NOT_OK(arity(1, 2));
+    // log(b, x) = ln(x) / ln(b)
+    return cp::call("divide", {cp::call("ln_checked", {to_double(bound[1])}),
+                               cp::call("ln_checked", {to_double(bound[0])})});
+  }
+  if (name == "date_trunc") {
+    ARROW_RETURN_NOT_OK(arity(2, 2));
+    ARROW_ASSIGN_OR_RAISE(std::string field, text(0, "field"));
+    for (char& c : field) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    static const std::map<std::string, cp::CalendarUnit> kUnits = {
+        {"microseconds", cp::CalendarUnit::MICROSECOND},
+        {"milliseconds", cp::CalendarUnit::MILLISECOND},
+        {"second", cp::CalendarUnit::SECOND},
+        {"minute", cp::CalendarUnit::MINUTE},
+        {"hour", cp::CalendarUnit::HOUR},
+        {"day", cp::CalendarUnit::DAY},
+        {"week", cp::CalendarUnit::WEEK},
+        {"month", cp::CalendarUnit::MONTH},
+        {"quarter", cp::CalendarUnit::QUARTER},
+        {"year", cp::CalendarUnit::YEAR}};
+    auto unit = kUnits.find(field);
+    if (unit == kUnits.end()) return Unsupported(call, "date_trunc('" + field + "', ...)");
+    ARROW_ASSIGN_OR_RAISE(auto id, type_of(bound[1]));
+    cp::Expression ts = bound[1];
+    if (id == arrow::Type::DATE32) {
+      // A date truncates to a timestamp, as in PostgreSQL.
+      ts = cp::call("cast", {ts}, cp::CastOptions::Safe(arrow::timestamp(arrow::TimeUnit::MICRO)));
+    } else if (id != arrow::Type::TIMESTAMP) {
+      return Error(call, "function date_trunc takes a date or a timestamp");
+    }
+    return cp::call("floor_temporal", {ts}, cp::RoundTemporalOptions(1, unit->second));
+  }
+  if (name == "now") {
+    ARROW_RETURN_NOT_OK(arity(0, 0));
+    return Now();
+  }
+  if (name == "lpad" || name == "rpad") {
+    ARROW_RETURN_NOT_OK(arity(2, 3));
+    ARROW_ASSIGN_OR_RAISE(int64_t width, integer(1, "length"));
+    std::string fill = " ";
+    if (bound.size() == 3) {
+      ARROW_ASSIGN_OR_RAISE(fill, text(2, "fill"));
+    }
+    width = std::max<int64_t>(width, 0);
+    if (fill.empty()) return bound[0];
+    // PostgreSQL also cuts a longer string to the length, keeping its start.
+    auto padded = cp::call(name == "lpad" ? "utf8_lpad" : "utf8_rpad", {bound[0]},
+                           cp::PadOptions(width, fill));
+    return cp::call("utf8_slice_codeunits", {padded}, cp::SliceOptions(0, width));
+  }
+  if (name == "left" || name == "right") {
+    ARROW_RETURN_NOT_OK(arity(2, 2));
+    ARROW_ASSIGN_OR_RAISE(int64_t n, integer(1, "length"));
+    if (n < 0) return Unsupported(call, name + "() with a negative length");
+    if (name == "left" || n == 0) {
+      return cp::call("utf8_slice_codeunits", {bound[0]}, cp::SliceOptions(0, n));
+    }
+    return cp::call("utf8_slice_codeunits", {bound[0]}, cp::SliceOptions(-n));
+  }
+  if (name == "reverse" || name == "char_length" || name == "character_length" ||
+      name == "initcap") {
+    ARROW_RETURN_NOT_OK(arity(1, 1));
+    static const std::map<std::string, std::string> kText = {{"reverse", "utf8_reverse"},
+                                                             {"char_length", "utf8_length"},
+                                                             {"character_length", "utf8_length"},
+                                                             {"initcap", "utf8_title"}};
+    return cp::call(kText.at(name), {bound[0]});
+  }
+  if (name == "concat") {
+    // NULL arguments count as empty text, unlike ||.
+    if (bound.empty()) return Error(call, "function concat takes at least one argument");
+    std::vector<cp::Expression> parts;
+    for (auto& b : bound) {
+      ARROW_ASSIGN_OR_RAISE(auto id, type_of(b));
+      parts.push_back(id == arrow::Type::STRING
+                          ? b
+                          : cp::call("cast", {b}, cp::CastOptions::Safe(arrow::utf8())));
+    }
+    parts.push_back(cp::literal(""));
+    return cp::call("binary_join_element_wise", std::move(parts),
+                    cp::JoinOptions(cp::JoinOptions::REPLACE, ""));
+  }
+
   return Unsupported(call, "function " + name + "()");
 }
 
@@ -1596,6 +1837,30 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
         cp::call("make_struct", conditions, cp::MakeStructOptions(names))};
     args.insert(args.end(), values.begin(), values.end());
     return cp::call("case_when", args);
+  }
+  if (kind == "MinMaxExpr") {
+    // GREATEST and LEAST skip NULLs, as in PostgreSQL: NULL only when every argument is.
+    std::vector<cp::Expression> args;
+    for (const auto& a : body->at("args")) {
+      ARROW_ASSIGN_OR_RAISE(auto x, Expr(a, scope));
+      args.push_back(std::move(x));
+    }
+    UnifyBranches(&args, scope);
+    return cp::call(
+        body->value("op", "") == "IS_GREATEST" ? "max_element_wise" : "min_element_wise",
+        std::move(args), cp::ElementWiseAggregateOptions(/*skip_nulls=*/true));
+  }
+  if (kind == "SQLValueFunction") {
+    const std::string op = body->value("op", "");
+    if (op == "SVFOP_CURRENT_TIMESTAMP" || op == "SVFOP_LOCALTIMESTAMP") return Now();
+    if (op == "SVFOP_CURRENT_DATE") {
+      const auto days = std::chrono::duration_cast<std::chrono::hours>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count() /
+                        24;
+      return cp::literal(std::make_shared<arrow::Date32Scalar>(static_cast<int32_t>(days)));
+    }
+    return Unsupported(*body, "the SQL value function " + op);
   }
   if (kind == "CoalesceExpr") {
     std::vector<cp::Expression> args;
