@@ -1135,10 +1135,8 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
 arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
   const std::string name = LastName(call.at("funcname"));
   if (in_aggregate_) return Error(call, "aggregate function calls cannot be nested");
-  if (call.value("agg_filter", json()).is_object() || call.contains("over")) {
-    return Unsupported(call, "FILTER or OVER on aggregates");
-  }
-  const bool star = call.value("agg_star", false);
+  if (call.contains("over")) return Unsupported(call, "OVER on this aggregate");
+  bool star = call.value("agg_star", false);
   const bool distinct = call.value("agg_distinct", false);
   std::string text_key = name + (distinct ? " distinct " : " ") + (star ? "*" : "");
   cp::Expression arg;
@@ -1150,10 +1148,33 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
     in_aggregate_ = false;
     ARROW_RETURN_NOT_OK(bound.status());
     ARROW_ASSIGN_OR_RAISE(arg, Typecheck(*bound, args[0], RowSchema()));
-    text_key += arg.ToString();
   } else if (name != "count") {
     return Error(call, name + "(*) is not valid; only count(*)");
   }
+  if (call.value("agg_filter", json()).is_object()) {
+    // agg(x) FILTER (WHERE c) is agg over x where c holds, NULL elsewhere (count(*): a count of
+    // the rows where c holds).
+    in_aggregate_ = true;
+    auto bound = Expr(call.at("agg_filter"), Scope::kRow);
+    in_aggregate_ = false;
+    ARROW_RETURN_NOT_OK(bound.status());
+    ARROW_ASSIGN_OR_RAISE(auto condition, Typecheck(*bound, call.at("agg_filter"), RowSchema()));
+    ARROW_ASSIGN_OR_RAISE(auto typed, condition.Bind(RowSchema()));
+    if (!typed.type()->Equals(*arrow::boolean())) {
+      return Error(call.at("agg_filter"),
+                   "argument of FILTER must be type boolean, not type " + typed.type()->ToString());
+    }
+    if (star) {
+      arg = cp::literal(true);
+      star = false;
+      text_key = name + " ";
+    }
+    ARROW_ASSIGN_OR_RAISE(auto value_type, arg.Bind(RowSchema()));
+    arg = cp::call("if_else",
+                   {cp::call("coalesce", {condition, cp::literal(false)}), arg,
+                    cp::literal(arrow::MakeNullScalar(value_type.type()->GetSharedPtr()))});
+  }
+  if (!star) text_key += arg.ToString();
   if (auto it = agg_by_text_.find(text_key); it != agg_by_text_.end()) return it->second;
   const size_t first_final = final_.size();
   const std::string id = std::to_string(ctx_.next_id++);

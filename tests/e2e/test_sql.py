@@ -657,6 +657,15 @@ GROUPING = [
     "grouping(n_regionkey, n_nationkey % 2) order by sum(n_nationkey) desc) r from nation "
     "group by rollup(n_regionkey, n_nationkey % 2) order by 1 nulls first, 2 nulls first",
     "select count(*) from nation group by ()",
+    # FILTER (WHERE ...) on aggregates
+    "select count(*) filter (where o_orderstatus = 'F'), sum(o_totalprice) filter (where "
+    "o_totalprice > 100000), avg(o_totalprice) filter (where o_orderpriority like '1%'), count(*) "
+    "from orders",
+    "select o_orderstatus, count(distinct o_custkey) filter (where o_totalprice > 200000), "
+    "max(o_orderdate) filter (where o_orderkey < 100), count(*) filter (where false) from orders "
+    "group by 1 order by 1",
+    "select n_regionkey, count(*) filter (where n_nationkey > 10) from nation "
+    "group by rollup(n_regionkey) order by 1 nulls first",
 ]
 
 # Window functions: ranking, offsets, frames of ROWS and RANGE, over aggregates, with NULLs in
