@@ -102,6 +102,18 @@ class ShapeChecker {
         }
         return in;  // partials: the final stage merges them
       }
+      case PlanNode::Kind::kWindow: {
+        Shape in = Check(*n.input, false);
+        if (!in.refused.empty() || !in.split) return in;
+        // Every partition's rows must be in one task: split rows partitioned on its keys.
+        for (const auto& w : n.windows) {
+          if (!in.keys || w.partition_keys.empty() || *in.keys != w.partition_keys) {
+            return {false, "a window over split rows not partitioned on its PARTITION BY keys",
+                    std::nullopt};
+          }
+        }
+        return in;
+      }
       case PlanNode::Kind::kUnion: {
         Shape l = Check(*n.input, false);
         if (!l.refused.empty()) return l;

@@ -171,8 +171,9 @@ class Planner {
     out.gathered = std::move(gathered_);
     out.driver_stage = static_cast<int>(out.stages.size()) + 1;
     if (out.stages.empty()) {
-      out.not_cut_reason = out.refused.empty() ? "the query has no aggregate to split"
-                                               : "no aggregate can be cut: " + out.refused[0];
+      out.not_cut_reason = out.refused.empty()
+                               ? "the query has no aggregate or window to split"
+                               : "no aggregate or window can be cut: " + out.refused[0];
     }
     return out;
   }
@@ -309,7 +310,38 @@ class Planner {
     return j;
   }
 
+  // A window whose functions share their PARTITION BY keys, over rows a stage can split: the
+  // rows are hash-partitioned on those keys, and one window stage per partition computes the
+  // functions, every partition's rows being in one task. Empty when it cannot be.
+  std::string CutWindow(const PlanNode& node) {
+    const std::vector<std::string>& keys = node.windows.front().partition_keys;
+    for (const auto& w : node.windows) {
+      if (w.partition_keys.empty() || w.partition_keys != keys) {
+        return "a window without PARTITION BY, or windows partitioned on different keys";
+      }
+    }
+    std::string why;
+    auto b = Split(*node.input, &why);
+    if (b) why = BroadcastRefusal(b->open);
+    if (!why.empty()) return why;
+    Stage window_stage = NewStage(StageRole::kWindow);
+    window_stage.root = &node;
+    window_stage.inputs = {{node.input.get(), b->open.id}};
+    window_stage.bytes = b->open.bytes;
+    window_stage.gather = true;
+    window_stage.tasks = options_.workers;
+    for (Stage& s : Close(std::move(*b), keys, options_.workers)) stages_.push_back(std::move(s));
+    gathered_.push_back({&node, window_stage.id});
+    stages_.push_back(std::move(window_stage));
+    return "";
+  }
+
   void Walk(const PlanNode& node) {
+    if (node.kind == PlanNode::Kind::kWindow) {
+      std::string why = CutWindow(node);
+      if (why.empty()) return;  // below the cut, everything runs in its stages
+      refused_.push_back(why);
+    }
     if (IsCutPair(node) && node.input->input != nullptr) {
       std::string why;
       auto b = Split(*node.input->input, &why);
@@ -352,6 +384,8 @@ const char* StageRoleName(StageRole role) {
       return "join";
     case StageRole::kFinal:
       return "final";
+    case StageRole::kWindow:
+      return "window";
   }
   return "?";
 }

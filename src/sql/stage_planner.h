@@ -62,7 +62,7 @@ struct StageOptions {
   int64_t broadcast_limit_bytes = kDefaultBroadcastLimitBytes;
 };
 
-enum class StageRole { kMap, kJoin, kFinal };
+enum class StageRole { kMap, kJoin, kFinal, kWindow };
 /// "map", "join" or "final".
 const char* StageRoleName(StageRole role);
 

@@ -235,7 +235,8 @@ TEST(StageSplitTest, BuildSideIsNeverSplit) {
     StagePlan stages = Plan(*plan);
     EXPECT_FALSE(stages.cut()) << JoinTypeName(type);
     EXPECT_EQ(stages.not_cut_reason,
-              "no aggregate can be cut: no table below the aggregate can be split: each sits on a "
+              "no aggregate or window can be cut: no table below the aggregate can be split: each "
+              "sits on a "
               "join's build side or below an aggregate");
   }
 }
@@ -274,7 +275,7 @@ TEST(StageSplitTest, SortOrLimitBelowThePartialAggregateIsRefused) {
       auto plan = CountOver(JoinNode(JoinType::kInner, std::move(big), std::move(small)));
       StagePlan stages = Plan(*plan);
       EXPECT_FALSE(stages.cut());
-      EXPECT_EQ(stages.not_cut_reason, std::string("no aggregate can be cut: a ") +
+      EXPECT_EQ(stages.not_cut_reason, std::string("no aggregate or window can be cut: a ") +
                                            (kind == PlanNode::Kind::kSort ? "sort" : "limit") +
                                            " below the partial aggregate");
       EXPECT_NE(ExplainStages(*plan, stages).find("  not cut: a "), std::string::npos);
@@ -289,10 +290,11 @@ TEST(StageSplitTest, BroadcastOutweighingTheSplitIsRefused) {
       CountOver(JoinNode(JoinType::kSemi, ScanNode("small", 10), ScanNode("big", 1000), true));
   StagePlan stages = Plan(*plan);
   EXPECT_FALSE(stages.cut());
-  EXPECT_EQ(stages.not_cut_reason,
-            "no aggregate can be cut: the tables every map task would re-read whole (big: 1000 "
-            "bytes) outweigh the split table small (10 bytes), which is the largest that can be "
-            "split");
+  EXPECT_EQ(
+      stages.not_cut_reason,
+      "no aggregate or window can be cut: the tables every map task would re-read whole (big: 1000 "
+      "bytes) outweigh the split table small (10 bytes), which is the largest that can be "
+      "split");
   // Equal weights are still cut: a self-join of a table split on one side.
   auto even = CountOver(JoinNode(JoinType::kInner, ScanNode("left", 500), ScanNode("right", 500)));
   EXPECT_EQ(FinalStages(Plan(*even)), 1);
@@ -310,7 +312,7 @@ TEST_F(StagePlannerTest, NoAggregateIsNotCut) {
   BoundQuery q = Bind("SELECT k FROM t WHERE v > 1");
   StagePlan stages = Plan(*q.plan, 4);
   EXPECT_FALSE(stages.cut());
-  EXPECT_EQ(stages.not_cut_reason, "the query has no aggregate to split");
+  EXPECT_EQ(stages.not_cut_reason, "the query has no aggregate or window to split");
 }
 
 TEST_F(StagePlannerTest, AggregateInSubqueryIsCutAndJoinStaysInDriver) {

@@ -241,6 +241,30 @@ def test_final_merge_across_3_partitions(mixed, sql, tmp_path):
     assert shuffle_files(data) == []
 
 
+@pytest.mark.parametrize("sql", [
+    # every ORDER BY names all columns (explicit NULL placement): one answer, ties or not
+    "select g, k, v, rank() over (partition by g order by v nulls first, k) r, "
+    "sum(v) over (partition by g order by k, d, f nulls last, v nulls last, x nulls last, "
+    "s nulls last rows between 2 preceding and current row) s, "
+    "lag(s) over (partition by g order by k, d, f nulls last, v nulls last, x nulls last, "
+    "s nulls last) l from t",
+    "select * from (select g, s, x, row_number() over (partition by g, s order by x desc nulls last, "
+    "v nulls last, k, d, f nulls last) n from t) w where n <= 3",
+])
+def test_window_partitions_are_hash_partitioned_on_their_keys(mixed, sql, tmp_path):
+    """Rows are hashed on the PARTITION BY keys (NULL keys too) and each window task computes
+    whole partitions: the answer is the in-process one and DuckDB's."""
+    sluice, con, data = mixed
+    plan = explain(sluice, sql, 3)
+    assert "distributed plan: 3 stages on 3 workers" in plan, plan
+    assert "stage 2 (window): 3 tasks" in plan and "hash on [g#0" in plan, plan
+    ours, _ = query(sluice, sql, tmp_path / "d.arrow", 3)
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    assert_same_rows(ours, duckdb_rows(con, sql), False, what="window vs DuckDB")
+    assert_same_rows(ours, local, False, what="window vs --workers 0")
+    assert shuffle_files(data) == []
+
+
 def test_each_grouping_set_merges_on_its_own_keys(mixed, tmp_path):
     """ROLLUP(g, k): three aggregates, each a map and a final stage hashed on its own keys."""
     sluice, con, data = mixed
@@ -504,7 +528,7 @@ def test_a_query_without_an_aggregate_runs_in_process(joined, tmp_path):
     sluice, con, _ = joined
     sql = "select k, v from f join d on k = dk where v > 0"
     ours, err = query(sluice, sql, tmp_path / "r.arrow", 2)
-    assert "running in-process: the query has no aggregate to split" in err, err
+    assert "running in-process: the query has no aggregate or window to split" in err, err
     want = duckdb_rows(con, sql)
     assert_same_rows(ours, want, ordered=False, what=sql)
 
