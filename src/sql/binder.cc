@@ -865,6 +865,19 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     to = arrow::int64();
   } else if (type == "text" || type == "varchar" || type == "bpchar") {
     to = arrow::utf8();
+  } else if (type == "bool" || type == "boolean") {
+    if (arg.literal() != nullptr && arg.literal()->type()->id() == arrow::Type::STRING) {
+      // PostgreSQL's spellings: true/false, t/f, yes/no, on/off, 1/0, any case.
+      std::string text = arg.literal()->scalar()->ToString();
+      for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      static const std::set<std::string> kTrue = {"true", "t", "yes", "y", "on", "1"};
+      static const std::set<std::string> kFalse = {"false", "f", "no", "n", "off", "0"};
+      if (kTrue.count(text)) return cp::literal(true);
+      if (kFalse.count(text)) return cp::literal(false);
+      return Error(cast, "invalid input syntax for type boolean: \"" +
+                             arg.literal()->scalar()->ToString() + "\"");
+    }
+    to = arrow::boolean();
   } else if (type == "numeric" || type == "decimal") {
     const auto& mods = cast.at("typeName").value("typmods", json::array());
     int64_t p = 38, s = 0;
@@ -1809,6 +1822,10 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
     std::vector<cp::Expression> args;
     for (const auto& a : body->at("args")) {
       ARROW_ASSIGN_OR_RAISE(auto e, Expr(a, scope));
+      // A bare NULL is an unknown boolean here (NULL OR true is true).
+      if (e.literal() != nullptr && e.literal()->type()->id() == arrow::Type::NA) {
+        e = cp::literal(arrow::MakeNullScalar(arrow::boolean()));
+      }
       args.push_back(e);
     }
     const std::string op = body->value("boolop", "");

@@ -524,6 +524,9 @@ ORACLE = [
     "else n_regionkey end x from nation) t",
     "select n_regionkey, count(distinct n_nationkey % 3), sum(n_nationkey) from nation "
     "group by rollup(n_regionkey) order by 1 nulls first",
+    # a bare NULL in AND / OR / NOT is an unknown boolean; casts to boolean
+    "select null or true, null and false, not null, cast('true' as boolean), cast(1 as bool), "
+    "cast('f' as boolean), cast(n_nationkey > 3 as int) from nation order by n_nationkey limit 5",
     # CASE: a branch's division only where the branch is taken
     "select sum(case when l_discount > 0 then l_extendedprice / l_discount else 0 end) "
     "from lineitem where l_orderkey < 1000",
