@@ -168,6 +168,68 @@ ac::Declaration Aggregate(ac::Declaration input, const std::vector<std::string>&
       {std::move(input), {"aggregate", ac::AggregateNodeOptions(aggregates, keys)}});
 }
 
+// `table`'s columns cast to `schema`'s types (a scan's dictionaries to their values, as the plan
+// types them), so that batches fit the schema a source node declares.
+arrow::Result<std::shared_ptr<arrow::Table>> Conform(std::shared_ptr<arrow::Table> table,
+                                                     const std::shared_ptr<arrow::Schema>& schema) {
+  if (table->num_columns() != schema->num_fields()) {
+    return arrow::Status::Invalid("internal: ", table->num_columns(),
+                                  " columns where the plan has ", schema->num_fields());
+  }
+  arrow::ChunkedArrayVector columns;
+  for (int i = 0; i < table->num_columns(); ++i) {
+    auto column = table->column(i);
+    if (!column->type()->Equals(*schema->field(i)->type())) {
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum cast, cp::Cast(column, schema->field(i)->type()));
+      column = cast.chunked_array();
+    }
+    columns.push_back(std::move(column));
+  }
+  return arrow::Table::Make(schema, std::move(columns), table->num_rows());
+}
+
+// An operator that needs all of its input first (window functions, a LIMIT below the top):
+// `input` runs when the plan around it asks for the first batch (never while a plan is only
+// built, as for EXPLAIN), then `finish` turns its rows into the node's, typed as `schema`.
+ac::Declaration Materialized(
+    ac::Declaration input, std::shared_ptr<arrow::Schema> schema,
+    std::function<arrow::Result<std::shared_ptr<arrow::Table>>(std::shared_ptr<arrow::Table>)>
+        finish) {
+  struct State {
+    std::optional<ac::Declaration> input;
+    arrow::Future<std::vector<cp::ExecBatch>> batches;
+    size_t next = 0;
+  };
+  auto state = std::make_shared<State>();
+  state->input = std::move(input);
+  auto generator = [state, schema, finish]() -> arrow::Future<std::optional<cp::ExecBatch>> {
+    if (state->input.has_value()) {
+      auto rows = ac::DeclarationToTableAsync(std::move(*state->input));
+      state->input.reset();
+      state->batches = rows.Then([schema, finish](const std::shared_ptr<arrow::Table>& table)
+                                     -> arrow::Result<std::vector<cp::ExecBatch>> {
+        ARROW_ASSIGN_OR_RAISE(auto done, finish(table));
+        ARROW_ASSIGN_OR_RAISE(done, Conform(std::move(done), schema));
+        std::vector<cp::ExecBatch> out;
+        arrow::TableBatchReader reader(*done);
+        std::shared_ptr<arrow::RecordBatch> batch;
+        while (true) {
+          ARROW_RETURN_NOT_OK(reader.ReadNext(&batch));
+          if (batch == nullptr) break;
+          out.emplace_back(*batch);
+        }
+        return out;
+      });
+    }
+    return state->batches.Then(
+        [state](const std::vector<cp::ExecBatch>& batches) -> std::optional<cp::ExecBatch> {
+          if (state->next >= batches.size()) return std::nullopt;
+          return batches[state->next++];
+        });
+  };
+  return ac::Declaration("source", ac::SourceNodeOptions(std::move(schema), std::move(generator)));
+}
+
 ac::JoinType AceroJoinType(JoinType type) {
   switch (type) {
     case JoinType::kInner:
@@ -215,7 +277,19 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
                                   " node reached the executor (a planner pass did not run)");
   }
   if (node.kind == PlanNode::Kind::kScan) return Scan(node);
-  if (node.kind == PlanNode::Kind::kLimit) return ToDeclaration(*node.input, probes, inputs);
+  if (node.kind == PlanNode::Kind::kLimit) {
+    // Below the top of a plan (a subquery's LIMIT): its input's rows, sliced. (Execute slices
+    // the top one itself.)
+    ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*node.input, probes, inputs));
+    ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(node));
+    const int64_t offset = node.offset, count = node.count;
+    return Materialized(std::move(input), std::move(schema),
+                        [offset, count](std::shared_ptr<arrow::Table> rows) {
+                          const int64_t first = std::min(offset, rows->num_rows());
+                          return arrow::Result<std::shared_ptr<arrow::Table>>(
+                              rows->Slice(first, count < 0 ? rows->num_rows() - first : count));
+                        });
+  }
   if (node.kind == PlanNode::Kind::kJoin) {
     ARROW_ASSIGN_OR_RAISE(ac::Declaration probe, ToDeclaration(*node.input, probes, inputs));
     ARROW_ASSIGN_OR_RAISE(ac::Declaration build, ToDeclaration(*node.right, probes, inputs));
@@ -237,11 +311,13 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
     return ac::Declaration("hashjoin", {std::move(probe), std::move(build)}, std::move(options));
   }
   if (node.kind == PlanNode::Kind::kWindow) {
-    // A partition needs all of its rows before any result: the input runs to a table first.
+    // A partition needs all of its rows before any result.
     ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*node.input, probes, inputs));
-    ARROW_ASSIGN_OR_RAISE(auto rows, ac::DeclarationToTable(std::move(input)));
-    ARROW_ASSIGN_OR_RAISE(auto table, ComputeWindows(rows, node.windows));
-    return ac::Declaration("table_source", ac::TableSourceNodeOptions(std::move(table)));
+    ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(node));
+    return Materialized(std::move(input), std::move(schema),
+                        [windows = node.windows](std::shared_ptr<arrow::Table> rows) {
+                          return ComputeWindows(rows, windows);
+                        });
   }
   if (node.kind == PlanNode::Kind::kUnion) {
     // Acero's union wants one schema: each side is renamed to the union's names, and cast to
@@ -321,7 +397,9 @@ arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
                                                      const std::vector<std::string>& names,
                                                      OperatorProbes* probes,
                                                      const NodeInputs* inputs) {
-  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(plan, probes, inputs));
+  // The top LIMIT slices the finished rows here (keeping ORDER BY's order).
+  const PlanNode& body = plan.kind == PlanNode::Kind::kLimit ? *plan.input : plan;
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(body, probes, inputs));
   const auto start = std::chrono::steady_clock::now();
   if (probes != nullptr) {
     for (auto& [node, stats] : *probes) stats->start = start;

@@ -429,7 +429,6 @@ arrow::Status DecodeWindow(const json& v, PlanNode* n) {
     ARROW_ASSIGN_OR_RAISE(n->offset, Int(v, "offset"));
     ARROW_ASSIGN_OR_RAISE(n->count, Int(v, "count"));
     if (n->offset < 0 || n->count < -1) return arrow::Status::Invalid("plan: negative limit");
-    if (depth != 0) return arrow::Status::Invalid("plan: a limit only at the top of a plan");
   } else if (kind == "join") {
     n->kind = PlanNode::Kind::kJoin;
     *children = 2;

@@ -2511,8 +2511,10 @@ arrow::Result<std::unique_ptr<PlanNode>> Binder::OrderAndLimit(
     const json& select, std::unique_ptr<PlanNode> plan, const std::vector<std::string>& names,
     const std::vector<std::string>& out_ids, bool top, Scope out_scope, PlanNode* main,
     const char* refusal) {
-  // ORDER BY output names, positions or expressions; only where the order is observable.
-  if (select.contains("sortClause") && top) {
+  // ORDER BY output names, positions or expressions; only where the order is observable: at the
+  // top, or below a LIMIT.
+  const bool limited = select.contains("limitCount") || select.contains("limitOffset");
+  if (select.contains("sortClause") && (top || limited)) {
     std::vector<cp::Expression> hidden;
     std::vector<std::string> hidden_ids;
     std::vector<std::pair<std::string, std::string>> nulls_first_keys;  // is_valid id, key id
@@ -2588,8 +2590,11 @@ arrow::Result<std::unique_ptr<PlanNode>> Binder::OrderAndLimit(
     sort->input = std::move(plan);
     plan = std::move(sort);
   }
-  if (select.contains("limitCount") || select.contains("limitOffset")) {
-    if (!top) return Unsupported(select, "LIMIT/OFFSET in a subquery");
+  if (limited) {
+    if (outer_refs_ > 0) {
+      // Per outer row, which no join of the decorrelated subquery can say.
+      return Unsupported(select, "LIMIT/OFFSET in a correlated subquery");
+    }
     auto limit = std::make_unique<PlanNode>();
     limit->kind = PlanNode::Kind::kLimit;
     auto number = [&](const char* key, int64_t* out) -> arrow::Status {
