@@ -91,7 +91,7 @@ void FrameOf(const WindowFrame& f, const Layout& l, int64_t i, int64_t* lo, int6
   const int64_t pe = l.part_end[static_cast<size_t>(i)];
   const bool rows = f.unit == WindowFrame::Unit::kRows;
   // Offsets saturate at the partition's ends (an offset may be as large as int64 allows).
-  auto back = [&](int64_t off) { return off >= i - pb ? pb - 1 : i - off; };
+  auto back = [&](int64_t off) { return off > i - pb ? pb - 1 : i - off; };
   auto ahead = [&](int64_t off) { return off >= pe - i ? pe : i + off; };
   switch (f.start) {
     case B::kUnboundedPreceding:

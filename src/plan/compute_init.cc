@@ -7,7 +7,22 @@
 #include <algorithm>
 #include <mutex>
 
+#include "sluice/schemas/codec.hpp"
+
 namespace sluice::plan {
+
+int64_t DaysPlusMonths(int64_t days, int64_t months) {
+  int64_t y;
+  unsigned m, d;
+  schemas::internal::CivilFromDays(days, &y, &m, &d);
+  const int64_t total = y * 12 + (m - 1) + months;
+  const int64_t ny = total >= 0 ? total / 12 : (total - 11) / 12;
+  const auto nm = static_cast<unsigned>(total - ny * 12 + 1);
+  static const unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0;
+  const unsigned last = kDays[nm - 1] + (nm == 2 && leap ? 1 : 0);
+  return schemas::internal::DaysFromCivil(ny, nm, std::min(d, last));
+}
 
 namespace {
 
@@ -47,28 +62,6 @@ arrow::Status AtMostOneRow(cp::KernelContext*, const cp::ExecSpan& batch, cp::Ex
   return arrow::Status::OK();
 }
 
-// Days since 1970-01-01 to and from (year, month, day): Howard Hinnant's civil algorithms.
-int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-void CivilFromDays(int64_t z, int64_t* y, int64_t* m, int64_t* d) {
-  z += 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const int64_t doe = z - era * 146097;
-  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const int64_t mp = (5 * doy + 2) / 153;
-  *d = doy - (153 * mp + 2) / 5 + 1;
-  *m = mp < 10 ? mp + 3 : mp - 9;
-  *y = yoe + era * 400 + (*m <= 2);
-}
-
 // add_months(date, n): PostgreSQL's date + interval 'n months': the same day n months on, or the
 // month's last day where it has fewer days.
 arrow::Status AddMonths(cp::KernelContext*, const cp::ExecSpan& batch, cp::ExecResult* out) {
@@ -83,19 +76,11 @@ arrow::Status AddMonths(cp::KernelContext*, const cp::ExecSpan& batch, cp::ExecR
                                 : batch[1].array.GetValues<int64_t>(1)[i];
   };
   for (int64_t i = 0; i < result->length; ++i) {
-    int64_t y, m, d;
-    CivilFromDays(date_at(i), &y, &m, &d);
     const int64_t n = months_at(i);
     if (n > 12 * 100000 || n < -12 * 100000) {
       return arrow::Status::Invalid("date out of range: ", n, " months");
     }
-    const int64_t total = y * 12 + (m - 1) + n;
-    const int64_t ny = total >= 0 ? total / 12 : (total - 11) / 12;
-    const int64_t nm = total - ny * 12 + 1;
-    static const int64_t kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    const bool leap = (ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0;
-    const int64_t last = kDays[nm - 1] + (nm == 2 && leap ? 1 : 0);
-    days[i] = static_cast<int32_t>(DaysFromCivil(ny, nm, std::min(d, last)));
+    days[i] = static_cast<int32_t>(DaysPlusMonths(date_at(i), n));
   }
   return arrow::Status::OK();
 }

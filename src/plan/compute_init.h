@@ -5,6 +5,8 @@
 
 #include <arrow/status.h>
 
+#include <cstdint>
+
 namespace sluice::plan {
 
 /// Registers Arrow's compute kernels once per process, and sluice's own functions beside them
@@ -14,6 +16,10 @@ arrow::Status EnsureComputeInitialized();
 /// at_most_one_row(count int64, where utf8) -> true, or the error "more than one row returned
 /// by a subquery used as an expression (where)": SQL's check on a scalar subquery's rows.
 inline constexpr const char* kAtMostOneRowFunction = "sluice_at_most_one_row";
+
+/// Days since 1970-01-01 moved by `months` calendar months: the same day of the month, or the
+/// month's last day where it has fewer (PostgreSQL's date + interval 'n months').
+int64_t DaysPlusMonths(int64_t days, int64_t months);
 
 /// add_months(date date32, months int64) -> date32: PostgreSQL's date + interval 'n months'
 /// (the month's last day where it has fewer days).

@@ -77,16 +77,8 @@ using schemas::internal::CivilFromDays;
 using schemas::internal::DaysFromCivil;
 
 int32_t AddInterval(int32_t date, const Interval& iv, int sign) {
-  int64_t y;
-  unsigned m, d;
-  CivilFromDays(date, &y, &m, &d);
-  int64_t months = y * 12 + (m - 1) + sign * iv.months;
-  y = months >= 0 ? months / 12 : (months - 11) / 12;
-  m = static_cast<unsigned>(months - y * 12 + 1);
-  static const unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  const unsigned last = kDays[m - 1] + (m == 2 && leap ? 1 : 0);
-  return static_cast<int32_t>(DaysFromCivil(y, m, std::min(d, last)) + sign * iv.days);
+  return static_cast<int32_t>(plan::DaysPlusMonths(date, int64_t{sign} * iv.months) +
+                              sign * iv.days);
 }
 
 // A parse tree without its "location" fields: two spellings of one expression compare equal.
@@ -284,7 +276,7 @@ class Binder {
 
   // WHERE
   arrow::Status BindWhereCondition(const json& node, std::vector<cp::Expression>* local);
-  arrow::Status BindExists(const json& sublink, bool negated);
+  arrow::Status BindExists(const json& sublink, bool negated, std::vector<cp::Expression>* local);
   arrow::Status BindIn(const json& sublink, bool negated);
   arrow::Result<cp::Expression> ScalarSubquery(const json& sublink, Scope scope);
   // EXISTS or IN inside an expression (under OR, in the select list): counts of the subquery's
@@ -909,9 +901,11 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     // PostgreSQL rounds a numeric or float to an integer (half away from zero); Arrow's safe
     // cast refuses the fraction instead.
     auto typed = arg.Bind(*SchemaFor(scope));
-    if (typed.ok() &&
-        (arrow::is_decimal(typed->type()->id()) || arrow::is_floating(typed->type()->id()))) {
+    // (a numeric half away from zero, a double half to even: rint).
+    if (typed.ok() && arrow::is_decimal(typed->type()->id())) {
       arg = cp::call("round", {arg}, cp::RoundOptions(0, cp::RoundMode::HALF_TOWARDS_INFINITY));
+    } else if (typed.ok() && arrow::is_floating(typed->type()->id())) {
+      arg = cp::call("round", {arg}, cp::RoundOptions(0, cp::RoundMode::HALF_TO_EVEN));
     }
   }
   return cp::call("cast", {arg}, cp::CastOptions::Safe(to));
@@ -1082,6 +1076,9 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     ARROW_ASSIGN_OR_RAISE(auto x, Expr(e.at("lexpr"), scope));
     ARROW_ASSIGN_OR_RAISE(auto pattern, Expr(e.at("rexpr"), scope));
     if (pattern.literal() == nullptr) return Unsupported(e, "LIKE with a non-constant pattern");
+    if (!pattern.literal()->scalar()->is_valid) {
+      return cp::literal(arrow::MakeNullScalar(arrow::boolean()));  // x LIKE NULL is NULL
+    }
     auto like = cp::call("match_like", {x},
                          cp::MatchSubstringOptions(pattern.literal()->scalar()->ToString(),
                                                    /*ignore_case=*/kind == "AEXPR_ILIKE"));
@@ -1104,6 +1101,14 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
         constant = false;
       } else {
         values.push_back(v.literal()->scalar());
+      }
+    }
+    // Values of more than one type (1, 2.5) compare as equalities, each in its common type.
+    for (const auto& v : values) {
+      if (v->type->id() != arrow::Type::NA && !values.empty() &&
+          !v->type->Equals(*values.front()->type) &&
+          values.front()->type->id() != arrow::Type::NA) {
+        constant = false;
       }
     }
     if (!constant) {
@@ -1884,6 +1889,21 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
       args.push_back(std::move(x));
     }
     UnifyBranches(&args, scope);
+    // Arrow's element-wise min and max want one type: each argument cast to the common one.
+    const auto schema = SchemaFor(scope);
+    std::shared_ptr<arrow::DataType> common = arrow::null();
+    for (const auto& a : args) {
+      ARROW_ASSIGN_OR_RAISE(auto typed, a.Bind(*schema));
+      auto t = CommonType(common, typed.type()->GetSharedPtr());
+      if (!t.ok()) return Error(*body, std::string("GREATEST/LEAST ") + t.status().message());
+      common = *t;
+    }
+    for (auto& a : args) {
+      ARROW_ASSIGN_OR_RAISE(auto typed, a.Bind(*schema));
+      if (!typed.type()->Equals(*common)) {
+        a = cp::call("cast", {a}, cp::CastOptions::Safe(common));
+      }
+    }
     return cp::call(
         body->value("op", "") == "IS_GREATEST" ? "max_element_wise" : "min_element_wise",
         std::move(args), cp::ElementWiseAggregateOptions(/*skip_nulls=*/true));
@@ -2227,7 +2247,7 @@ arrow::Status Binder::BindWhereCondition(const json& node, std::vector<cp::Expre
   }
   if (kind == "SubLink") {
     const std::string type = body->value("subLinkType", "");
-    if (type == "EXISTS_SUBLINK") return BindExists(*body, negated);
+    if (type == "EXISTS_SUBLINK") return BindExists(*body, negated, local);
     if (type == "ANY_SUBLINK") return BindIn(*body, negated);
   }
   const int refs = outer_refs_;
@@ -2255,7 +2275,8 @@ arrow::Status Binder::BindWhereCondition(const json& node, std::vector<cp::Expre
   return arrow::Status::OK();
 }
 
-arrow::Status Binder::BindExists(const json& link, bool negated) {
+arrow::Status Binder::BindExists(const json& link, bool negated,
+                                 std::vector<cp::Expression>* local) {
   Binder child(ctx_, this, this);
   ARROW_ASSIGN_OR_RAISE(Relation r,
                         child.Bind(link.at("subselect").at("SelectStmt"), Purpose::kExists));
@@ -2263,6 +2284,12 @@ arrow::Status Binder::BindExists(const json& link, bool negated) {
   // hash join to run.
   const std::set<std::string> inner = child.OwnColumns();
   const auto& correlated = child.correlated();
+  if (correlated.empty()) {
+    // Uncorrelated: one count for the whole query, a condition like any other.
+    ARROW_ASSIGN_OR_RAISE(auto exists, SubqueryTest(link, Scope::kRow));
+    local->push_back(negated ? cp::not_(exists) : exists);
+    return arrow::Status::OK();
+  }
   if (std::none_of(correlated.begin(), correlated.end(), [&](const cp::Expression& c) {
         return InnerOuterEquality(c, inner).has_value();
       })) {
@@ -3030,6 +3057,16 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
   cp::Expression having = cp::literal(true);
   if (select.contains("havingClause")) {
     ARROW_ASSIGN_OR_RAISE(having, Expr(select.at("havingClause"), Scope::kAggregated));
+  }
+  // An aggregate only ORDER BY names (ORDER BY sum(x)) joins the aggregate step now, before it
+  // is planned; OrderAndLimit binds the same expression again and finds it.
+  if (aggregated && select.contains("sortClause") &&
+      (top || select.contains("limitCount") || select.contains("limitOffset"))) {
+    for (const auto& s : select.at("sortClause")) {
+      const json& node = s.at("SortBy").at("node");
+      if (!ContainsAggregate(json::array({node}))) continue;
+      ARROW_RETURN_NOT_OK(Expr(node, Scope::kAggregated).status());
+    }
   }
   if (outer_refs_ != correlated_refs_) {
     return Unsupported(select, "a correlated reference outside the subquery's WHERE clause");
