@@ -11,9 +11,11 @@ reported here, never asserted by tests.
 from __future__ import annotations
 
 import os
+import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +36,11 @@ class Workload:
     # A workload measuring each engine's start-up alone: the report subtracts its median per
     # engine ("net"), since a process start (Python and imports for some peers) can dominate.
     startup: str | None = None
+    # Limits on one run (seconds; resident MiB of the whole process group): past either, the
+    # run is killed and the engine is reported as failed, so one runaway plan cannot hold the
+    # bench (or the machine's memory) for good.
+    timeout: float | None = None
+    max_rss_mib: float | None = None
 
 
 @dataclass
@@ -49,19 +56,72 @@ class Measurement:
         return statistics.median(self.seconds) if self.seconds else float("nan")
 
 
-def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Runs argv, returns (wall seconds, peak RSS MiB); raises on a non-zero exit."""
+def run_once(argv: list[str], env: dict[str, str], timeout: float | None = None,
+             max_rss_mib: float | None = None) -> tuple[float, float]:
+    """Runs argv, returns (wall seconds, peak RSS MiB); raises on a non-zero exit, or when the
+    run passes `timeout` or `max_rss_mib` (then its whole process group is killed)."""
     full_env = dict(os.environ)
     full_env.update(env)
+    guarded = timeout is not None or max_rss_mib is not None
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=full_env)
-    _, status, usage = os.wait4(proc.pid, 0)
+    # Its own process group when guarded: a launcher's engine child is killed with it.
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=full_env,
+                            process_group=0 if guarded else None)
+    done, killed = threading.Event(), []
+    if guarded:
+        threading.Thread(target=_guard, args=(proc.pid, start, timeout, max_rss_mib, done, killed),
+                         daemon=True).start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except BaseException:  # Ctrl-C: the child is in its own group, so it did not get the signal
+        if guarded:
+            _kill_group(proc.pid)
+        raise
+    finally:
+        done.set()
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if killed:
+        raise RuntimeError(f"{argv[0]} killed: {killed[0]}")
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[0]} exited {proc.returncode}: {stderr.strip()[-500:]}")
     return elapsed, usage.ru_maxrss / 1024.0
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _group_rss_mib(pgid: int) -> float:
+    """Resident MiB of every process in the group (the launcher and the engine it started)."""
+    total = 0
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid:  # fields after the command: state, ppid, pgrp, ... rss (22)
+            total += int(fields[21])
+    return total * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _guard(pgid, start, timeout, max_rss_mib, done, killed):
+    # Polled twice a second: a /proc scan costs about a millisecond, next to nothing in the run.
+    while not done.wait(0.5):
+        if timeout is not None and time.perf_counter() - start > timeout:
+            killed.append(f"timed out after {timeout:g} s")
+        elif max_rss_mib is not None and (rss := _group_rss_mib(pgid)) > max_rss_mib:
+            killed.append(f"over {max_rss_mib:g} MiB resident ({rss:.0f} MiB)")
+        if killed:
+            _kill_group(pgid)
+            return
 
 
 def measure(workload: Workload) -> list[Measurement]:
@@ -69,10 +129,11 @@ def measure(workload: Workload) -> list[Measurement]:
     for engine, argv in workload.commands.items():
         print(f"  {workload.name} / {engine} ...", file=sys.stderr, flush=True)
         try:
-            run_once(argv, workload.env)  # warm-up: page cache, imports
+            limits = (workload.timeout, workload.max_rss_mib)
+            run_once(argv, workload.env, *limits)  # warm-up: page cache, imports
             times, peak = [], 0.0
             for _ in range(workload.repeat):
-                t, rss = run_once(argv, workload.env)
+                t, rss = run_once(argv, workload.env, *limits)
                 times.append(t)
                 peak = max(peak, rss)
             results.append(Measurement(workload.name, engine, times, peak))
@@ -129,7 +190,9 @@ def chart(workloads: list[Workload], results: list[Measurement], path: Path) -> 
     engines = sorted({r.engine for r in results}, key=lambda e: (e != "sluice", e))
     names = [w.name for w in workloads]
     width = 0.8 / max(1, len(engines))
-    fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(names) * len(engines) / 2), 4))
+    # Capped: matplotlib refuses an image 2^16 pixels wide, which every workload with TPC-DS's
+    # 104 would pass.
+    fig, ax = plt.subplots(figsize=(min(300, max(6, 1.5 * len(names) * len(engines) / 2)), 4))
     for i, engine in enumerate(engines):
         values = []
         for w in workloads:

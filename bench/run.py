@@ -1,5 +1,5 @@
 """`make bench`: generates benchmark data (never committed) and runs every workload against its
-peers in one run. Later issues add workloads (pipeline throughput, TPC-H) here.
+peers in one run. Later issues add workloads (pipeline throughput, TPC-H, TPC-DS) here.
 
 Output: bench/out/report.md and bench/out/ratios.png.
 """
@@ -35,10 +35,13 @@ def make_blob(path: Path, size: int) -> Path:
 
 def selector(only: str):
     """BENCH_ONLY: a workload's exact name selects that workload alone (tpch-sf1-q1, not q10-q19
-    too), anything else every workload whose name contains it (tpch: all of TPC-H)."""
+    too), anything else every workload whose name contains it (tpch: all of TPC-H; tpcds: all
+    of TPC-DS, whose names never contain "tpch")."""
+    import tpcds
     import tpch
 
-    names = ["tpch-startup", *[query_name(n) for n in tpch.SUPPORTED], "pipeline", "blake3-512MiB"]
+    names = ["tpch-startup", *[query_name(n) for n in tpch.SUPPORTED], "pipeline", "blake3-512MiB",
+             "tpcds-startup", *[tpcds.workload_name(n) for n in tpcds.NAMES]]
     if only in names:
         return lambda name: name == only
     return lambda name: only in name
@@ -54,6 +57,7 @@ def workloads(keep):
     """The workloads whose names `keep` accepts, each group's data prepared only when one of
     its workloads runs. A query's start-up workload runs whenever the query does."""
     import pipeline
+    import tpcds
     import tpch
 
     selected = []
@@ -98,6 +102,18 @@ def workloads(keep):
                 ],
             },
         ))
+    # TPC-DS last, so that everything before it runs as it did. Its start-up workload is query 0
+    # in each launcher, as for TPC-H.
+    limits = dict(timeout=tpcds.TIMEOUT, max_rss_mib=tpcds.MAX_RSS_MIB)
+    queries = [
+        Workload(name=tpcds.workload_name(n), commands=tpcds.commands(n), startup="tpcds-startup",
+                 **limits)
+        for n in tpcds.NAMES if keep(tpcds.workload_name(n))
+    ]
+    if queries or keep("tpcds-startup"):
+        tpcds.prepare()
+        selected += [Workload(name="tpcds-startup", commands=tpcds.commands("q0"), **limits),
+                     *queries]
     return selected
 
 
@@ -202,19 +218,22 @@ def abi_overhead() -> str:
 
 
 def main():
-    # BENCH_ONLY=tpch (a substring of workload names) runs just those workloads; an exact name
-    # (tpch-sf1-q1) runs that one alone.
+    # BENCH_ONLY=tpch or tpcds (a substring of workload names) runs just those workloads; an
+    # exact name (tpch-sf1-q1, tpcds-sf1-q01) runs that one alone.
+    import tpcds
+
     only = os.environ.get("BENCH_ONLY", "")
     selected = workloads(selector(only))
     notes = (
         f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}. "
         "Median of 3 runs after one warm-up; peak MiB is the process's max RSS. Every TPC-H "
-        "command is a Python launcher (bench/tpch.py) that runs the engine; 'net' subtracts "
-        "each engine's tpch-startup median (launcher, process start, imports, catalog). "
-        "sluice-w2 is sluice with `--workers 2` (distributed), sluice the default (in-process)."
+        "and TPC-DS command is a Python launcher (bench/tpch.py, bench/tpcds.py) that runs the "
+        "engine; 'net' subtracts each engine's tpch-startup or tpcds-startup median (launcher, "
+        "process start, imports, catalog). sluice-w2 is sluice with `--workers 2` "
+        "(distributed), sluice the default (in-process)."
     )
     md = report(selected, OUT, "sluice benchmarks", notes,
-                lambda results: distributed(selected, results))
+                lambda results: distributed(selected, results) + tpcds.section(results))
     if not only:
         md.write_text(md.read_text() + "\n" + abi_overhead())
     print(md.read_text())
