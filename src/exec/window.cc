@@ -93,40 +93,26 @@ void FrameOf(const WindowFrame& f, const Layout& l, int64_t i, int64_t* lo, int6
   // Offsets saturate at the partition's ends (an offset may be as large as int64 allows).
   auto back = [&](int64_t off) { return off > i - pb ? pb - 1 : i - off; };
   auto ahead = [&](int64_t off) { return off >= pe - i ? pe : i + off; };
-  switch (f.start) {
-    case B::kUnboundedPreceding:
-      *lo = pb;
-      break;
-    case B::kPreceding:
-      *lo = back(f.start_offset);
-      break;
-    case B::kCurrentRow:
-      *lo = rows ? i : l.peer_begin[static_cast<size_t>(i)];
-      break;
-    case B::kFollowing:
-      *lo = ahead(f.start_offset);
-      break;
-    case B::kUnboundedFollowing:
-      *lo = pe;
-      break;
-  }
-  switch (f.end) {
-    case B::kUnboundedPreceding:
-      *hi = pb - 1;
-      break;
-    case B::kPreceding:
-      *hi = back(f.end_offset);
-      break;
-    case B::kCurrentRow:
-      *hi = rows ? i : l.peer_end[static_cast<size_t>(i)] - 1;
-      break;
-    case B::kFollowing:
-      *hi = ahead(f.end_offset);
-      break;
-    case B::kUnboundedFollowing:
-      *hi = pe - 1;
-      break;
-  }
+  // Where a bound falls: for the frame's start the first row in, for its end the last.
+  auto at = [&](B bound, int64_t off, bool start) -> int64_t {
+    switch (bound) {
+      case B::kUnboundedPreceding:
+        return start ? pb : pb - 1;
+      case B::kPreceding:
+        return back(off);
+      case B::kCurrentRow:
+        if (rows) return i;
+        return start ? l.peer_begin[static_cast<size_t>(i)]
+                     : l.peer_end[static_cast<size_t>(i)] - 1;
+      case B::kFollowing:
+        return ahead(off);
+      case B::kUnboundedFollowing:
+        return start ? pe : pe - 1;
+    }
+    return pe;
+  };
+  *lo = at(f.start, f.start_offset, true);
+  *hi = at(f.end, f.end_offset, false);
   *lo = std::max(*lo, pb);
   *hi = std::min(*hi, pe - 1);
 }
@@ -463,20 +449,7 @@ arrow::Result<std::shared_ptr<arrow::Table>> ComputeWindows(
         batch->SetColumn(c, batch->schema()->field(c)->WithType(plain.type()), plain.make_array()));
   }
   // The output types as the plan derives them.
-  arrow::FieldVector fields = batch->schema()->fields();
-  for (const auto& w : calls) {
-    std::shared_ptr<arrow::DataType> value;
-    if (!w.arguments.empty()) {
-      auto column = batch->GetColumnByName(w.arguments[0]);
-      if (column == nullptr) {
-        return arrow::Status::Invalid("internal: window argument ", w.arguments[0]);
-      }
-      value = column->type();
-    }
-    ARROW_ASSIGN_OR_RAISE(auto type, plan::WindowOutputType(w, value));
-    fields.push_back(arrow::field(w.output, type));
-  }
-  const auto out_schema = arrow::schema(fields);
+  ARROW_ASSIGN_OR_RAISE(const auto out_schema, plan::WindowSchema(*batch->schema(), calls));
   std::map<std::string, ArrayPtr> results;
   std::vector<bool> done(calls.size(), false);
   for (size_t i = 0; i < calls.size(); ++i) {

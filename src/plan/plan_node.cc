@@ -209,6 +209,22 @@ arrow::Result<std::shared_ptr<arrow::DataType>> WindowOutputType(
   return value;  // lag, lead, first_value, last_value, nth_value, min, max
 }
 
+arrow::Result<std::shared_ptr<arrow::Schema>> WindowSchema(const arrow::Schema& in,
+                                                           const std::vector<WindowCall>& calls) {
+  arrow::FieldVector fields = in.fields();
+  for (const auto& w : calls) {
+    std::shared_ptr<arrow::DataType> value;
+    if (!w.arguments.empty()) {
+      auto f = in.GetFieldByName(w.arguments[0]);
+      if (f == nullptr) return arrow::Status::Invalid("internal: window argument ", w.arguments[0]);
+      value = f->type();
+    }
+    ARROW_ASSIGN_OR_RAISE(auto type, WindowOutputType(w, value));
+    fields.push_back(arrow::field(w.output, type));
+  }
+  return arrow::schema(fields);
+}
+
 arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
     const PlanNode& node, const std::shared_ptr<arrow::Schema>& in,
     const std::shared_ptr<arrow::Schema>& right) {
@@ -282,22 +298,8 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
       return node.exchange.schema != nullptr ? node.exchange.schema : in;
     case PlanNode::Kind::kJoinSet:
       return arrow::Status::Invalid("internal: a join set's schema is its items' (OutputSchema)");
-    case PlanNode::Kind::kWindow: {
-      arrow::FieldVector fields = in->fields();
-      for (const auto& w : node.windows) {
-        std::shared_ptr<arrow::DataType> value;
-        if (!w.arguments.empty()) {
-          auto f = in->GetFieldByName(w.arguments[0]);
-          if (f == nullptr) {
-            return arrow::Status::Invalid("internal: window argument ", w.arguments[0]);
-          }
-          value = f->type();
-        }
-        ARROW_ASSIGN_OR_RAISE(auto type, WindowOutputType(w, value));
-        fields.push_back(arrow::field(w.output, type));
-      }
-      return arrow::schema(fields);
-    }
+    case PlanNode::Kind::kWindow:
+      return WindowSchema(*in, node.windows);
     case PlanNode::Kind::kUnion: {
       if (in->num_fields() != static_cast<int>(node.names.size()) ||
           right->num_fields() != static_cast<int>(node.names.size())) {

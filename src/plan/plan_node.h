@@ -315,6 +315,10 @@ arrow::Result<std::shared_ptr<arrow::DataType>> AggregateOutputType(
 arrow::Result<std::shared_ptr<arrow::DataType>> WindowOutputType(
     const WindowCall& call, const std::shared_ptr<arrow::DataType>& value);
 
+/// `in` with one more column per window function (the kWindow node's schema).
+arrow::Result<std::shared_ptr<arrow::Schema>> WindowSchema(const arrow::Schema& in,
+                                                           const std::vector<WindowCall>& calls);
+
 /// The schema a plan produces, derived without running it: expression types are bound against
 /// each operator's input, aggregate types resolved through Arrow's function registry.
 arrow::Result<std::shared_ptr<arrow::Schema>> OutputSchema(const PlanNode& node);

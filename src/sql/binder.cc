@@ -1329,27 +1329,29 @@ arrow::Result<plan::WindowFrame> Binder::Frame(const json& over) {
   }
   if (options & kEndUnboundedPreceding)
     return Error(over, "frame end cannot be UNBOUNDED PRECEDING");
-  if (options & kStartUnboundedPreceding) frame.start = B::kUnboundedPreceding;
-  if (options & kStartCurrentRow) frame.start = B::kCurrentRow;
-  if (options & kStartPreceding) {
-    frame.start = B::kPreceding;
-    ARROW_ASSIGN_OR_RAISE(frame.start_offset, offset("startOffset", "starting"));
+  // A bound from its bits: unbounded, current row, or n preceding / following.
+  auto bound = [&](int64_t unbounded, B unbounded_bound, int64_t current, int64_t preceding,
+                   int64_t following, const char* key, const char* which, B* out,
+                   int64_t* off) -> arrow::Status {
+    *out = B::kCurrentRow;
+    if (options & unbounded) *out = unbounded_bound;
+    if (options & current) *out = B::kCurrentRow;
+    if (options & (preceding | following)) {
+      *out = (options & preceding) ? B::kPreceding : B::kFollowing;
+      ARROW_ASSIGN_OR_RAISE(*off, offset(key, which));
+    }
+    return arrow::Status::OK();
+  };
+  ARROW_RETURN_NOT_OK(bound(kStartUnboundedPreceding, B::kUnboundedPreceding, kStartCurrentRow,
+                            kStartPreceding, kStartFollowing, "startOffset", "starting",
+                            &frame.start, &frame.start_offset));
+  if (!(options &
+        (kStartUnboundedPreceding | kStartCurrentRow | kStartPreceding | kStartFollowing))) {
+    frame.start = B::kUnboundedPreceding;
   }
-  if (options & kStartFollowing) {
-    frame.start = B::kFollowing;
-    ARROW_ASSIGN_OR_RAISE(frame.start_offset, offset("startOffset", "starting"));
-  }
-  frame.end = B::kCurrentRow;
-  if (options & kEndCurrentRow) frame.end = B::kCurrentRow;
-  if (options & kEndUnboundedFollowing) frame.end = B::kUnboundedFollowing;
-  if (options & kEndPreceding) {
-    frame.end = B::kPreceding;
-    ARROW_ASSIGN_OR_RAISE(frame.end_offset, offset("endOffset", "ending"));
-  }
-  if (options & kEndFollowing) {
-    frame.end = B::kFollowing;
-    ARROW_ASSIGN_OR_RAISE(frame.end_offset, offset("endOffset", "ending"));
-  }
+  ARROW_RETURN_NOT_OK(bound(kEndUnboundedFollowing, B::kUnboundedFollowing, kEndCurrentRow,
+                            kEndPreceding, kEndFollowing, "endOffset", "ending", &frame.end,
+                            &frame.end_offset));
   if (frame.unit == plan::WindowFrame::Unit::kRange &&
       (options & (kStartPreceding | kStartFollowing | kEndPreceding | kEndFollowing))) {
     return Unsupported(over, "RANGE with an offset in a window frame (ROWS is)");
