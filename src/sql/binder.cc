@@ -987,6 +987,21 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
         }
       }
     }
+    {
+      // An integer beside a double is a double before Arrow sees them: folding a double literal
+      // with an integer literal picked float32 (CAST(1 AS float8) / 3 gave 0.33333334).
+      const auto schema = SchemaFor(scope);
+      auto lt = l.Bind(*schema);
+      auto rt = r.Bind(*schema);
+      if (lt.ok() && rt.ok()) {
+        const auto lid = lt->type()->id(), rid = rt->type()->id();
+        auto to_double = [](const cp::Expression& x) {
+          return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
+        };
+        if (arrow::is_floating(lid) && arrow::is_integer(rid)) r = to_double(r);
+        if (arrow::is_integer(lid) && arrow::is_floating(rid)) l = to_double(l);
+      }
+    }
     if (scope == Scope::kRow || in_aggregate_) {
       l = NarrowIntegerLiteral(l, r, RowSchema());
       r = NarrowIntegerLiteral(r, l, RowSchema());

@@ -549,6 +549,8 @@ ORACLE = [
     "select greatest(n_nationkey, 1.5), least(1.25, n_regionkey, 0.5::float8), "
     "n_nationkey in (1, 2.5, null) from nation order by n_nationkey limit 4",
     "select cast(n_nationkey + 0.5::float8 as int) from nation order by n_nationkey limit 6",
+    # a double literal with an integer literal stays a double
+    "select 1e0 / 3, cast(1 as float8) / 3, 3 * 1.5e0",
     # CASE: a branch's division only where the branch is taken
     "select sum(case when l_discount > 0 then l_extendedprice / l_discount else 0 end) "
     "from lineitem where l_orderkey < 1000",
