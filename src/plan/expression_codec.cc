@@ -72,6 +72,10 @@ arrow::Result<json> EncodeOptions(const cp::FunctionOptions& options) {
                 {"null_handling", static_cast<int>(o.null_handling)},
                 {"null_replacement", o.null_replacement}};
   }
+  if (type == "SplitPatternOptions") {
+    const auto& o = static_cast<const cp::SplitPatternOptions&>(options);
+    return json{{"kind", "split_pattern"}, {"pattern", o.pattern}, {"max_splits", o.max_splits}};
+  }
   if (type == "TrimOptions") {
     const auto& o = static_cast<const cp::TrimOptions&>(options);
     return json{{"kind", "trim"}, {"characters", o.characters}};
@@ -163,6 +167,12 @@ arrow::Result<std::shared_ptr<cp::FunctionOptions>> DecodeOptions(const json& v)
     }
     return std::make_shared<cp::JoinOptions>(
         static_cast<cp::JoinOptions::NullHandlingBehavior>(handling), replacement);
+  }
+  if (kind == "split_pattern") {
+    ARROW_ASSIGN_OR_RAISE(std::string pattern, Text(v, "pattern"));
+    ARROW_ASSIGN_OR_RAISE(int64_t max_splits, Int(v, "max_splits"));
+    if (pattern.empty()) return arrow::Status::Invalid("plan: an empty split pattern");
+    return std::make_shared<cp::SplitPatternOptions>(pattern, max_splits);
   }
   if (kind == "trim") {
     ARROW_ASSIGN_OR_RAISE(std::string characters, Text(v, "characters"));

@@ -450,6 +450,51 @@ class Binder {
     return DateFromText(literal.literal()->scalar()->ToString(), node);
   }
 
+  // A string literal next to a number is that number, as PostgreSQL reads an untyped literal
+  // (k = '1'); one that is no number of that type is that error, not a kernel's.
+  arrow::Result<cp::Expression> NumberLiteral(const cp::Expression& literal,
+                                              const cp::Expression& other,
+                                              const arrow::Schema& schema, const json& node) {
+    if (literal.literal() == nullptr || literal.literal()->type()->id() != arrow::Type::STRING ||
+        !literal.literal()->scalar()->is_valid) {
+      return literal;
+    }
+    auto bound = other.Bind(schema);
+    if (!bound.ok()) return literal;
+    const auto type = bound->type()->GetSharedPtr();
+    if (!arrow::is_integer(type->id()) && !arrow::is_decimal(type->id()) &&
+        !arrow::is_floating(type->id())) {
+      return literal;
+    }
+    const std::string text = literal.literal()->scalar()->ToString();
+    arrow::Result<std::shared_ptr<arrow::Scalar>> value = arrow::Status::Invalid("not a number");
+    if (arrow::is_decimal(type->id())) {
+      // A decimal of the literal's own digits, as a numeric constant reads.
+      arrow::Decimal128 d;
+      int32_t precision = 0, scale = 0;
+      if (arrow::Decimal128::FromString(Trim(text), &d, &precision, &scale).ok() &&
+          precision <= 38 && scale >= 0) {
+        value = std::make_shared<arrow::Decimal128Scalar>(
+            d, arrow::decimal128(std::max(precision, scale + 1), scale));
+      }
+    } else {
+      value = arrow::Scalar::Parse(type, Trim(text));
+    }
+    if (!value.ok()) {
+      const std::string name = type->id() == arrow::Type::INT64   ? "bigint"
+                               : type->id() == arrow::Type::INT32 ? "integer"
+                               : type->id() == arrow::Type::INT16 ? "smallint"
+                               : arrow::is_decimal(type->id())    ? "numeric"
+                                                                  : "double precision";
+      return Error(node, "invalid input syntax for type " + name + ": \"" + text + "\"");
+    }
+    return cp::literal(*value);
+  }
+  static std::string Trim(const std::string& s) {
+    const auto b = s.find_first_not_of(' ');
+    return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(' ') - b + 1);
+  }
+
   // A date as PostgreSQL reads 'Y-M-D' (months and days need not have two digits).
   arrow::Result<cp::Expression> DateFromText(const std::string& text, const json& node) const {
     int y, m, d, end = 0;
@@ -959,6 +1004,11 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     static const std::set<std::string> kComparisons = {"=", "<>", "!=", "<", "<=", ">", ">="};
     static const std::set<std::string> kDateOperators = {
         "-", "=", "<>", "!=", "<", "<=", ">", ">="};
+    if (kComparisons.count(op) || op == "+" || op == "-" || op == "*" || op == "/" || op == "%") {
+      const auto schema = SchemaFor(scope);
+      ARROW_ASSIGN_OR_RAISE(l, NumberLiteral(l, r, *schema, e));
+      ARROW_ASSIGN_OR_RAISE(r, NumberLiteral(r, l, *schema, e));
+    }
     if (kDateOperators.count(op)) {
       const auto schema = SchemaFor(scope);
       ARROW_ASSIGN_OR_RAISE(l, DateLiteral(l, r, *schema, e));
@@ -1076,6 +1126,8 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     hi = NarrowIntegerLiteral(hi, x, *schema);
     ARROW_ASSIGN_OR_RAISE(lo, DateLiteral(lo, x, *schema, e));
     ARROW_ASSIGN_OR_RAISE(hi, DateLiteral(hi, x, *schema, e));
+    ARROW_ASSIGN_OR_RAISE(lo, NumberLiteral(lo, x, *schema, e));
+    ARROW_ASSIGN_OR_RAISE(hi, NumberLiteral(hi, x, *schema, e));
     cp::Expression x_lo = x, x_hi = x;
     FitDecimalSum(&x_lo, &lo, *schema, 0);
     FitDecimalSum(&x_hi, &hi, *schema, 0);
@@ -1111,6 +1163,7 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
       ARROW_ASSIGN_OR_RAISE(auto v, Expr(item, scope));
       ARROW_ASSIGN_OR_RAISE(v, FoldConstantSubtrees(v));
       ARROW_ASSIGN_OR_RAISE(v, DateLiteral(v, x, *SchemaFor(scope), item));
+      ARROW_ASSIGN_OR_RAISE(v, NumberLiteral(v, x, *SchemaFor(scope), item));
       expressions.push_back(v);
       if (v.literal() == nullptr) {
         constant = false;
@@ -1543,7 +1596,7 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
                                                "reverse",     "left",
                                                "right",       "concat",
                                                "char_length", "character_length",
-                                               "initcap"};
+                                               "initcap",     "split_part"};
   if (!IsAggregateName(name) && !kKnown.count(name)) {
     // Before its arguments: they would be bound in a scope that may not fit them (a column
     // outside GROUP BY is not what is wrong with string_agg(x, ',')).
@@ -1806,6 +1859,24 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
                                                              {"character_length", "utf8_length"},
                                                              {"initcap", "utf8_title"}};
     return cp::call(kText.at(name), {bound[0]});
+  }
+  if (name == "split_part") {
+    ARROW_RETURN_NOT_OK(arity(3, 3));
+    ARROW_ASSIGN_OR_RAISE(auto delimiter, text(1, "delimiter"));
+    ARROW_ASSIGN_OR_RAISE(int64_t n, integer(2, "field number"));
+    if (n == 0) return Error(call, "field position must not be zero");
+    if (n < 0) return Unsupported(call, "split_part() counting fields from the end");
+    if (delimiter.empty()) return n == 1 ? bound[0] : cp::literal(std::string());
+    if (n > 1000) return Unsupported(call, "split_part() beyond field 1000");
+    // n delimiters appended make field n exist (empty where the text has fewer fields), so that
+    // list_element never reads past a list's end.
+    std::string padding;
+    for (int64_t i = 0; i < n; ++i) padding += delimiter;
+    auto padded =
+        cp::call("binary_join_element_wise", {bound[0], cp::literal(padding), cp::literal("")});
+    return cp::call("list_element",
+                    {cp::call("split_pattern", {padded}, cp::SplitPatternOptions(delimiter)),
+                     cp::literal(n - 1)});
   }
   if (name == "concat") {
     // NULL arguments count as empty text, unlike ||.
