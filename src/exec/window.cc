@@ -48,7 +48,8 @@ arrow::Status MarkChanges(const ArrayPtr& column, const std::string& name,
     return arrow::Status::TypeError("window: cannot compare values of column ", name, " (",
                                     column->type()->ToString(), "): ", differs.status().message());
   }
-  const auto& bits = static_cast<const arrow::BooleanArray&>(*differs->make_array());
+  const auto array = differs->make_array();  // owns what `bits` reads
+  const auto& bits = static_cast<const arrow::BooleanArray&>(*array);
   for (int64_t i = 0; i + 1 < n; ++i) {
     if (bits.IsValid(i) && bits.Value(i)) (*changed)[static_cast<size_t>(i + 1)] = 1;
   }

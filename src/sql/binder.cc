@@ -306,6 +306,8 @@ class Binder {
   // an empty "ival" object (-5 reads as {}), so those are read back from the SQL text.
   arrow::Result<int64_t> IntConstant(const json& a_const) const;
   arrow::Result<cp::Expression> Operator(const json& a_expr, Scope scope);
+  arrow::Result<cp::Expression> BinaryOperator(const std::string& op, const json& e,
+                                               cp::Expression l, cp::Expression r, Scope scope);
   arrow::Result<cp::Expression> Function(const json& call, Scope scope);
   // The string, math and date functions beyond Function's first few.
   arrow::Result<cp::Expression> MoreFunctions(const json& call, const std::string& name,
@@ -956,6 +958,122 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
   return cp::call("cast", {arg}, cp::CastOptions::Safe(to));
 }
 
+// The operator `op` of a binary A_Expr over its bound operands: literal coercions, decimal
+// fitting and the kernel. Apart from Operator, which recurses once per nesting level: its own
+// frame stays small on the binder's stack.
+[[gnu::noinline]] arrow::Result<cp::Expression> Binder::BinaryOperator(
+    const std::string& op, const json& e, cp::Expression l, cp::Expression r, Scope scope) {
+  static const std::set<std::string> kComparisons = {"=", "<>", "!=", "<", "<=", ">", ">="};
+  static const std::set<std::string> kDateOperators = {"-", "=", "<>", "!=", "<", "<=", ">", ">="};
+  if (kComparisons.count(op) || op == "+" || op == "-" || op == "*" || op == "/" || op == "%") {
+    const auto schema = SchemaFor(scope);
+    ARROW_ASSIGN_OR_RAISE(l, NumberLiteral(l, r, *schema, e));
+    ARROW_ASSIGN_OR_RAISE(r, NumberLiteral(r, l, *schema, e));
+  }
+  if (kDateOperators.count(op)) {
+    const auto schema = SchemaFor(scope);
+    ARROW_ASSIGN_OR_RAISE(l, DateLiteral(l, r, *schema, e));
+    ARROW_ASSIGN_OR_RAISE(r, DateLiteral(r, l, *schema, e));
+  }
+  if (op == "-" || op == "+") {
+    // date - date is the number of days between them, and date +/- integer moves by days, as
+    // in PostgreSQL.
+    const auto schema = SchemaFor(scope);
+    auto lt = l.Bind(*schema);
+    auto rt = r.Bind(*schema);
+    if (lt.ok() && rt.ok()) {
+      const auto lid = lt->type()->id(), rid = rt->type()->id();
+      if (op == "-" && lid == arrow::Type::DATE32 && rid == arrow::Type::DATE32) {
+        return cp::call("subtract_checked", {DateToDays(l), DateToDays(r)});
+      }
+      auto days = [](const cp::Expression& x) {
+        return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::int32()));
+      };
+      if (lid == arrow::Type::DATE32 && arrow::is_integer(rid)) {
+        return DaysToDate(
+            cp::call(op == "+" ? "add_checked" : "subtract_checked", {DateToDays(l), days(r)}));
+      }
+      if (op == "+" && arrow::is_integer(lid) && rid == arrow::Type::DATE32) {
+        return DaysToDate(cp::call("add_checked", {days(l), DateToDays(r)}));
+      }
+    }
+  }
+  if (op == "+" || op == "-" || op == "*" || op == "/") {
+    // An integer beside a double is a double before Arrow sees them: folding a double literal
+    // with an integer literal picked float32 (CAST(1 AS float8) / 3 gave 0.33333334).
+    const auto schema = SchemaFor(scope);
+    auto lt = l.Bind(*schema);
+    auto rt = r.Bind(*schema);
+    if (lt.ok() && rt.ok()) {
+      const auto lid = lt->type()->id(), rid = rt->type()->id();
+      auto to_double = [](const cp::Expression& x) {
+        return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
+      };
+      if (arrow::is_floating(lid) && arrow::is_integer(rid)) r = to_double(r);
+      if (arrow::is_integer(lid) && arrow::is_floating(rid)) l = to_double(l);
+    }
+  }
+  if (scope == Scope::kRow || in_aggregate_) {
+    l = NarrowIntegerLiteral(l, r, RowSchema());
+    r = NarrowIntegerLiteral(r, l, RowSchema());
+    if (op == "*") FitDecimalProduct(&l, &r);
+    if (op == "+" || op == "-") FitDecimalSum(&l, &r, RowSchema());
+    if (kComparisons.count(op)) FitDecimalSum(&l, &r, RowSchema(), 0);
+    if (op == "/") FitDecimalQuotient(&l, &r, RowSchema());
+  } else if (op != "*" && op != "/") {
+    const auto schema = SchemaFor(scope);
+    l = NarrowIntegerLiteral(l, r, *schema);
+    r = NarrowIntegerLiteral(r, l, *schema);
+    if (op == "+" || op == "-") FitDecimalSum(&l, &r, *schema);
+    if (kComparisons.count(op)) FitDecimalSum(&l, &r, *schema, 0);
+  } else {
+    // After aggregation, products and ratios of decimal sums outgrow decimal128 (TPC-H Q14:
+    // 100.00 * sum(...) / sum(...)); compute them in double, as DuckDB's results compare.
+    auto to_double = [](const cp::Expression& x) {
+      return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
+    };
+    l = to_double(l);
+    r = to_double(r);
+  }
+  static const std::map<std::string, std::string> kOps = {{"+", "add_checked"},
+                                                          {"-", "subtract_checked"},
+                                                          {"*", "multiply_checked"},
+                                                          {"/", "divide_checked"},
+                                                          {"=", "equal"},
+                                                          {"<>", "not_equal"},
+                                                          {"!=", "not_equal"},
+                                                          {"<", "less"},
+                                                          {"<=", "less_equal"},
+                                                          {">", "greater"},
+                                                          {">=", "greater_equal"}};
+  if (op == "%") return Modulo(e, l, r, scope);
+  if (op == "~" || op == "~*" || op == "!~" || op == "!~*") {
+    // POSIX regular expressions, as RE2 reads them.
+    if (r.literal() == nullptr || r.literal()->type()->id() != arrow::Type::STRING) {
+      return Unsupported(e, "a regular expression that is not a constant");
+    }
+    auto match = cp::call("match_substring_regex", {l},
+                          cp::MatchSubstringOptions(r.literal()->scalar()->ToString(),
+                                                    /*ignore_case=*/op.back() == '*'));
+    return op[0] == '!' ? cp::not_(match) : match;
+  }
+  if (op == "||") {
+    // Text concatenation; a NULL operand makes NULL, and other types are cast to text.
+    const auto schema = SchemaFor(scope);
+    for (cp::Expression* x : {&l, &r}) {
+      ARROW_ASSIGN_OR_RAISE(auto typed, x->Bind(*schema));
+      if (typed.type()->id() != arrow::Type::STRING) {
+        *x = cp::call("cast", {*x}, cp::CastOptions::Safe(arrow::utf8()));
+      }
+    }
+    return cp::call("binary_join_element_wise", {l, r, cp::literal("")});
+  }
+  auto it = kOps.find(op);
+  if (it == kOps.end()) return Unsupported(e, "operator " + op);
+  if (op == "/") r = GuardedDivisor(r, scope);
+  return cp::call(it->second, {l, r});
+}
+
 arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
   const std::string kind = e.value("kind", "");
   const std::string op = LastName(e.value("name", json::array()));
@@ -1001,116 +1119,7 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     // Fold first, so that "1 + 10" is a literal by the time it meets a decimal.
     ARROW_ASSIGN_OR_RAISE(l, FoldConstantSubtrees(l));
     ARROW_ASSIGN_OR_RAISE(r, FoldConstantSubtrees(r));
-    static const std::set<std::string> kComparisons = {"=", "<>", "!=", "<", "<=", ">", ">="};
-    static const std::set<std::string> kDateOperators = {
-        "-", "=", "<>", "!=", "<", "<=", ">", ">="};
-    if (kComparisons.count(op) || op == "+" || op == "-" || op == "*" || op == "/" || op == "%") {
-      const auto schema = SchemaFor(scope);
-      ARROW_ASSIGN_OR_RAISE(l, NumberLiteral(l, r, *schema, e));
-      ARROW_ASSIGN_OR_RAISE(r, NumberLiteral(r, l, *schema, e));
-    }
-    if (kDateOperators.count(op)) {
-      const auto schema = SchemaFor(scope);
-      ARROW_ASSIGN_OR_RAISE(l, DateLiteral(l, r, *schema, e));
-      ARROW_ASSIGN_OR_RAISE(r, DateLiteral(r, l, *schema, e));
-    }
-    if (op == "-" || op == "+") {
-      // date - date is the number of days between them, and date +/- integer moves by days, as
-      // in PostgreSQL.
-      const auto schema = SchemaFor(scope);
-      auto lt = l.Bind(*schema);
-      auto rt = r.Bind(*schema);
-      if (lt.ok() && rt.ok()) {
-        const auto lid = lt->type()->id(), rid = rt->type()->id();
-        if (op == "-" && lid == arrow::Type::DATE32 && rid == arrow::Type::DATE32) {
-          return cp::call("subtract_checked", {DateToDays(l), DateToDays(r)});
-        }
-        auto days = [](const cp::Expression& x) {
-          return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::int32()));
-        };
-        if (lid == arrow::Type::DATE32 && arrow::is_integer(rid)) {
-          return DaysToDate(
-              cp::call(op == "+" ? "add_checked" : "subtract_checked", {DateToDays(l), days(r)}));
-        }
-        if (op == "+" && arrow::is_integer(lid) && rid == arrow::Type::DATE32) {
-          return DaysToDate(cp::call("add_checked", {days(l), DateToDays(r)}));
-        }
-      }
-    }
-    {
-      // An integer beside a double is a double before Arrow sees them: folding a double literal
-      // with an integer literal picked float32 (CAST(1 AS float8) / 3 gave 0.33333334).
-      const auto schema = SchemaFor(scope);
-      auto lt = l.Bind(*schema);
-      auto rt = r.Bind(*schema);
-      if (lt.ok() && rt.ok()) {
-        const auto lid = lt->type()->id(), rid = rt->type()->id();
-        auto to_double = [](const cp::Expression& x) {
-          return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
-        };
-        if (arrow::is_floating(lid) && arrow::is_integer(rid)) r = to_double(r);
-        if (arrow::is_integer(lid) && arrow::is_floating(rid)) l = to_double(l);
-      }
-    }
-    if (scope == Scope::kRow || in_aggregate_) {
-      l = NarrowIntegerLiteral(l, r, RowSchema());
-      r = NarrowIntegerLiteral(r, l, RowSchema());
-      if (op == "*") FitDecimalProduct(&l, &r);
-      if (op == "+" || op == "-") FitDecimalSum(&l, &r, RowSchema());
-      if (kComparisons.count(op)) FitDecimalSum(&l, &r, RowSchema(), 0);
-      if (op == "/") FitDecimalQuotient(&l, &r, RowSchema());
-    } else if (op != "*" && op != "/") {
-      const auto schema = SchemaFor(scope);
-      l = NarrowIntegerLiteral(l, r, *schema);
-      r = NarrowIntegerLiteral(r, l, *schema);
-      if (op == "+" || op == "-") FitDecimalSum(&l, &r, *schema);
-      if (kComparisons.count(op)) FitDecimalSum(&l, &r, *schema, 0);
-    } else {
-      // After aggregation, products and ratios of decimal sums outgrow decimal128 (TPC-H Q14:
-      // 100.00 * sum(...) / sum(...)); compute them in double, as DuckDB's results compare.
-      auto to_double = [](const cp::Expression& x) {
-        return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
-      };
-      l = to_double(l);
-      r = to_double(r);
-    }
-    static const std::map<std::string, std::string> kOps = {{"+", "add_checked"},
-                                                            {"-", "subtract_checked"},
-                                                            {"*", "multiply_checked"},
-                                                            {"/", "divide_checked"},
-                                                            {"=", "equal"},
-                                                            {"<>", "not_equal"},
-                                                            {"!=", "not_equal"},
-                                                            {"<", "less"},
-                                                            {"<=", "less_equal"},
-                                                            {">", "greater"},
-                                                            {">=", "greater_equal"}};
-    if (op == "%") return Modulo(e, l, r, scope);
-    if (op == "~" || op == "~*" || op == "!~" || op == "!~*") {
-      // POSIX regular expressions, as RE2 reads them.
-      if (r.literal() == nullptr || r.literal()->type()->id() != arrow::Type::STRING) {
-        return Unsupported(e, "a regular expression that is not a constant");
-      }
-      auto match = cp::call("match_substring_regex", {l},
-                            cp::MatchSubstringOptions(r.literal()->scalar()->ToString(),
-                                                      /*ignore_case=*/op.back() == '*'));
-      return op[0] == '!' ? cp::not_(match) : match;
-    }
-    if (op == "||") {
-      // Text concatenation; a NULL operand makes NULL, and other types are cast to text.
-      const auto schema = SchemaFor(scope);
-      for (cp::Expression* x : {&l, &r}) {
-        ARROW_ASSIGN_OR_RAISE(auto typed, x->Bind(*schema));
-        if (typed.type()->id() != arrow::Type::STRING) {
-          *x = cp::call("cast", {*x}, cp::CastOptions::Safe(arrow::utf8()));
-        }
-      }
-      return cp::call("binary_join_element_wise", {l, r, cp::literal("")});
-    }
-    auto it = kOps.find(op);
-    if (it == kOps.end()) return Unsupported(e, "operator " + op);
-    if (op == "/") r = GuardedDivisor(r, scope);
-    return cp::call(it->second, {l, r});
+    return BinaryOperator(op, e, std::move(l), std::move(r), scope);
   }
   if (kind == "AEXPR_BETWEEN" || kind == "AEXPR_NOT_BETWEEN") {
     ARROW_ASSIGN_OR_RAISE(auto x, Expr(e.at("lexpr"), scope));
