@@ -490,6 +490,31 @@ TEST(StageShapeTest, WorkersRefuseStagesWhoseSplitDoesNotSplitTheOutput) {
             "the stage's top is read from another stage");
 }
 
+// A window computes whole partitions: over split rows, only those partitioned on its PARTITION
+// BY keys; a full join never pairs split rows with whole ones (each task would add the whole
+// side's unmatched rows again).
+TEST(StageShapeTest, WindowsNeedTheirPartitionsAndFullJoinsBothSidesSplit) {
+  using Inputs = std::map<const PlanNode*, std::vector<std::string>>;
+  auto window = MakeNode(PlanNode::Kind::kWindow, ScanNode("big", 1000));
+  plan::WindowCall rank;
+  rank.function = "rank";
+  rank.partition_keys = {"a.k"};
+  rank.output = "r";
+  window->windows.push_back(rank);
+  const PlanNode* rows = window->input.get();
+  EXPECT_EQ(StageShapeRefusal(*window, nullptr, Inputs{{rows, {"a.k"}}}), "");
+  EXPECT_EQ(StageShapeRefusal(*window, nullptr, Inputs{{rows, {"other"}}}),
+            "a window over split rows not partitioned on its PARTITION BY keys");
+  EXPECT_EQ(StageShapeRefusal(*window, rows, {}),
+            "a window over split rows not partitioned on its PARTITION BY keys");
+  auto full = JoinNode(JoinType::kFull, ScanNode("big", 1000), ScanNode("small", 10));
+  EXPECT_EQ(StageShapeRefusal(*full, full->input.get(), {}),
+            "a full outer join of split rows with whole ones");
+  EXPECT_EQ(StageShapeRefusal(*full, nullptr,
+                              Inputs{{full->input.get(), {"a.k"}}, {full->right.get(), {"b.k"}}}),
+            "");
+}
+
 // Pre-order, `input` before `right`: how a stage task names the nodes it reads.
 TEST(StageShapeTest, NodesAreListedInPreOrder) {
   auto plan = JoinNode(JoinType::kInner, ScanNode("a", 1), ScanNode("b", 1));
