@@ -550,12 +550,18 @@ def worker_pids(parent):
     return pids
 
 
-@pytest.mark.parametrize("n", [1, 12, 17])
+# A window stage: lineitem hashed on l_orderkey, ranked per order in the window tasks.
+KILLED_WINDOW = ("select l_orderkey, l_linenumber, rank() over (partition by l_orderkey order by "
+                 "l_extendedprice desc, l_linenumber) r from lineitem where l_orderkey < 60000 "
+                 "order by 1, 2")
+
+
+@pytest.mark.parametrize("n", [1, 12, 17, "window"])
 def test_worker_sigkilled_at_a_random_moment(tpch, n, tmp_path):
     """Q1: an aggregate; Q12: a join of hash-partitioned orders and lineitem; Q17: a join with
-    a grouped subquery, co-partitioned."""
+    a grouped subquery, co-partitioned; a window stage over hash-partitioned rows."""
     sluice, con, data = tpch
-    sql = q(n)
+    sql = KILLED_WINDOW if n == "window" else q(n)
     want = duckdb_rows(con, sql)
     rng = random.Random()
     kills = retries = 0
