@@ -1609,6 +1609,9 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
   if (!IsAggregateName(name) && !kKnown.count(name)) {
     // Before its arguments: they would be bound in a scope that may not fit them (a column
     // outside GROUP BY is not what is wrong with string_agg(x, ',')).
+    if (plan::IsWindowFunction(name)) {
+      return Error(call, "window function " + name + " requires an OVER clause");
+    }
     return Unsupported(call, "function " + name + "()");
   }
   if (IsAggregateName(name)) {
@@ -1619,9 +1622,19 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
     return Aggregate(call);
   }
   if (name == "grouping") return Grouping(call, scope);
+  // Functions of text whose text argument may be a bare NULL (upper(NULL) is NULL).
+  static const std::set<std::string> kText = {
+      "lower",      "upper",       "length",           "btrim",         "ltrim",    "rtrim",
+      "substring",  "substr",      "replace",          "reverse",       "lpad",     "rpad",
+      "left",       "right",       "initcap",          "strpos",        "position", "starts_with",
+      "split_part", "char_length", "character_length", "regexp_replace"};
   std::vector<cp::Expression> bound;
   for (const auto& a : args) {
     ARROW_ASSIGN_OR_RAISE(auto e, Expr(a, scope));
+    if (bound.empty() && kText.count(name) && e.literal() != nullptr &&
+        e.literal()->type()->id() == arrow::Type::NA) {
+      e = cp::literal(arrow::MakeNullScalar(arrow::utf8()));
+    }
     bound.push_back(e);
   }
   if (name == "extract" || name == "date_part") {
