@@ -550,10 +550,10 @@ def worker_pids(parent):
     return pids
 
 
-# A window stage: lineitem hashed on l_orderkey, ranked per order in the window tasks.
-KILLED_WINDOW = ("select l_orderkey, l_linenumber, rank() over (partition by l_orderkey order by "
-                 "l_extendedprice desc, l_linenumber) r from lineitem where l_orderkey < 60000 "
-                 "order by 1, 2")
+# A window stage: all of lineitem hashed on l_orderkey and ranked per order in the window tasks
+# (long enough for a kill to land in a running task), counted per rank on the driver.
+KILLED_WINDOW = ("select r, count(*) from (select rank() over (partition by l_orderkey order by "
+                 "l_extendedprice desc, l_linenumber) r from lineitem) t group by r order by r")
 
 
 @pytest.mark.parametrize("n", [1, 12, 17, "window"])
