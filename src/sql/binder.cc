@@ -42,6 +42,14 @@ bool IsAggregateName(const std::string& name) {
   return false;
 }
 
+// A node's list member, or an empty list. Unlike json::value(), this does not copy the
+// member, which for an expression tree is the whole subtree (quadratic, and deep on the stack).
+const json& ListMember(const json& node, const char* key) {
+  static const json kEmpty = json::array();
+  auto it = node.find(key);
+  return it == node.end() ? kEmpty : *it;
+}
+
 // The last String of a name list (funcname, typeName.names, ColumnRef.fields).
 std::string LastName(const json& names) {
   std::string out;
@@ -108,7 +116,7 @@ bool ContainsAggregate(const json& node) {
     if (it.key() == "SubLink") continue;
     // sum(x) OVER (...) is a window function, which does not group its query.
     if (it.key() == "FuncCall" && it.value().is_object() && !it.value().contains("over") &&
-        IsAggregateName(LastName(it.value().value("funcname", json::array())))) {
+        IsAggregateName(LastName(ListMember(it.value(), "funcname")))) {
       return true;
     }
     if (ContainsAggregate(it.value())) return true;
@@ -309,7 +317,11 @@ class Binder {
   arrow::Result<cp::Expression> BinaryOperator(const std::string& op, const json& e,
                                                cp::Expression l, cp::Expression r, Scope scope);
   arrow::Result<cp::Expression> Function(const json& call, Scope scope);
-  // The string, math and date functions beyond Function's first few.
+  // A scalar function of its bound arguments. Kept out of Function, which recurses through
+  // the arguments: this frame is large, and nested calls must not each carry it.
+  arrow::Result<cp::Expression> ScalarFunction(const json& call, const std::string& name,
+                                               std::vector<cp::Expression> bound, Scope scope);
+  // The string, math and date functions beyond ScalarFunction's first few.
   arrow::Result<cp::Expression> MoreFunctions(const json& call, const std::string& name,
                                               std::vector<cp::Expression> bound, Scope scope);
   // now() and CURRENT_TIMESTAMP: the moment the query is bound, in UTC.
@@ -332,7 +344,7 @@ class Binder {
   arrow::Result<plan::WindowFrame> Frame(const json& over);
   // grouping(a, b): bit i (from the right) is 1 where the (n - 1 - i)-th argument is not grouped.
   arrow::Result<cp::Expression> Grouping(const json& call, Scope scope) {
-    const auto& args = call.value("args", json::array());
+    const auto& args = ListMember(call, "args");
     if (scope != Scope::kAggregated || in_aggregate_ || args.empty() || args.size() > 31) {
       return Error(call, "GROUPING takes grouping expressions of its query level (1 to 31)");
     }
@@ -868,7 +880,7 @@ arrow::Result<Interval> Binder::IntervalLiteral(const json& cast) {
   }
   if (unit.empty()) {
     // interval '90' day: the unit is a typmod bit mask (PostgreSQL: MONTH=2, YEAR=4, DAY=8).
-    const auto& mods = cast.at("typeName").value("typmods", json::array());
+    const auto& mods = ListMember(cast.at("typeName"), "typmods");
     const int mask = mods.empty() ? 0 : mods.at(0).at("A_Const").at("ival").value("ival", 0);
     unit = mask == 4 ? "year" : mask == 2 ? "month" : mask == 8 ? "day" : "";
   }
@@ -918,7 +930,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     }
     to = arrow::boolean();
   } else if (type == "numeric" || type == "decimal") {
-    const auto& mods = cast.at("typeName").value("typmods", json::array());
+    const auto& mods = ListMember(cast.at("typeName"), "typmods");
     int64_t p = 38, s = 0;
     if (mods.size() > 0) {
       ARROW_ASSIGN_OR_RAISE(p, IntConstant(mods.at(0).at("A_Const")));
@@ -1076,7 +1088,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
 
 arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
   const std::string kind = e.value("kind", "");
-  const std::string op = LastName(e.value("name", json::array()));
+  const std::string op = LastName(ListMember(e, "name"));
   if (kind == "AEXPR_OP") {
     if (!e.contains("lexpr")) {  // unary
       ARROW_ASSIGN_OR_RAISE(auto r, Expr(e.at("rexpr"), scope));
@@ -1236,7 +1248,7 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
   std::string text_key = name + (distinct ? " distinct " : " ") + (star ? "*" : "");
   cp::Expression arg;
   if (!star) {
-    const auto& args = call.value("args", json::array());
+    const auto& args = ListMember(call, "args");
     if (args.size() != 1) return Error(call, "function " + name + " takes one argument");
     in_aggregate_ = true;
     auto bound = Expr(args[0], Scope::kRow);
@@ -1246,7 +1258,7 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
   } else if (name != "count") {
     return Error(call, name + "(*) is not valid; only count(*)");
   }
-  if (call.value("agg_filter", json()).is_object()) {
+  if (call.contains("agg_filter") && call.at("agg_filter").is_object()) {
     // agg(x) FILTER (WHERE c) is agg over x where c holds, NULL elsewhere (count(*): a count of
     // the rows where c holds).
     in_aggregate_ = true;
@@ -1461,13 +1473,13 @@ arrow::Result<cp::Expression> Binder::WindowFunction(const json& call, Scope sco
   if (over.contains("name") || over.contains("refname")) {
     return Unsupported(over, "named windows (WINDOW w AS ...)");
   }
-  if (call.value("agg_filter", json()).is_object()) {
+  if (call.contains("agg_filter") && call.at("agg_filter").is_object()) {
     return Unsupported(call, "FILTER on a window function");
   }
   if (call.value("agg_distinct", false)) {
     return Unsupported(call, "DISTINCT in a window function");
   }
-  const auto& args = call.value("args", json::array());
+  const auto& args = ListMember(call, "args");
   const bool star = call.value("agg_star", false);
   auto arity = [&](size_t least, size_t most) -> arrow::Status {
     if (args.size() < least || args.size() > most) {
@@ -1538,11 +1550,11 @@ arrow::Result<cp::Expression> Binder::WindowFunction(const json& call, Scope sco
       return Error(call, "function " + name + "(" + value_type->ToString() + ") does not exist");
     }
   }
-  for (const auto& p : over.value("partitionClause", json::array())) {
+  for (const auto& p : ListMember(over, "partitionClause")) {
     ARROW_ASSIGN_OR_RAISE(auto key, WindowInput(p, scope, nullptr));
     w.partition_keys.push_back(key);
   }
-  for (const auto& o : over.value("orderClause", json::array())) {
+  for (const auto& o : ListMember(over, "orderClause")) {
     const auto& by = o.at("SortBy");
     ARROW_ASSIGN_OR_RAISE(auto key, WindowInput(by.at("node"), scope, nullptr));
     const bool desc = by.value("sortby_dir", "") == "SORTBY_DESC";
@@ -1582,7 +1594,7 @@ arrow::Result<cp::Expression> Binder::WindowFunction(const json& call, Scope sco
 
 arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
   const std::string name = LastName(call.at("funcname"));
-  const auto& args = call.value("args", json::array());
+  const auto& args = ListMember(call, "args");
   if (call.contains("over")) return WindowFunction(call, scope);
   static const std::set<std::string> kKnown = {"extract",     "date_part",
                                                "substring",   "substr",
@@ -1637,6 +1649,12 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
     }
     bound.push_back(e);
   }
+  return ScalarFunction(call, name, std::move(bound), scope);
+}
+
+arrow::Result<cp::Expression> Binder::ScalarFunction(const json& call, const std::string& name,
+                                                     std::vector<cp::Expression> bound,
+                                                     Scope scope) {
   if (name == "extract" || name == "date_part") {
     if (bound.size() != 2 || bound[0].literal() == nullptr)
       return Error(call, "EXTRACT(field FROM date)");
@@ -2141,7 +2159,7 @@ arrow::Status Binder::BindFrom(const json& item, FromItems* out) {
         }
         owner->binding_ctes_.insert(name);
         auto bound = BindDerived(cte->at("ctequery").at("SelectStmt"), alias.empty() ? name : alias,
-                                 cte->value("aliascolnames", json::array()), *body);
+                                 ListMember(*cte, "aliascolnames"), *body);
         owner->binding_ctes_.erase(name);
         ARROW_ASSIGN_OR_RAISE(r, std::move(bound));
       } else {
@@ -2150,9 +2168,8 @@ arrow::Status Binder::BindFrom(const json& item, FromItems* out) {
       if (alias.empty()) alias = name;
     } else {
       if (body->value("lateral", false)) return Unsupported(*body, "LATERAL");
-      const json colnames = body->contains("alias")
-                                ? body->at("alias").value("colnames", json::array())
-                                : json::array();
+      const json colnames =
+          body->contains("alias") ? ListMember(body->at("alias"), "colnames") : json::array();
       ARROW_ASSIGN_OR_RAISE(
           r, BindDerived(body->at("subquery").at("SelectStmt"), alias, colnames, item));
     }
@@ -2512,7 +2529,7 @@ arrow::Result<cp::Expression> Binder::SubqueryTest(const json& link, Scope scope
   const json& subselect = link.at("subselect").at("SelectStmt");
   if (subselect.value("op", "SETOP_NONE") != "SETOP_NONE" || subselect.contains("groupClause") ||
       subselect.contains("havingClause") || subselect.contains("limitCount") ||
-      ContainsAggregate(subselect.value("targetList", json::array()))) {
+      ContainsAggregate(ListMember(subselect, "targetList"))) {
     return Unsupported(link,
                        "EXISTS or IN over a grouped, aggregated, limited or combined "
                        "subquery inside an expression");
@@ -2576,7 +2593,7 @@ arrow::Result<cp::Expression> Binder::SubqueryTest(const json& link, Scope scope
 arrow::Result<cp::Expression> Binder::ScalarSubquery(const json& link, Scope scope) {
   Binder child(ctx_, this, this);
   const json& subselect = link.at("subselect").at("SelectStmt");
-  const auto& targets = subselect.value("targetList", json::array());
+  const auto& targets = ListMember(subselect, "targetList");
   const bool one_aggregate = (subselect.contains("havingClause") || ContainsAggregate(targets)) &&
                              !subselect.contains("groupClause") && targets.size() == 1 &&
                              !subselect.contains("limitCount") &&
@@ -2909,13 +2926,13 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     }
     return BindSetOperation(select, top);
   }
-  const auto& from = select.value("fromClause", json::array());
+  const auto& from = ListMember(select, "fromClause");
   FromItems items;
   for (const auto& item : from) ARROW_RETURN_NOT_OK(BindFrom(item, &items));
   // SELECT without FROM (`select 1`, `select 'a' || 'b'`) reads one row of no columns.
   if (from.empty()) items.relations.push_back(ConstantRow());
 
-  const auto& targets = select.value("targetList", json::array());
+  const auto& targets = ListMember(select, "targetList");
   const bool aggregated = select.contains("groupClause") || select.contains("havingClause") ||
                           ContainsAggregate(targets);
   const Scope out_scope = aggregated ? Scope::kAggregated : Scope::kRow;
@@ -3045,7 +3062,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     }
     grouping_sets = true;
     const std::string set_kind = body->value("kind", "");
-    const json content = body->value("content", json::array());
+    const json& content = ListMember(*body, "content");
     if (set_kind == "GROUPING_SET_EMPTY") return KeySets{{}};
     if (set_kind == "GROUPING_SET_SIMPLE") {
       ARROW_ASSIGN_OR_RAISE(auto keys, element_keys(g));
@@ -3093,7 +3110,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     return Unsupported(g, "grouping set kind " + set_kind);
   };
   KeySets key_sets = {{}};
-  for (const auto& g : select.value("groupClause", json::array())) {
+  for (const auto& g : ListMember(select, "groupClause")) {
     ARROW_ASSIGN_OR_RAISE(KeySets item, sets_of(g));
     // GROUP BY a, ROLLUP(b): every combination of one set of each item.
     KeySets combined;
