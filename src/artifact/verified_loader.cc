@@ -54,24 +54,37 @@ std::string TransformObjectKey(const Digest& digest) {
 ArtifactCache::ArtifactCache(std::shared_ptr<storage::ObjectStore> store, std::string cache_dir)
     : store_(std::move(store)), cache_dir_(std::move(cache_dir)) {}
 
-std::string ArtifactCache::CachePath(const Digest& pin) const {
-  return (fs::path(cache_dir_) / "transforms" / (pin.ToHex() + ".so")).string();
+std::string FunctionLibraryObjectKey(const Digest& digest) {
+  return "functions/" + digest.ToHex() + ".so";
 }
 
-arrow::Result<VerifiedArtifact> ArtifactCache::FetchVerified(const Digest& pin) const {
-  const fs::path cache = CachePath(pin);
+std::string ArtifactObjectKey(ArtifactKind kind, const Digest& digest) {
+  return kind == ArtifactKind::kTransform ? TransformObjectKey(digest)
+                                          : FunctionLibraryObjectKey(digest);
+}
+
+std::string ArtifactCache::CachePath(const Digest& pin, ArtifactKind kind) const {
+  return (fs::path(cache_dir_) / (kind == ArtifactKind::kTransform ? "transforms" : "functions") /
+          (pin.ToHex() + ".so"))
+      .string();
+}
+
+arrow::Result<VerifiedArtifact> ArtifactCache::FetchVerified(const Digest& pin,
+                                                             ArtifactKind kind) const {
+  const fs::path cache = CachePath(pin, kind);
   if (auto cached = ReadWholeFile(cache)) {
     if (Blake3(*cached) == pin) return VerifiedArtifact{pin, cached};
     // A corrupt or tampered cache entry is never used; the store has the truth.
     std::error_code ec;
     fs::remove(cache, ec);
   }
-  const std::string key = TransformObjectKey(pin);
+  const std::string key = ArtifactObjectKey(kind, pin);
   ARROW_ASSIGN_OR_RAISE(bool exists, store_->Exists(key));
   if (!exists) {
-    return arrow::Status::IOError("artifact ", pin.ToHex(), " is not in store ",
-                                  store_->display_url(), " (expected object '", key,
-                                  "'); publish it with `sluice transform publish`");
+    return arrow::Status::IOError(
+        "artifact ", pin.ToHex(), " is not in store ", store_->display_url(), " (expected object '",
+        key, "'); publish it with `sluice ",
+        kind == ArtifactKind::kTransform ? "transform" : "function", " publish`");
   }
   ARROW_ASSIGN_OR_RAISE(auto bytes, store_->Get(key));
   const Digest actual = Blake3(*bytes);
@@ -102,8 +115,11 @@ LoadedLibraries& Loaded() {
   return *loaded;
 }
 
-arrow::Result<std::shared_ptr<TransformLibrary>> LoadFromSealedMemfd(
-    const VerifiedArtifact& artifact, const std::string& where) {
+// Copies verified bytes into a sealed memfd and returns the path to dlopen it by. The
+// descriptor stays open for the life of the process (see LoadedLibraries): it is the library's
+// name, also when loading fails after dlopen.
+arrow::Result<std::string> SealedMemfdPath(const VerifiedArtifact& artifact,
+                                           const std::string& where) {
   const int fd = memfd_create(("sluice-" + artifact.digest.ToHex().substr(0, 16)).c_str(),
                               MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return arrow::Status::IOError(where, ": memfd_create failed: ", strerror(errno));
@@ -124,15 +140,28 @@ arrow::Result<std::shared_ptr<TransformLibrary>> LoadFromSealedMemfd(
     close(fd);
     return arrow::Status::IOError(where, ": sealing the memfd failed: ", strerror(errno));
   }
-  auto library = TransformLibrary::Open("/proc/self/fd/" + std::to_string(fd));
-  if (!library.ok()) {
-    // dlopen may have succeeded before a later check failed, and a library the dynamic loader
-    // cannot unload (a C++ one with unique symbols) then stays known by this path; the
-    // descriptor stays open so no other artifact is ever given the same path.
-    return AddContext(library.status(), where);
-  }
-  // The descriptor stays open (see LoadedLibraries); it is the library's name.
+  return "/proc/self/fd/" + std::to_string(fd);
+}
+
+arrow::Result<std::shared_ptr<TransformLibrary>> LoadFromSealedMemfd(
+    const VerifiedArtifact& artifact, const std::string& where) {
+  ARROW_ASSIGN_OR_RAISE(std::string path, SealedMemfdPath(artifact, where));
+  // dlopen may succeed before a later check fails, and a library the dynamic loader cannot
+  // unload (a C++ one with unique symbols) then stays known by this path; the descriptor stays
+  // open so no other artifact is ever given the same path.
+  auto library = TransformLibrary::Open(path);
+  if (!library.ok()) return AddContext(library.status(), where);
   return library;
+}
+
+struct LoadedFunctionLibraries {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<FunctionLibrary>> by_digest;  // hex digest
+};
+
+LoadedFunctionLibraries& LoadedFunctions() {
+  static auto* loaded = new LoadedFunctionLibraries();  // never destroyed: libraries stay mapped
+  return *loaded;
 }
 
 }  // namespace
@@ -161,6 +190,22 @@ arrow::Result<std::shared_ptr<TransformLibrary>> LoadVerified(
                                   "', but the stage names '", expected_qualified_name,
                                   "'; refusing to run it");
   }
+  return library;
+}
+
+arrow::Result<std::shared_ptr<FunctionLibrary>> LoadVerifiedFunctionLibrary(
+    const VerifiedArtifact& artifact) {
+  const std::string where = "function library " + artifact.digest.ToHex();
+  if (Blake3(*artifact.bytes) != artifact.digest) {
+    return arrow::Status::Invalid(where, ": bytes do not match the digest; refusing to load");
+  }
+  LoadedFunctionLibraries& loaded = LoadedFunctions();
+  std::lock_guard<std::mutex> lock(loaded.mutex);
+  auto it = loaded.by_digest.find(artifact.digest.ToHex());
+  if (it != loaded.by_digest.end()) return it->second;
+  ARROW_ASSIGN_OR_RAISE(std::string path, SealedMemfdPath(artifact, where));
+  ARROW_ASSIGN_OR_RAISE(auto library, FunctionLibrary::Open(path, where));
+  loaded.by_digest.emplace(artifact.digest.ToHex(), library);
   return library;
 }
 

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "artifact/blake3_digest.h"
+#include "artifact/function_library.h"
 #include "artifact/transform_library.h"
 #include "storage/object_store.h"
 
@@ -37,18 +38,25 @@ struct VerifiedArtifact {
   std::shared_ptr<arrow::Buffer> bytes;
 };
 
+/// What a published artifact is; each kind has its own store prefix and cache folder.
+enum class ArtifactKind { kTransform, kFunctionLibrary };
+
 /// The store key of a published transform.
 std::string TransformObjectKey(const Digest& digest);
+/// The store key of a published function library: functions/<digest>.so.
+std::string FunctionLibraryObjectKey(const Digest& digest);
+std::string ArtifactObjectKey(ArtifactKind kind, const Digest& digest);
 
 class ArtifactCache {
  public:
   ArtifactCache(std::shared_ptr<storage::ObjectStore> store, std::string cache_dir);
 
   /// Returns the artifact's bytes, verified. Errors name the pin and the store.
-  arrow::Result<VerifiedArtifact> FetchVerified(const Digest& pin) const;
+  arrow::Result<VerifiedArtifact> FetchVerified(const Digest& pin,
+                                                ArtifactKind kind = ArtifactKind::kTransform) const;
 
   /// The cache file for a pin (whether or not it exists).
-  std::string CachePath(const Digest& pin) const;
+  std::string CachePath(const Digest& pin, ArtifactKind kind = ArtifactKind::kTransform) const;
 
  private:
   std::shared_ptr<storage::ObjectStore> store_;
@@ -59,5 +67,10 @@ class ArtifactCache {
 /// qualified name is `expected_qualified_name`.
 arrow::Result<std::shared_ptr<TransformLibrary>> LoadVerified(
     const VerifiedArtifact& artifact, const std::string& expected_qualified_name);
+
+/// Loads a verified function library the same way (sealed memfd, loaded once per digest) and
+/// checks its table against its identity.
+arrow::Result<std::shared_ptr<FunctionLibrary>> LoadVerifiedFunctionLibrary(
+    const VerifiedArtifact& artifact);
 
 }  // namespace sluice::artifact

@@ -66,9 +66,12 @@ class FragmentRunnerTest : public ::testing::Test {
   }
 
   plan::Fragment Task(int32_t stage, int32_t partition) {
-    return plan::Fragment{
-        "run-1", stage, partition, 1, {store_url_, (home_ / "cache").string(), plan::LocalParity()},
-        {}};
+    return plan::Fragment{"run-1",
+                          stage,
+                          partition,
+                          1,
+                          {store_url_, (home_ / "cache").string(), plan::LocalParity(), {}},
+                          {}};
   }
 
   fs::path home_;

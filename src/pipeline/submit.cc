@@ -546,7 +546,7 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
   // job is cut as for one worker.
   const bool in_process = options.workers == 0;
   const int workers = std::max(1, options.workers);
-  const plan::SessionSpec session{config.store_url, config.home + "/cache", {}};
+  const plan::SessionSpec session{config.store_url, config.home + "/cache", {}, {}};
   const std::string shuffle_root = ShuffleFolder(options.run_id, attempt_id);
   const std::string ext = job.sink.kind == "parquet" ? ".parquet" : ".arrow";
   auto part_key = [&](int p) { return PartKey(result.sink_path, p, attempt_id, ext); };

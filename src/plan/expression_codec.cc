@@ -4,6 +4,7 @@
 #include <arrow/compute/api.h>
 
 #include "plan/cbor_fields.h"
+#include "plan/library_functions.h"
 #include "storage/ipc_stream.h"
 
 namespace sluice::plan {
@@ -271,6 +272,9 @@ arrow::Result<cp::Expression> DecodeExpression(const json& v, int depth) {
     ARROW_ASSIGN_OR_RAISE(options, DecodeOptions(v.at("options")));
   }
   if (!cp::GetFunctionRegistry()->GetFunction(function).ok()) {
+    if (auto ref = ParseLibraryFunctionName(function)) {
+      return arrow::Status::Invalid("plan: ", MissingLibraryFunctionMessage(*ref));
+    }
     return arrow::Status::Invalid("plan: unknown function '", function, "'");
   }
   return cp::call(function, std::move(arguments), std::move(options));

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "plan/plan_node.h"
 
@@ -25,6 +26,10 @@ struct SessionSpec {
   /// The driver's parity values (session_spec.h). EncodeFragment always writes the encoding
   /// process's own; DecodeFragment reads what was sent, for the worker to check.
   std::map<std::string, std::string> parity;
+  /// The BLAKE3 digests (hex) of the function libraries the plan calls. A worker loads each
+  /// through the verified loader before it decodes the plan, and refuses the task when one of
+  /// them is a library it already has loaded from other bytes (library_functions.h).
+  std::vector<std::string> libraries;
 };
 
 struct Fragment {

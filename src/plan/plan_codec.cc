@@ -9,6 +9,7 @@
 #include "plan/cbor_fields.h"
 #include "plan/compute_init.h"
 #include "plan/expression_codec.h"
+#include "plan/library_functions.h"
 #include "plan/session_spec.h"
 
 namespace sluice::plan {
@@ -405,7 +406,11 @@ arrow::Status DecodeWindow(const json& v, PlanNode* n) {
     for (const auto& a : *aggregates) {
       AggregateCall call;
       ARROW_ASSIGN_OR_RAISE(call.function, Text(a, "function"));
-      if (!kFunctions.count(call.function)) {
+      if (auto ref = ParseLibraryFunctionName(call.function)) {
+        if (!cp::GetFunctionRegistry()->GetFunction(call.function).ok()) {
+          return arrow::Status::Invalid("plan: ", MissingLibraryFunctionMessage(*ref));
+        }
+      } else if (!kFunctions.count(call.function)) {
         return arrow::Status::Invalid("plan: unknown aggregate function '", call.function, "'");
       }
       ARROW_ASSIGN_OR_RAISE(call.input, Text(a, "input"));
@@ -676,6 +681,20 @@ arrow::Result<Fragment> Decode(const uint8_t* data, size_t size,
     f.session.parity[key] = value.get<std::string>();
   }
   StoreSource stores(std::move(store), f.session.store_url);
+  // Function libraries before the plan: its expressions bind against their functions.
+  if (session->contains("libraries")) {
+    ARROW_ASSIGN_OR_RAISE(f.session.libraries, TextList(*session, "libraries"));
+    if (f.session.libraries.size() > 64) {
+      return arrow::Status::Invalid("plan: more than 64 function libraries");
+    }
+    for (const auto& digest : f.session.libraries) {
+      ARROW_ASSIGN_OR_RAISE(auto library_store, stores.Get());
+      auto loaded = EnsureFunctionLibrary(library_store, f.session.cache_dir, digest);
+      if (!loaded.ok()) {
+        return arrow::Status::Invalid("worker session: ", loaded.status().message());
+      }
+    }
+  }
   ARROW_ASSIGN_OR_RAISE(const json* root, Field(doc, "plan"));
   ARROW_ASSIGN_OR_RAISE(std::unique_ptr<PlanNode> plan, DecodeNode(*root, &stores, 0));
   ARROW_ASSIGN_OR_RAISE(bool job, CheckShape(*plan));
@@ -719,7 +738,8 @@ arrow::Result<std::vector<uint8_t>> EncodeFragment(const Fragment& f) {
               {"session",
                {{"store_url", f.session.store_url},
                 {"cache_dir", f.session.cache_dir},
-                {"parity", LocalParity()}}},
+                {"parity", LocalParity()},
+                {"libraries", f.session.libraries}}},
               {"plan", std::move(root)}};
   return WithMagic(kPlanMagic, doc);
 }

@@ -48,7 +48,7 @@ Fragment Sample(std::unique_ptr<PlanNode> root = MapPlan()) {
   f.stage_id = 1;
   f.partition = 3;
   f.attempt = 2;
-  f.session = {"file:///tmp/store", "/tmp/cache", {}};
+  f.session = {"file:///tmp/store", "/tmp/cache", {}, {}};
   f.root = std::move(root);
   return f;
 }

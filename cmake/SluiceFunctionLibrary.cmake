@@ -1,0 +1,30 @@
+# Builds function libraries: sluice_add_function_library(NAME SOURCES ...).
+#
+# The library is lib<NAME>.so with hidden visibility, so only the ABI symbols
+# (include/sluice/function_abi.h) are exported. As for transforms (SluiceTransform.cmake), builds
+# are reproducible: source and build paths are mapped away, the build id is a hash of the
+# content, and there is no RPATH (the host has Arrow loaded already).
+
+if(NOT SLUICE_ROOT)
+  get_filename_component(SLUICE_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+endif()
+
+function(sluice_add_function_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES" ${ARGN})
+  add_library(${name} SHARED ${ARG_SOURCES})
+  target_include_directories(${name} PRIVATE ${SLUICE_ROOT}/include)
+  target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  target_link_libraries(${name} PRIVATE arrow::arrow blake3 nlohmann_json::nlohmann_json)
+  set_target_properties(${name} PROPERTIES
+    PREFIX "lib"
+    C_VISIBILITY_PRESET hidden
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
+    SKIP_BUILD_RPATH ON)
+  target_compile_options(${name} PRIVATE
+    -ffile-prefix-map=${CMAKE_CURRENT_SOURCE_DIR}=functions
+    -ffile-prefix-map=${SLUICE_ROOT}=sluice
+    -ffile-prefix-map=${CMAKE_BINARY_DIR}=build
+    -frandom-seed=${name})
+  target_link_options(${name} PRIVATE -Wl,--build-id=sha1)
+endfunction()

@@ -1,0 +1,146 @@
+// sluice's example function library: the TPC-H revenue expression as a scalar function, a
+// weighted average as an aggregate whose state (two running sums) stays right when split across
+// workers, and the BLAKE3 digest of text.
+#include <blake3.h>
+#include <sluice/sdk/function.hpp>
+
+#include <cmath>
+
+namespace {
+
+// net_revenue(price, discount) = price * (1 - discount); NULL when either is NULL.
+arrow::Result<std::shared_ptr<arrow::Array>> NetRevenue(const arrow::StructArray& args) {
+  const auto& price = static_cast<const arrow::DoubleArray&>(*args.field(0));
+  const auto& discount = static_cast<const arrow::DoubleArray&>(*args.field(1));
+  arrow::DoubleBuilder out;
+  ARROW_RETURN_NOT_OK(out.Reserve(args.length()));
+  for (int64_t i = 0; i < args.length(); ++i) {
+    if (price.IsNull(i) || discount.IsNull(i)) {
+      out.UnsafeAppendNull();
+    } else {
+      out.UnsafeAppend(price.Value(i) * (1 - discount.Value(i)));
+    }
+  }
+  return out.Finish();
+}
+
+// blake3_hex(text): the BLAKE3 digest of the text's UTF-8 bytes, as 64 hex digits.
+arrow::Result<std::shared_ptr<arrow::Array>> Blake3Hex(const arrow::StructArray& args) {
+  const auto& text = static_cast<const arrow::StringArray&>(*args.field(0));
+  arrow::StringBuilder out;
+  ARROW_RETURN_NOT_OK(out.Reserve(args.length()));
+  ARROW_RETURN_NOT_OK(out.ReserveData(args.length() * 64));
+  static const char kHex[] = "0123456789abcdef";
+  for (int64_t i = 0; i < args.length(); ++i) {
+    if (text.IsNull(i)) {
+      out.UnsafeAppendNull();
+      continue;
+    }
+    const std::string_view v = text.GetView(i);
+    blake3_hasher hasher;
+    blake3_hasher_init(&hasher);
+    blake3_hasher_update(&hasher, v.data(), v.size());
+    uint8_t digest[BLAKE3_OUT_LEN];
+    blake3_hasher_finalize(&hasher, digest, BLAKE3_OUT_LEN);
+    char hex[2 * BLAKE3_OUT_LEN];
+    for (size_t b = 0; b < BLAKE3_OUT_LEN; ++b) {
+      hex[2 * b] = kHex[digest[b] >> 4];
+      hex[2 * b + 1] = kHex[digest[b] & 15];
+    }
+    out.UnsafeAppend(std::string_view(hex, sizeof(hex)));
+  }
+  return out.Finish();
+}
+
+// weighted_avg(value, weight) = sum(value * weight) / sum(weight) over the rows where both are
+// present; NULL where the weights sum to zero. The state is those two sums per group.
+struct WeightedAvg {
+  // The sums of `state` grown to num_groups (new groups start at zero).
+  static void Load(const arrow::StructArray& state, int64_t num_groups, std::vector<double>* vw,
+                   std::vector<double>* w) {
+    vw->assign(static_cast<size_t>(num_groups), 0.0);
+    w->assign(static_cast<size_t>(num_groups), 0.0);
+    const auto& s_vw = static_cast<const arrow::DoubleArray&>(*state.field(0));
+    const auto& s_w = static_cast<const arrow::DoubleArray&>(*state.field(1));
+    for (int64_t g = 0; g < state.length() && g < num_groups; ++g) {
+      (*vw)[g] = s_vw.Value(g);
+      (*w)[g] = s_w.Value(g);
+    }
+  }
+
+  static arrow::Result<std::shared_ptr<arrow::Array>> Store(const std::vector<double>& vw,
+                                                            const std::vector<double>& w) {
+    arrow::DoubleBuilder b_vw, b_w;
+    ARROW_RETURN_NOT_OK(b_vw.AppendValues(vw));
+    ARROW_RETURN_NOT_OK(b_w.AppendValues(w));
+    ARROW_ASSIGN_OR_RAISE(auto a_vw, b_vw.Finish());
+    ARROW_ASSIGN_OR_RAISE(auto a_w, b_w.Finish());
+    return arrow::StructArray::Make({a_vw, a_w},
+                                    std::vector<std::string>{"weighted_sum", "weight_sum"});
+  }
+
+  static arrow::Result<std::shared_ptr<arrow::Array>> Update(const arrow::StructArray& state,
+                                                             const arrow::StructArray& args,
+                                                             const uint32_t* group_ids,
+                                                             int64_t num_groups) {
+    std::vector<double> vw, w;
+    Load(state, num_groups, &vw, &w);
+    const auto& value = static_cast<const arrow::DoubleArray&>(*args.field(0));
+    const auto& weight = static_cast<const arrow::DoubleArray&>(*args.field(1));
+    for (int64_t i = 0; i < args.length(); ++i) {
+      if (value.IsNull(i) || weight.IsNull(i) || args.IsNull(i)) continue;
+      const uint32_t g = group_ids[i];
+      if (g >= num_groups) return arrow::Status::Invalid("group id ", g, " out of range");
+      vw[g] += value.Value(i) * weight.Value(i);
+      w[g] += weight.Value(i);
+    }
+    return Store(vw, w);
+  }
+
+  static arrow::Result<std::shared_ptr<arrow::Array>> Merge(const arrow::StructArray& state,
+                                                            const arrow::StructArray& other,
+                                                            const uint32_t* mapping,
+                                                            int64_t num_groups) {
+    std::vector<double> vw, w;
+    Load(state, num_groups, &vw, &w);
+    const auto& o_vw = static_cast<const arrow::DoubleArray&>(*other.field(0));
+    const auto& o_w = static_cast<const arrow::DoubleArray&>(*other.field(1));
+    for (int64_t i = 0; i < other.length(); ++i) {
+      if (other.IsNull(i)) continue;
+      const uint32_t g = mapping[i];
+      if (g >= num_groups) return arrow::Status::Invalid("group id ", g, " out of range");
+      vw[g] += o_vw.Value(i);
+      w[g] += o_w.Value(i);
+    }
+    return Store(vw, w);
+  }
+
+  static arrow::Result<std::shared_ptr<arrow::Array>> Finalize(const arrow::StructArray& state) {
+    const auto& vw = static_cast<const arrow::DoubleArray&>(*state.field(0));
+    const auto& w = static_cast<const arrow::DoubleArray&>(*state.field(1));
+    arrow::DoubleBuilder out;
+    ARROW_RETURN_NOT_OK(out.Reserve(state.length()));
+    for (int64_t g = 0; g < state.length(); ++g) {
+      if (state.IsNull(g) || w.Value(g) == 0) {
+        out.UnsafeAppendNull();
+      } else {
+        out.UnsafeAppend(vw.Value(g) / w.Value(g));
+      }
+    }
+    return out.Finish();
+  }
+};
+
+}  // namespace
+
+SLUICE_FUNCTION_IDENTITY(
+    R"({"abi_version":1,"qualified_name":"sluice-example-functions","version":"0.1.0",)"
+    R"("functions":[)"
+    R"({"name":"net_revenue","kind":"scalar","arguments":["g","g"],"returns":"g"},)"
+    R"({"name":"weighted_avg","kind":"aggregate","arguments":["g","g"],"returns":"g",)"
+    R"("state":[["weighted_sum","g"],["weight_sum","g"]]},)"
+    R"({"name":"blake3_hex","kind":"scalar","arguments":["u"],"returns":"u"}]})")
+
+SLUICE_FUNCTION_TABLE(sluice::sdk::Scalar<NetRevenue>("net_revenue"),
+                      sluice::sdk::Aggregate<WeightedAvg>("weighted_avg"),
+                      sluice::sdk::Scalar<Blake3Hex>("blake3_hex"))

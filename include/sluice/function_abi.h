@@ -1,0 +1,168 @@
+/* The function library C ABI, version 1.
+ *
+ * A function library is a shared library that gives SQL scalar and aggregate functions. Arrays
+ * cross as the Arrow C Data Interface's ArrowSchema and ArrowArray, so no C++ type crosses and a
+ * library built with another compiler or Arrow version still works.
+ *
+ * Rules that both sides keep:
+ *   - Ownership follows the C Data Interface: an ArrowSchema or ArrowArray passed in is moved to
+ *     the callee, which calls its release callback exactly once; the callback is the producer's,
+ *     so neither side ever frees memory the other allocated. Outputs are moved to the host the
+ *     same way: the library fills *out_schema and *out and the host releases them.
+ *   - group_ids and mapping are borrowed: valid only during the call.
+ *   - No C++ exception crosses. A library reports failure with set_error() and a non-zero return.
+ *   - The host checks every array it receives (type, length, ValidateFull) before anything reads
+ *     it, so a library that returns garbage is an error naming the function.
+ *   - The ABI only grows: new fields go at the end of structs.
+ *
+ * Concurrency: the host may call any function from several threads at once, with distinct host
+ * structs; a library must not keep mutable global state between calls.
+ */
+#ifndef SLUICE_FUNCTION_ABI_H
+#define SLUICE_FUNCTION_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The Arrow C Data Interface structures, as its specification defines them (and asks producers
+ * and consumers to declare them under this guard). */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+
+struct ArrowSchema {
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+  void (*release)(struct ArrowSchema*);
+  void* private_data;
+};
+
+struct ArrowArray {
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+  void (*release)(struct ArrowArray*);
+  void* private_data;
+};
+
+#endif /* ARROW_C_DATA_INTERFACE */
+
+#define SLUICE_FUNCTION_ABI_VERSION 1u
+#define SLUICE_FUNCTION_ABI_VERSION_TEXT "1"
+
+#define SLUICE_FUNCTION_OK 0
+#define SLUICE_FUNCTION_ERROR 1
+
+/* What a function is. */
+#define SLUICE_FUNCTION_SCALAR 1u
+#define SLUICE_FUNCTION_AGGREGATE 2u
+/* Reserved for window functions (a partition's ordered rows in, one value per row out); version
+ * 1 hosts refuse a library that declares one. */
+#define SLUICE_FUNCTION_WINDOW 3u
+
+/* What the host passes to every call. */
+typedef struct sluice_function_host {
+  /* The ABI version the host speaks. */
+  uint32_t abi_version;
+  /* sizeof(sluice_function_host) as the host knows it. */
+  uint32_t struct_size;
+  /* Opaque host state, passed back to every callback. */
+  void* ctx;
+  /* Records an error message (UTF-8, not NUL-terminated); the last call wins. */
+  void (*set_error)(void* ctx, const char* message, size_t len);
+} sluice_function_host;
+
+/* A scalar function: `args` is a struct array with one child per argument, of the types the
+ * identity declares, and `num_rows` rows (also when every argument is a literal). The result is
+ * an array of the declared return type and num_rows rows. */
+typedef int32_t (*sluice_scalar_fn)(const sluice_function_host* host,
+                                    struct ArrowSchema* args_schema, struct ArrowArray* args,
+                                    int64_t num_rows, struct ArrowSchema* out_schema,
+                                    struct ArrowArray* out);
+
+/* An aggregate keeps one row of state per group, in a struct array of the identity's state type,
+ * so that a partial state can cross a shuffle and be merged on another worker.
+ *
+ * update: `state` has at most num_groups rows; groups at and beyond its length are new and start
+ * empty. Row i of `args` (a struct array, one child per argument) belongs to group group_ids[i].
+ * The result is the new state, num_groups rows. */
+typedef int32_t (*sluice_aggregate_update_fn)(
+    const sluice_function_host* host, struct ArrowSchema* state_schema, struct ArrowArray* state,
+    struct ArrowSchema* args_schema, struct ArrowArray* args, const uint32_t* group_ids,
+    int64_t num_groups, struct ArrowSchema* out_schema, struct ArrowArray* out);
+
+/* merge: row i of `other` (partial states) goes into group mapping[i] of `state`, which has at
+ * most num_groups rows as in update. The result is the merged state, num_groups rows. */
+typedef int32_t (*sluice_aggregate_merge_fn)(
+    const sluice_function_host* host, struct ArrowSchema* state_schema, struct ArrowArray* state,
+    struct ArrowSchema* other_schema, struct ArrowArray* other, const uint32_t* mapping,
+    int64_t num_groups, struct ArrowSchema* out_schema, struct ArrowArray* out);
+
+/* finalize: one result per state row, of the declared return type. */
+typedef int32_t (*sluice_aggregate_finalize_fn)(const sluice_function_host* host,
+                                                struct ArrowSchema* state_schema,
+                                                struct ArrowArray* state,
+                                                struct ArrowSchema* out_schema,
+                                                struct ArrowArray* out);
+
+/* One function. Its name and kind must match the identity's entry of the same position. */
+typedef struct sluice_function_entry {
+  const char* name;
+  uint32_t kind;
+  sluice_scalar_fn scalar;                  /* SLUICE_FUNCTION_SCALAR */
+  sluice_aggregate_update_fn update;        /* SLUICE_FUNCTION_AGGREGATE */
+  sluice_aggregate_merge_fn merge;          /* SLUICE_FUNCTION_AGGREGATE */
+  sluice_aggregate_finalize_fn finalize;    /* SLUICE_FUNCTION_AGGREGATE */
+  void* window;                             /* reserved: NULL in version 1 */
+} sluice_function_entry;
+
+typedef struct sluice_function_table {
+  uint32_t abi_version;
+  /* sizeof(sluice_function_entry) as the library knows it. */
+  uint32_t entry_size;
+  int64_t num_functions;
+  const sluice_function_entry* functions;
+} sluice_function_table;
+
+/* The symbols every function library exports. */
+#define SLUICE_FUNCTION_ABI_VERSION_SYMBOL "sluice_function_abi_version"
+#define SLUICE_FUNCTION_TABLE_SYMBOL "sluice_functions"
+typedef const sluice_function_table* (*sluice_function_table_fn)(void);
+
+/* The identity: static data that tools read from the ELF file without loading it, in its own
+ * section and exported as a symbol. Its bytes are the magic line, one JSON object and a NUL:
+ *   sluice-function-identity/1\n
+ *   {"abi_version":1,"qualified_name":"...","version":"...","functions":[
+ *     {"name":"net_revenue","kind":"scalar","arguments":["g","g"],"returns":"g"},
+ *     {"name":"weighted_avg","kind":"aggregate","arguments":["g","g"],"returns":"g",
+ *      "state":[["weighted_sum","g"],["weight","g"]]}]}
+ * Types are C Data Interface format strings ("g" float64, "l" int64, "u" utf8, "d:15,2"
+ * decimal128(15, 2), "tdD" date32, "b" boolean). An aggregate's state is a struct whose fields
+ * are the listed (name, format) pairs.
+ */
+#define SLUICE_FUNCTION_IDENTITY_SECTION "sluice_function_identity_section"
+#define SLUICE_FUNCTION_IDENTITY_SYMBOL "sluice_function_identity"
+#define SLUICE_FUNCTION_IDENTITY_MAGIC "sluice-function-identity/1\n"
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SLUICE_FUNCTION_ABI_H */
