@@ -92,6 +92,23 @@ ALTER TABLE runs ADD COLUMN heartbeat_at BIGINT;
 ALTER TABLE transform_artifacts ADD COLUMN input_arrow_schema {BLOB};
 ALTER TABLE transform_artifacts ADD COLUMN output_arrow_schema {BLOB};
 )"},
+    // Function libraries: published artifacts, and the names SQL calls them by.
+    {7, R"(
+CREATE TABLE function_libraries (
+  artifact_blake3 TEXT PRIMARY KEY,
+  qualified_name TEXT NOT NULL,
+  version TEXT NOT NULL,
+  identity TEXT NOT NULL,
+  size_bytes BIGINT NOT NULL,
+  publisher_id TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE TABLE sql_function_libraries (
+  name TEXT PRIMARY KEY,
+  artifact_blake3 TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+)"},
 };
 
 std::string ForDialect(std::string sql, std::string_view dialect) {
@@ -495,9 +512,61 @@ arrow::Result<std::vector<SqlTableRecord>> Registry::ListSqlTables() {
   return out;
 }
 
+arrow::Status Registry::PutFunctionLibrary(const FunctionLibraryRecord& l) {
+  return db_->Exec(
+      "INSERT INTO function_libraries (artifact_blake3, qualified_name, version, identity, "
+      "size_bytes, publisher_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+      "ON CONFLICT (artifact_blake3) DO NOTHING",
+      {l.artifact_blake3, l.qualified_name, l.version, l.identity, l.size_bytes,
+       l.publisher_id.empty() ? Value(std::monostate{}) : Value(l.publisher_id), NowUtc()});
+}
+
+arrow::Result<std::optional<FunctionLibraryRecord>> Registry::GetFunctionLibrary(
+    const std::string& artifact_blake3) {
+  ARROW_ASSIGN_OR_RAISE(
+      auto rows,
+      db_->Query("SELECT artifact_blake3, qualified_name, version, identity, size_bytes, "
+                 "publisher_id, created_at FROM function_libraries "
+                 "WHERE artifact_blake3 = ?",
+                 {artifact_blake3}));
+  if (rows.empty()) return std::nullopt;
+  FunctionLibraryRecord l;
+  ARROW_ASSIGN_OR_RAISE(l.artifact_blake3, TextAt(rows[0], 0));
+  ARROW_ASSIGN_OR_RAISE(l.qualified_name, TextAt(rows[0], 1));
+  ARROW_ASSIGN_OR_RAISE(l.version, TextAt(rows[0], 2));
+  ARROW_ASSIGN_OR_RAISE(l.identity, TextAt(rows[0], 3));
+  ARROW_ASSIGN_OR_RAISE(l.size_bytes, IntAt(rows[0], 4));
+  l.publisher_id = TextOrEmpty(rows[0], 5);
+  ARROW_ASSIGN_OR_RAISE(l.created_at, TextAt(rows[0], 6));
+  return l;
+}
+
+arrow::Status Registry::PutSqlFunctionLibrary(const SqlFunctionLibraryRecord& l) {
+  return db_->Exec(
+      "INSERT INTO sql_function_libraries (name, artifact_blake3, created_at) VALUES (?, ?, ?) "
+      "ON CONFLICT (name) DO UPDATE SET artifact_blake3 = excluded.artifact_blake3, "
+      "created_at = excluded.created_at",
+      {l.name, l.artifact_blake3, NowUtc()});
+}
+
+arrow::Result<std::vector<SqlFunctionLibraryRecord>> Registry::ListSqlFunctionLibraries() {
+  ARROW_ASSIGN_OR_RAISE(auto rows, db_->Query("SELECT name, artifact_blake3, created_at FROM "
+                                              "sql_function_libraries ORDER BY name"));
+  std::vector<SqlFunctionLibraryRecord> out;
+  for (const Row& row : rows) {
+    SqlFunctionLibraryRecord l;
+    ARROW_ASSIGN_OR_RAISE(l.name, TextAt(row, 0));
+    ARROW_ASSIGN_OR_RAISE(l.artifact_blake3, TextAt(row, 1));
+    ARROW_ASSIGN_OR_RAISE(l.created_at, TextAt(row, 2));
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
 arrow::Result<int64_t> Registry::CountRows(const std::string& table) {
   SLUICE_INTERNAL_CHECK(table == "publishers" || table == "transform_artifacts" ||
-                        table == "pipeline_specs" || table == "runs" || table == "sql_tables");
+                        table == "pipeline_specs" || table == "runs" || table == "sql_tables" ||
+                        table == "function_libraries" || table == "sql_function_libraries");
   ARROW_ASSIGN_OR_RAISE(auto rows, db_->Query("SELECT COUNT(*) FROM " + table));
   return IntAt(rows.at(0), 0);
 }

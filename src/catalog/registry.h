@@ -84,6 +84,25 @@ struct SqlTableRecord {
   std::string created_at;
 };
 
+/// A published function library (`sluice function publish`).
+struct FunctionLibraryRecord {
+  std::string artifact_blake3;
+  std::string qualified_name;
+  std::string version;
+  /// The identity's JSON, as the library embeds it.
+  std::string identity;
+  int64_t size_bytes = 0;
+  std::string publisher_id;
+  std::string created_at;
+};
+
+/// The name SQL knows a function library by (CREATE FUNCTION LIBRARY name FROM PIN 'digest').
+struct SqlFunctionLibraryRecord {
+  std::string name;
+  std::string artifact_blake3;
+  std::string created_at;
+};
+
 class Registry {
  public:
   /// Opens the database at `url` and applies any migrations it lacks, in one transaction each.
@@ -134,6 +153,14 @@ class Registry {
   arrow::Status PutSqlTable(const SqlTableRecord& table);
   arrow::Result<std::optional<SqlTableRecord>> GetSqlTable(const std::string& name);
   arrow::Result<std::vector<SqlTableRecord>> ListSqlTables();
+
+  /// Registers a published function library; one already registered is kept as it is.
+  arrow::Status PutFunctionLibrary(const FunctionLibraryRecord& library);
+  arrow::Result<std::optional<FunctionLibraryRecord>> GetFunctionLibrary(
+      const std::string& artifact_blake3);
+  /// Creates or replaces SQL's name for a function library.
+  arrow::Status PutSqlFunctionLibrary(const SqlFunctionLibraryRecord& library);
+  arrow::Result<std::vector<SqlFunctionLibraryRecord>> ListSqlFunctionLibraries();
 
   /// Row count of a registry table, for tests and `sluice doctor`-style checks.
   arrow::Result<int64_t> CountRows(const std::string& table);

@@ -24,6 +24,7 @@ int Run(int argc, char** argv) {
   sluice::cli::AddHashCommand(app, action);
   sluice::cli::AddStoreCommand(app, action);
   sluice::cli::AddTransformCommand(app, action);
+  sluice::cli::AddFunctionCommand(app, action);
   sluice::cli::AddExampleDataCommand(app, action);
   sluice::cli::AddAuthCommand(app, action);
   sluice::cli::AddSubmitCommand(app, action);

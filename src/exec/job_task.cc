@@ -6,11 +6,15 @@
 
 namespace sluice::exec {
 
-void JobTask::MaybeFail(const char* when) const {
+bool JobTask::AtFailpoint(const char* when) const {
   const char* fp = std::getenv("SLUICE_FAILPOINT");
-  if (fp == nullptr || fragment == nullptr) return;
+  if (fp == nullptr || fragment == nullptr) return false;
   const std::string task = std::string(when) + ":" + fragment->task_name() + ":";
-  if (fp == task + std::to_string(fragment->attempt) || fp == task + "*") raise(SIGKILL);
+  return fp == task + std::to_string(fragment->attempt) || fp == task + "*";
+}
+
+void JobTask::MaybeFail(const char* when) const {
+  if (AtFailpoint(when)) raise(SIGKILL);
 }
 
 }  // namespace sluice::exec

@@ -38,6 +38,9 @@ struct JobTask {
   /// processed and before it writes any output (the worst moment for the driver's retries);
   /// `kill-after-write` after it wrote its shuffle files, leaving a lost attempt's files behind.
   void MaybeFail(const char* when = "kill") const;
+  /// True when SLUICE_FAILPOINT is `<when>:<task>:<attempt|*>` for this task; the
+  /// `corrupt-after-write` point damages a shuffle file this task wrote, as storage might.
+  bool AtFailpoint(const char* when) const;
 };
 
 }  // namespace sluice::exec

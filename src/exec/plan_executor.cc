@@ -18,6 +18,7 @@
 
 #include "exec/window.h"
 #include "plan/compute_init.h"
+#include "plan/library_functions.h"
 
 namespace sluice::exec {
 
@@ -355,6 +356,10 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
                             [&](const AggregateCall& c) { return c.output == a.input; });
       if (p == partial.aggregates.end()) {
         fused.push_back(a);  // count_distinct of a partial key: of the same column before it
+      } else if (auto library = plan::ParseLibraryFunctionName(p->function)) {
+        // A library aggregate's one-step form updates and finalizes (library_functions.h).
+        fused.push_back({plan::LibraryFunctionName(library->digest_hex, library->function),
+                         p->input, a.output});
       } else {
         fused.push_back({p->function, p->input, a.output});  // sum of counts is the count
       }

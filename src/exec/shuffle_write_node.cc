@@ -115,6 +115,17 @@ arrow::Status WriteExchange(const std::shared_ptr<arrow::Table>& table,
     task.report->shuffle_files.push_back(*std::move(file));
   }
   task.MaybeFail("kill-after-write");
+  if (task.AtFailpoint("corrupt-after-write")) {
+    // One flipped byte in the first non-empty file, after its digest went into the report.
+    for (const auto& file : task.report->shuffle_files) {
+      if (file.bytes == 0) continue;
+      ARROW_ASSIGN_OR_RAISE(auto bytes, task.store->Get(file.key));
+      std::string damaged = bytes->ToString();
+      damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 0x5a);
+      ARROW_RETURN_NOT_OK(task.store->Put(file.key, arrow::Buffer::FromString(damaged)));
+      break;
+    }
+  }
   return arrow::Status::OK();
 }
 

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "plan/compute_init.h"
+#include "plan/library_functions.h"
 #include "sluice/schemas/codec.hpp"
 #include "sql/optimizer/cardinality.h"
 #include "sql/optimizer/conjuncts.h"
@@ -106,20 +107,27 @@ json WithoutLocations(const json& node) {
 
 // Whether a select list or HAVING clause calls an aggregate of this query level (a subquery's
 // aggregates are its own).
-bool ContainsAggregate(const json& node) {
+bool ContainsAggregate(const json& node, const FunctionResolver& functions) {
   if (node.is_array()) {
     return std::any_of(node.begin(), node.end(),
-                       [](const json& x) { return ContainsAggregate(x); });
+                       [&](const json& x) { return ContainsAggregate(x, functions); });
   }
   if (!node.is_object()) return false;
   for (auto it = node.begin(); it != node.end(); ++it) {
     if (it.key() == "SubLink") continue;
     // sum(x) OVER (...) is a window function, which does not group its query.
-    if (it.key() == "FuncCall" && it.value().is_object() && !it.value().contains("over") &&
-        IsAggregateName(LastName(ListMember(it.value(), "funcname")))) {
-      return true;
+    if (it.key() == "FuncCall" && it.value().is_object() && !it.value().contains("over")) {
+      const std::string name = LastName(ListMember(it.value(), "funcname"));
+      if (IsAggregateName(name)) return true;
+      if (functions) {
+        auto found = functions(name);
+        if (found.ok() && found->has_value() &&
+            (*found)->signature.kind == artifact::FunctionSignature::Kind::kAggregate) {
+          return true;
+        }
+      }
     }
-    if (ContainsAggregate(it.value())) return true;
+    if (ContainsAggregate(it.value(), functions)) return true;
   }
   return false;
 }
@@ -137,7 +145,10 @@ void SplitAnd(const json& node, std::vector<const json*>* out) {
 struct Context {
   const std::string& sql;
   const TableResolver& resolve;
+  const FunctionResolver& functions;
   int next_id = 0;
+  /// Digests of the function libraries called so far.
+  std::set<std::string> libraries;
   std::string NewId(const std::string& base) { return base + "#" + std::to_string(next_id++); }
 };
 
@@ -335,6 +346,10 @@ class Binder {
   arrow::Result<cp::Expression> Cast(const json& cast, Scope scope);
   arrow::Result<Interval> IntervalLiteral(const json& cast);
   arrow::Result<cp::Expression> Aggregate(const json& call);
+  // A call of a function library's scalar or aggregate function: arguments cast to the
+  // declared types, the call named by library digest (plan/library_functions.h).
+  arrow::Result<cp::Expression> CallLibraryFunction(const json& call, const LibraryFunction& fn,
+                                                    Scope scope);
   // f(...) OVER (...): a column of the kWindow node that runs after aggregation and HAVING.
   arrow::Result<cp::Expression> WindowFunction(const json& call, Scope scope);
   // An expression a window function reads, as a column: a new one of the projection below the
@@ -1373,6 +1388,91 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
   return out;
 }
 
+arrow::Result<cp::Expression> Binder::CallLibraryFunction(const json& call,
+                                                          const LibraryFunction& fn, Scope scope) {
+  const auto& sig = fn.signature;
+  const bool aggregate = sig.kind == artifact::FunctionSignature::Kind::kAggregate;
+  std::string declared;
+  for (const auto& t : sig.arguments) declared += (declared.empty() ? "" : ", ") + t->ToString();
+  const std::string display =
+      sig.name + "(" + declared + ") of function library " + fn.library_name;
+  if (call.contains("over")) return Unsupported(call, "OVER on " + display);
+  if (call.value("agg_star", false) || call.value("agg_distinct", false) ||
+      call.contains("agg_filter") || call.contains("agg_order")) {
+    return Unsupported(call, "*, DISTINCT, FILTER or ORDER BY in a call of " + display);
+  }
+  if (aggregate) {
+    if (scope != Scope::kAggregated) {
+      return Error(call, in_aggregate_ ? "aggregate function calls cannot be nested"
+                                       : "aggregate functions are not allowed here");
+    }
+    if (in_aggregate_) return Error(call, "aggregate function calls cannot be nested");
+  }
+  const auto& args = ListMember(call, "args");
+  if (args.size() != sig.arguments.size()) {
+    return Error(call, "function " + display + " takes " + std::to_string(sig.arguments.size()) +
+                           " arguments, not " + std::to_string(args.size()));
+  }
+  const Scope arg_scope = aggregate ? Scope::kRow : scope;
+  const auto schema = aggregate ? std::make_shared<arrow::Schema>(RowSchema()) : SchemaFor(scope);
+  std::vector<cp::Expression> bound;
+  for (size_t i = 0; i < args.size(); ++i) {
+    in_aggregate_ = aggregate;
+    auto e = Expr(args[i], arg_scope);
+    in_aggregate_ = false;
+    ARROW_RETURN_NOT_OK(e.status());
+    ARROW_ASSIGN_OR_RAISE(auto checked, Typecheck(*e, args[i], *schema));
+    ARROW_ASSIGN_OR_RAISE(auto typed, checked.Bind(*schema));
+    const auto& want = sig.arguments[i];
+    if (typed.type()->Equals(*want)) {
+      bound.push_back(std::move(checked));
+      continue;
+    }
+    // PostgreSQL resolves a call by implicit casts to the declared types: among numbers, among
+    // text types, date to timestamp, and NULL to anything; text is never read as a number.
+    const auto from = typed.type()->id(), to = want->id();
+    auto number = [](arrow::Type::type t) {
+      return arrow::is_integer(t) || arrow::is_floating(t) || arrow::is_decimal(t);
+    };
+    const bool implicit = from == arrow::Type::NA || (number(from) && number(to)) ||
+                          (arrow::is_base_binary_like(from) && arrow::is_base_binary_like(to) &&
+                           arrow::is_string(from) == arrow::is_string(to)) ||
+                          (from == arrow::Type::DATE32 && to == arrow::Type::TIMESTAMP);
+    if (!implicit || !cp::CanCast(*typed.type(), *want)) {
+      return Error(args[i], "function " + display + ": argument " + std::to_string(i + 1) + " is " +
+                                typed.type()->ToString() + ", which does not convert to " +
+                                want->ToString());
+    }
+    bound.push_back(cp::call("cast", {std::move(checked)}, cp::CastOptions::Safe(want)));
+  }
+  ctx_.libraries.insert(fn.digest_hex);
+  const std::string name = plan::LibraryFunctionName(fn.digest_hex, sig.name);
+  if (!aggregate) return cp::call(name, std::move(bound));
+
+  // An aggregate's arguments travel as one struct column; its partial step keeps the library's
+  // state per group (which crosses a shuffle), and the final step merges and finalizes.
+  std::vector<std::string> fields;
+  for (size_t i = 0; i < bound.size(); ++i) fields.push_back("a" + std::to_string(i));
+  cp::Expression arg = cp::call("make_struct", std::move(bound), cp::MakeStructOptions(fields));
+  const std::string text_key = name + " " + arg.ToString();
+  if (auto it = agg_by_text_.find(text_key); it != agg_by_text_.end()) return it->second;
+  const std::string id = std::to_string(ctx_.next_id++);
+  const std::string input = "__in" + id, partial = "__p" + id, result = "__agg" + id;
+  agg_inputs_.push_back(arg);
+  agg_input_names_.push_back(input);
+  partial_.push_back({name + plan::kPartialSuffix, input, partial});
+  final_.push_back({name + plan::kMergeSuffix, partial, result});
+  ARROW_ASSIGN_OR_RAISE(
+      auto state_type,
+      AggregateOutputType(partial_.back(),
+                          arg.Bind(RowSchema()).ValueOrDie().type()->GetSharedPtr()));
+  ARROW_ASSIGN_OR_RAISE(auto result_type, AggregateOutputType(final_.back(), state_type));
+  aggregate_fields_.push_back(arrow::field(result, result_type));
+  cp::Expression out = cp::field_ref(result);
+  agg_by_text_[text_key] = out;
+  return out;
+}
+
 arrow::Result<std::string> Binder::WindowInput(const json& node, Scope scope,
                                                std::shared_ptr<arrow::DataType>* type) {
   ARROW_ASSIGN_OR_RAISE(auto e, Expr(node, scope));
@@ -1619,6 +1719,10 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
                                                "char_length", "character_length",
                                                "initcap",     "split_part"};
   if (!IsAggregateName(name) && !kKnown.count(name)) {
+    if (ctx_.functions) {
+      ARROW_ASSIGN_OR_RAISE(auto library_function, ctx_.functions(name));
+      if (library_function.has_value()) return CallLibraryFunction(call, *library_function, scope);
+    }
     // Before its arguments: they would be bound in a scope that may not fit them (a column
     // outside GROUP BY is not what is wrong with string_agg(x, ',')).
     if (plan::IsWindowFunction(name)) {
@@ -2529,7 +2633,7 @@ arrow::Result<cp::Expression> Binder::SubqueryTest(const json& link, Scope scope
   const json& subselect = link.at("subselect").at("SelectStmt");
   if (subselect.value("op", "SETOP_NONE") != "SETOP_NONE" || subselect.contains("groupClause") ||
       subselect.contains("havingClause") || subselect.contains("limitCount") ||
-      ContainsAggregate(ListMember(subselect, "targetList"))) {
+      ContainsAggregate(ListMember(subselect, "targetList"), ctx_.functions)) {
     return Unsupported(link,
                        "EXISTS or IN over a grouped, aggregated, limited or combined "
                        "subquery inside an expression");
@@ -2594,11 +2698,11 @@ arrow::Result<cp::Expression> Binder::ScalarSubquery(const json& link, Scope sco
   Binder child(ctx_, this, this);
   const json& subselect = link.at("subselect").at("SelectStmt");
   const auto& targets = ListMember(subselect, "targetList");
-  const bool one_aggregate = (subselect.contains("havingClause") || ContainsAggregate(targets)) &&
-                             !subselect.contains("groupClause") && targets.size() == 1 &&
-                             !subselect.contains("limitCount") &&
-                             !subselect.contains("distinctClause") &&
-                             subselect.value("op", "SETOP_NONE") == "SETOP_NONE";
+  const bool one_aggregate =
+      (subselect.contains("havingClause") || ContainsAggregate(targets, ctx_.functions)) &&
+      !subselect.contains("groupClause") && targets.size() == 1 &&
+      !subselect.contains("limitCount") && !subselect.contains("distinctClause") &&
+      subselect.value("op", "SETOP_NONE") == "SETOP_NONE";
   Relation r;
   if (one_aggregate) {
     ARROW_ASSIGN_OR_RAISE(r, child.Bind(subselect, Purpose::kScalar));
@@ -2934,7 +3038,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
 
   const auto& targets = ListMember(select, "targetList");
   const bool aggregated = select.contains("groupClause") || select.contains("havingClause") ||
-                          ContainsAggregate(targets);
+                          ContainsAggregate(targets, ctx_.functions);
   const Scope out_scope = aggregated ? Scope::kAggregated : Scope::kRow;
   aggregated_ = aggregated;
 
@@ -3017,7 +3121,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       }
       return index_of(id);
     }
-    if (ContainsAggregate(*expr)) {
+    if (ContainsAggregate(*expr, ctx_.functions)) {
       return Error(*expr, "aggregate functions are not allowed in GROUP BY");
     }
     const std::string text = WithoutLocations(*expr).dump();
@@ -3191,7 +3295,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       (top || select.contains("limitCount") || select.contains("limitOffset"))) {
     for (const auto& s : select.at("sortClause")) {
       const json& node = s.at("SortBy").at("node");
-      if (!ContainsAggregate(json::array({node}))) continue;
+      if (!ContainsAggregate(json::array({node}), ctx_.functions)) continue;
       ARROW_RETURN_NOT_OK(Expr(node, Scope::kAggregated).status());
     }
   }
@@ -3402,16 +3506,18 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
 }  // namespace
 
 arrow::Result<BoundQuery> BindLogical(const json& select, const std::string& sql,
-                                      const TableResolver& resolve) {
+                                      const TableResolver& resolve,
+                                      const FunctionResolver& functions) {
   // Type checking binds compute expressions, which needs Arrow's kernels registered.
   ARROW_RETURN_NOT_OK(plan::EnsureComputeInitialized());
-  Context ctx{sql, resolve, 0};
+  Context ctx{sql, resolve, functions, 0, {}};
   Binder binder(ctx, nullptr, nullptr);
   // The binder reads libpg_query's tree by its documented shapes; a shape it does not expect
   // (nlohmann throws on those) is a construct it does not support, not a crash.
   try {
     ARROW_ASSIGN_OR_RAISE(Relation r, binder.Bind(select, Purpose::kQuery));
-    return BoundQuery{std::move(r.plan), binder.output_names()};
+    return BoundQuery{std::move(r.plan), binder.output_names(),
+                      std::vector<std::string>(ctx.libraries.begin(), ctx.libraries.end())};
   } catch (const std::exception& e) {
     return arrow::Status::NotImplemented(
         "not supported: a query construct the binder does not handle (", e.what(), ")");
@@ -3419,8 +3525,9 @@ arrow::Result<BoundQuery> BindLogical(const json& select, const std::string& sql
 }
 
 arrow::Result<BoundQuery> BindSelect(const json& select, const std::string& sql,
-                                     const TableResolver& resolve) {
-  ARROW_ASSIGN_OR_RAISE(BoundQuery bound, BindLogical(select, sql, resolve));
+                                     const TableResolver& resolve,
+                                     const FunctionResolver& functions) {
+  ARROW_ASSIGN_OR_RAISE(BoundQuery bound, BindLogical(select, sql, resolve, functions));
   ARROW_RETURN_NOT_OK(Optimize(bound.plan.get(), DefaultPasses()));
   return bound;
 }

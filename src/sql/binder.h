@@ -18,8 +18,10 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "artifact/function_library.h"
 #include "sql/plan_node.h"
 
 namespace sluice::sql {
@@ -28,10 +30,25 @@ namespace sluice::sql {
 using TableResolver =
     std::function<arrow::Result<std::shared_ptr<TableSource>>(const std::string& name)>;
 
+/// A function of a function library that SQL can call (CREATE FUNCTION LIBRARY), registered
+/// in this process (plan/library_functions.h).
+struct LibraryFunction {
+  std::string digest_hex;
+  std::string library_name;  // the SQL name of its library
+  artifact::FunctionSignature signature;
+};
+
+/// Looks a function up by name among the session's function libraries; nullopt when none has
+/// it. Called only for names that are not built in.
+using FunctionResolver =
+    std::function<arrow::Result<std::optional<LibraryFunction>>(const std::string& name)>;
+
 struct BoundQuery {
   std::unique_ptr<PlanNode> plan;
   /// Output column names, in order.
   std::vector<std::string> names;
+  /// The digests of the function libraries the plan calls, sorted: the session spec's list.
+  std::vector<std::string> libraries;
 };
 
 /// The logical plan as bound, before the optimizer's passes: filters stand where SQL wrote them,
@@ -39,11 +56,13 @@ struct BoundQuery {
 /// dependent joins (plan_node.h) wait for the decorrelate and join_order passes; nothing may
 /// run or encode it before those.
 arrow::Result<BoundQuery> BindLogical(const nlohmann::json& select, const std::string& sql,
-                                      const TableResolver& resolve);
+                                      const TableResolver& resolve,
+                                      const FunctionResolver& functions = nullptr);
 
 /// BindLogical, then the optimizer's DefaultPasses (sql/optimizer/optimizer.h): the plan a
 /// query runs.
 arrow::Result<BoundQuery> BindSelect(const nlohmann::json& select, const std::string& sql,
-                                     const TableResolver& resolve);
+                                     const TableResolver& resolve,
+                                     const FunctionResolver& functions = nullptr);
 
 }  // namespace sluice::sql

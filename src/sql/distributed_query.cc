@@ -138,6 +138,8 @@ class QueryStages {
     dist::CutOptions cut;
     cut.run_id = "q-" + query_id;
     cut.session.store_url = options.store_url;
+    cut.session.cache_dir = options.cache_dir;
+    cut.session.libraries = options.libraries;
     cut.shuffle_folder = folder.prefix();
     cut.root_stage = false;  // the driver runs what is above the gathering stages
     cut.stage_id = [this](const PlanNode&, const PlanNode* exchange) {

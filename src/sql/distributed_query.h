@@ -35,6 +35,11 @@ struct DistributedOptions {
   /// The session store, where the shuffle lives, and its URL (sent to workers).
   std::shared_ptr<storage::ObjectStore> store;
   std::string store_url;
+  /// Where workers cache verified artifacts (function libraries) by digest.
+  std::string cache_dir;
+  /// The digests of the function libraries the plan calls (BoundQuery::libraries), which every
+  /// task's session spec lists.
+  std::vector<std::string> libraries;
   /// The sluice binary whose `worker` subcommand runs a task; empty: this executable.
   std::string worker_binary;
   /// Attempts per task before the query fails.

@@ -4,11 +4,16 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <optional>
 
+#include "artifact/blake3_digest.h"
 #include "catalog/registry.h"
 #include "catalog/run_lease.h"
+#include "common/status.h"
 #include "exec/plan_executor.h"
 #include "plan/compute_init.h"
+#include "plan/library_functions.h"
 #include "sql/binder.h"
 #include "sql/distributed_query.h"
 #include "sql/optimizer/optimizer.h"
@@ -83,7 +88,51 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
                      std::to_string(table->schema->num_fields()) + " columns)";
     return result;
   }
+  const std::string cache_dir = config.home + "/cache";
+  if (auto* create = std::get_if<CreateFunctionLibrary>(&statement)) {
+    // Loading it now verifies the bytes and the identity, so a bad pin fails here, not in a
+    // later query.
+    const std::string where = "CREATE FUNCTION LIBRARY " + create->name;
+    auto digest = artifact::Digest::FromHex(create->digest, "pin");
+    if (!digest.ok()) return AddContext(digest.status(), where);
+    auto library = plan::EnsureFunctionLibrary(store, cache_dir, digest->ToHex());
+    if (!library.ok()) return AddContext(library.status(), where);
+    ARROW_RETURN_NOT_OK(registry->PutSqlFunctionLibrary({create->name, digest->ToHex(), ""}));
+    const auto& id = (*library)->identity();
+    std::string names;
+    for (const auto& f : id.functions) names += (names.empty() ? "" : ", ") + f.name;
+    result.message = "CREATE FUNCTION LIBRARY " + create->name + " (" + id.qualified_name + " " +
+                     id.version + ": " + names + ")";
+    return result;
+  }
   const auto& select = std::get<SelectStatement>(statement);
+  // The session's function libraries, each loaded (verified) and registered on first use.
+  std::optional<std::vector<catalog::SqlFunctionLibraryRecord>> libraries;
+  std::map<std::string, std::shared_ptr<artifact::FunctionLibrary>> loaded;
+  FunctionResolver functions =
+      [&](const std::string& name) -> arrow::Result<std::optional<LibraryFunction>> {
+    if (!libraries.has_value()) {
+      ARROW_ASSIGN_OR_RAISE(libraries, registry->ListSqlFunctionLibraries());
+    }
+    std::optional<LibraryFunction> found;
+    for (const auto& l : *libraries) {
+      auto& library = loaded[l.artifact_blake3];
+      if (library == nullptr) {
+        auto ensured = plan::EnsureFunctionLibrary(store, cache_dir, l.artifact_blake3);
+        if (!ensured.ok()) return AddContext(ensured.status(), "function library " + l.name);
+        library = *ensured;
+      }
+      const auto* sig = library->identity().Find(name);
+      if (sig == nullptr) continue;
+      if (found.has_value()) {
+        return arrow::Status::Invalid("function ", name, " is in function libraries ",
+                                      found->library_name, " and ", l.name,
+                                      "; drop one of them or rename the function");
+      }
+      found = LibraryFunction{l.artifact_blake3, l.name, *sig};
+    }
+    return found;
+  };
   TableResolver resolve =
       [&](const std::string& name) -> arrow::Result<std::shared_ptr<TableSource>> {
     ARROW_ASSIGN_OR_RAISE(auto record, registry->GetSqlTable(name));
@@ -107,7 +156,8 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
   };
   // Binding, then the optimizer's passes (BindSelect in two steps, to name the passes in
   // EXPLAIN).
-  ARROW_ASSIGN_OR_RAISE(BoundQuery bound, BindLogical(select.select, select.sql, resolve));
+  ARROW_ASSIGN_OR_RAISE(BoundQuery bound,
+                        BindLogical(select.select, select.sql, resolve, functions));
   std::vector<std::string> passes;
   ARROW_RETURN_NOT_OK(Optimize(bound.plan.get(), DefaultPasses(), &passes));
   if (options.workers > 0) {
@@ -122,6 +172,8 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
       distributed.workers = options.workers;
       distributed.store = store;
       distributed.store_url = config.store_url;
+      distributed.cache_dir = cache_dir;
+      distributed.libraries = bound.libraries;
       return RunDistributedSelect(bound, stages, select, distributed);
     }
     std::fprintf(stderr, "sluice: running in-process: %s\n", stages.not_cut_reason.c_str());

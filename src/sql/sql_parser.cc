@@ -163,6 +163,30 @@ std::optional<arrow::Result<Statement>> ParseCreateExternal(const std::string& s
   return out;
 }
 
+// Recognises CREATE FUNCTION LIBRARY name FROM PIN 'digest'; nullopt for any other statement
+// (CREATE FUNCTION alone is PostgreSQL's, which sluice does not run).
+std::optional<arrow::Result<Statement>> ParseCreateFunctionLibrary(const std::string& sql) {
+  Words words(sql);
+  if (!words.Keyword("create") || !words.Keyword("function") || !words.Keyword("library")) {
+    return std::nullopt;
+  }
+  const auto syntax_error = [] {
+    return arrow::Status::Invalid(
+        "syntax error in CREATE FUNCTION LIBRARY: expected CREATE FUNCTION LIBRARY name FROM PIN "
+        "'<BLAKE3 digest>'");
+  };
+  CreateFunctionLibrary out;
+  out.name = words.Word();
+  if (out.name.empty() || std::isdigit(static_cast<unsigned char>(out.name[0]))) {
+    return syntax_error();
+  }
+  if (!words.Keyword("from") || !words.Keyword("pin") || !words.Quoted(&out.digest) ||
+      !words.AtEnd()) {
+    return syntax_error();
+  }
+  return out;
+}
+
 // The offset just past the parenthesis that closes the one at `open`, skipping string
 // literals, quoted names and comments; npos where it is not closed.
 size_t ClosingParen(const std::string& sql, size_t open) {
@@ -201,6 +225,7 @@ arrow::Result<Statement> ParseOnThisThread(const std::string& sql) {
     return arrow::Status::Invalid("the query is not valid UTF-8");
   }
   if (auto create = ParseCreateExternal(sql)) return std::move(*create);
+  if (auto create = ParseCreateFunctionLibrary(sql)) return std::move(*create);
 
   // PostgreSQL 16 lets a subquery in FROM go without an alias; 15's grammar, which libpg_query
   // has, refuses it at the subquery's parenthesis. Each is given a name and parsed again.
@@ -253,8 +278,8 @@ arrow::Result<Statement> ParseOnThisThread(const std::string& sql) {
   if (!node->contains("SelectStmt")) {
     const std::string kind = node->is_object() && !node->empty() ? node->begin().key() : "unknown";
     return arrow::Status::NotImplemented("not supported: statement ", kind,
-                                         " (sluice query runs SELECT, EXPLAIN and CREATE "
-                                         "EXTERNAL TABLE)");
+                                         " (sluice query runs SELECT, EXPLAIN, CREATE "
+                                         "EXTERNAL TABLE and CREATE FUNCTION LIBRARY)");
   }
   out.select = (*node).at("SelectStmt");
   return out;

@@ -19,6 +19,13 @@ struct CreateExternalTable {
   std::string location;
 };
 
+/// `CREATE FUNCTION LIBRARY name FROM PIN 'digest'`: makes a published function library's
+/// functions callable by name in SQL.
+struct CreateFunctionLibrary {
+  std::string name;
+  std::string digest;
+};
+
 /// A SELECT (possibly under EXPLAIN [ANALYZE]) as libpg_query's JSON node for the statement.
 struct SelectStatement {
   nlohmann::json select;  // the "SelectStmt" object
@@ -29,7 +36,7 @@ struct SelectStatement {
   std::string sql;
 };
 
-using Statement = std::variant<CreateExternalTable, SelectStatement>;
+using Statement = std::variant<CreateExternalTable, CreateFunctionLibrary, SelectStatement>;
 
 /// The deepest parse tree ParseStatement accepts, in nodes on one path from the statement down
 /// (1+1+...+1 with n terms is n + 2 deep; TPC-H's deepest query is 17). Everything after the

@@ -1,0 +1,38 @@
+// `sluice function check|test|publish LIBRARY.so`: a function library from a built shared
+// library to a content-addressed, registered artifact that CREATE FUNCTION LIBRARY pins.
+//
+// check reads the ELF file without loading it (loading would run its constructors). test loads
+// it and calls every function through the host's kernels on generated Arrow data with NULLs,
+// so a library that returns garbage fails there, naming the function. publish checks, uploads
+// functions/<digest>.so (skipped when the store already holds those bytes) and registers it;
+// the registry row is written after the upload, so a failure leaves nothing registered.
+#pragma once
+
+#include <arrow/result.h>
+
+#include <string>
+
+#include "artifact/function_library.h"
+#include "common/config.h"
+
+namespace sluice::pipeline {
+
+/// The identity of a built function library, with every structural problem listed.
+arrow::Result<artifact::FunctionIdentity> CheckFunctionLibrary(const std::string& path);
+
+/// One line per function: what `function check` prints.
+std::string DescribeFunctions(const artifact::FunctionIdentity& identity);
+
+/// Loads `path` and runs each function on generated rows; returns what ran, one line each.
+arrow::Result<std::string> TestFunctionLibrary(const std::string& path);
+
+struct FunctionPublishResult {
+  std::string qualified_name;
+  std::string artifact_blake3;
+  bool uploaded = false;
+};
+
+arrow::Result<FunctionPublishResult> PublishFunctionLibrary(const Config& config,
+                                                            const std::string& path);
+
+}  // namespace sluice::pipeline
