@@ -40,7 +40,10 @@ def selector(only: str):
     import tpcds
     import tpch
 
+    import functions
+
     names = ["tpch-startup", *[query_name(n) for n in tpch.SUPPORTED], "pipeline", "blake3-512MiB",
+             *functions.QUERIES,
              "tpcds-startup", *[tpcds.workload_name(n) for n in tpcds.NAMES]]
     if only in names:
         return lambda name: name == only
@@ -102,6 +105,15 @@ def workloads(keep):
                 ],
             },
         ))
+    import functions
+
+    library_workloads = [name for name in functions.QUERIES if keep(name)]
+    if library_workloads:
+        functions.prepare()
+        # Each engine is sluice: the library's function against the same expression built in.
+        selected += [Workload(name=name, commands=functions.commands(name),
+                              baseline="sluice-builtin", env=functions.env())
+                     for name in library_workloads]
     # TPC-DS last, so that everything before it runs as it did. Its start-up workload is query 0
     # in each launcher, as for TPC-H.
     limits = dict(timeout=tpcds.TIMEOUT, max_rss_mib=tpcds.MAX_RSS_MIB)
@@ -220,6 +232,7 @@ def abi_overhead() -> str:
 def main():
     # BENCH_ONLY=tpch or tpcds (a substring of workload names) runs just those workloads; an
     # exact name (tpch-sf1-q1, tpcds-sf1-q01) runs that one alone.
+    import functions
     import tpcds
 
     only = os.environ.get("BENCH_ONLY", "")
@@ -233,7 +246,8 @@ def main():
         "(distributed), sluice the default (in-process)."
     )
     md = report(selected, OUT, "sluice benchmarks", notes,
-                lambda results: distributed(selected, results) + tpcds.section(results))
+                lambda results: distributed(selected, results) + functions.section(results) +
+                tpcds.section(results))
     if not only:
         md.write_text(md.read_text() + "\n" + abi_overhead())
     print(md.read_text())
