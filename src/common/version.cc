@@ -23,7 +23,8 @@ std::string VersionText() {
 #if defined(_GLIBCXX_USE_CXX11_ABI)
   out << "cxx-abi libstdc++ cxx11=" << _GLIBCXX_USE_CXX11_ABI << "\n";
 #endif
-  out << "transform-abi " << kTransformAbiVersion;
+  out << "transform-abi " << kTransformAbiVersion << "\n";
+  out << "function-abi " << kFunctionAbiVersion;
   return out.str();
 }
 

@@ -12,6 +12,8 @@ const char* SluiceVersion();
 
 /// Version of the batch transform C ABI (include/sluice/transform_abi.h) this host speaks.
 inline constexpr uint32_t kTransformAbiVersion = 1;
+/// Version of the function library C ABI (include/sluice/function_abi.h) this host speaks.
+inline constexpr uint32_t kFunctionAbiVersion = 1;
 
 /// The multi-line text printed by `sluice --version`: sluice, the Arrow library it runs with
 /// (read from the loaded library at run time, not from headers), the Arrow headers it was

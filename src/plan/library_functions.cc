@@ -11,6 +11,7 @@
 
 #include "artifact/blake3_digest.h"
 #include "artifact/verified_loader.h"
+#include "common/version.h"
 #include "plan/compute_init.h"
 
 namespace sluice::plan {
@@ -19,6 +20,9 @@ namespace {
 
 namespace cp = arrow::compute;
 using artifact::FunctionSignature;
+
+static_assert(kFunctionAbiVersion == SLUICE_FUNCTION_ABI_VERSION,
+              "sluice --version must report the function ABI this host speaks");
 
 // One library function as the kernels see it.
 struct Bound {

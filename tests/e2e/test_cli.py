@@ -17,6 +17,7 @@ def test_version_names_sluice_arrow_and_abi(sluice):
     # The Arrow the binary runs with is the wheel's.
     assert f"arrow {pa.__version__} (runtime" in out
     assert "transform-abi 1" in out
+    assert "function-abi 1" in out
 
 
 @pytest.mark.parametrize(
