@@ -1,10 +1,14 @@
 // sluice's example function library: the TPC-H revenue expression as a scalar function, a
 // weighted average as an aggregate whose state (two running sums) stays right when split across
-// workers, and the BLAKE3 digest of text.
+// workers, the rank of a row's revenue within its window partition, and the BLAKE3 digest of
+// text.
 #include <blake3.h>
 #include <sluice/sdk/function.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <vector>
 
 namespace {
 
@@ -19,6 +23,36 @@ arrow::Result<std::shared_ptr<arrow::Array>> NetRevenue(const arrow::StructArray
       out.UnsafeAppendNull();
     } else {
       out.UnsafeAppend(price.Value(i) * (1 - discount.Value(i)));
+    }
+  }
+  return out.Finish();
+}
+
+// revenue_rank(price, discount) OVER (PARTITION BY ...): 1 for the row of the partition with the
+// highest net revenue, rows with equal revenue sharing a rank as SQL's rank() does; NULL where
+// the revenue is NULL. The window's ORDER BY does not change it.
+arrow::Result<std::shared_ptr<arrow::Array>> RevenueRank(const arrow::StructArray& args,
+                                                         const int64_t* /*peer_groups*/) {
+  ARROW_ASSIGN_OR_RAISE(auto revenue, NetRevenue(args));
+  const auto& r = static_cast<const arrow::DoubleArray&>(*revenue);
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < r.length(); ++i) {
+    if (r.IsValid(i)) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return r.Value(a) > r.Value(b); });
+  std::vector<int64_t> rank(static_cast<size_t>(r.length()), 0);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const bool tie = k > 0 && r.Value(order[k]) == r.Value(order[k - 1]);
+    rank[order[k]] = tie ? rank[order[k - 1]] : static_cast<int64_t>(k) + 1;
+  }
+  arrow::Int64Builder out;
+  ARROW_RETURN_NOT_OK(out.Reserve(r.length()));
+  for (int64_t i = 0; i < r.length(); ++i) {
+    if (r.IsValid(i)) {
+      out.UnsafeAppend(rank[static_cast<size_t>(i)]);
+    } else {
+      out.UnsafeAppendNull();
     }
   }
   return out.Finish();
@@ -139,8 +173,10 @@ SLUICE_FUNCTION_IDENTITY(
     R"({"name":"net_revenue","kind":"scalar","arguments":["g","g"],"returns":"g"},)"
     R"({"name":"weighted_avg","kind":"aggregate","arguments":["g","g"],"returns":"g",)"
     R"("state":[["weighted_sum","g"],["weight_sum","g"]]},)"
-    R"({"name":"blake3_hex","kind":"scalar","arguments":["u"],"returns":"u"}]})")
+    R"({"name":"blake3_hex","kind":"scalar","arguments":["u"],"returns":"u"},)"
+    R"({"name":"revenue_rank","kind":"window","arguments":["g","g"],"returns":"l"}]})")
 
 SLUICE_FUNCTION_TABLE(sluice::sdk::Scalar<NetRevenue>("net_revenue"),
                       sluice::sdk::Aggregate<WeightedAvg>("weighted_avg"),
-                      sluice::sdk::Scalar<Blake3Hex>("blake3_hex"))
+                      sluice::sdk::Scalar<Blake3Hex>("blake3_hex"),
+                      sluice::sdk::Window<RevenueRank>("revenue_rank"))

@@ -73,8 +73,6 @@ struct ArrowArray {
 /* What a function is. */
 #define SLUICE_FUNCTION_SCALAR 1u
 #define SLUICE_FUNCTION_AGGREGATE 2u
-/* Reserved for window functions (a partition's ordered rows in, one value per row out); version
- * 1 hosts refuse a library that declares one. */
 #define SLUICE_FUNCTION_WINDOW 3u
 
 /* What the host passes to every call. */
@@ -122,15 +120,24 @@ typedef int32_t (*sluice_aggregate_finalize_fn)(const sluice_function_host* host
                                                 struct ArrowSchema* out_schema,
                                                 struct ArrowArray* out);
 
+/* A window function: one partition's rows at a time, in the window's ORDER BY order. `args` is
+ * a struct array with one child per argument and num_rows rows; peer_groups[i] numbers row i's
+ * peer group (rows equal on the ORDER BY keys share one; 0, 1, 2, ... in order; all 0 without
+ * an ORDER BY). The result is one value per row, of the declared return type. */
+typedef int32_t (*sluice_window_fn)(const sluice_function_host* host,
+                                    struct ArrowSchema* args_schema, struct ArrowArray* args,
+                                    const int64_t* peer_groups, int64_t num_rows,
+                                    struct ArrowSchema* out_schema, struct ArrowArray* out);
+
 /* One function. Its name and kind must match the identity's entry of the same position. */
 typedef struct sluice_function_entry {
   const char* name;
   uint32_t kind;
-  sluice_scalar_fn scalar;                  /* SLUICE_FUNCTION_SCALAR */
-  sluice_aggregate_update_fn update;        /* SLUICE_FUNCTION_AGGREGATE */
-  sluice_aggregate_merge_fn merge;          /* SLUICE_FUNCTION_AGGREGATE */
-  sluice_aggregate_finalize_fn finalize;    /* SLUICE_FUNCTION_AGGREGATE */
-  void* window;                             /* reserved: NULL in version 1 */
+  sluice_scalar_fn scalar;               /* SLUICE_FUNCTION_SCALAR */
+  sluice_aggregate_update_fn update;     /* SLUICE_FUNCTION_AGGREGATE */
+  sluice_aggregate_merge_fn merge;       /* SLUICE_FUNCTION_AGGREGATE */
+  sluice_aggregate_finalize_fn finalize; /* SLUICE_FUNCTION_AGGREGATE */
+  sluice_window_fn window;               /* SLUICE_FUNCTION_WINDOW */
 } sluice_function_entry;
 
 typedef struct sluice_function_table {
@@ -147,7 +154,8 @@ typedef struct sluice_function_table {
 typedef const sluice_function_table* (*sluice_function_table_fn)(void);
 
 /* The identity: static data that tools read from the ELF file without loading it, in its own
- * section and exported as a symbol. Its bytes are the magic line, one JSON object and a NUL:
+ * section and exported as a symbol. Its bytes are the magic line, one JSON object and a NUL
+ * ("kind" is "scalar", "aggregate" or "window"):
  *   sluice-function-identity/1\n
  *   {"abi_version":1,"qualified_name":"...","version":"...","functions":[
  *     {"name":"net_revenue","kind":"scalar","arguments":["g","g"],"returns":"g"},

@@ -49,7 +49,7 @@ arrow::Result<FunctionSignature> ParseSignature(const json& f, const std::string
   } else if (kind == "aggregate") {
     sig.kind = FunctionSignature::Kind::kAggregate;
   } else if (kind == "window") {
-    return arrow::Status::NotImplemented(at, ": window functions need function ABI version 2");
+    sig.kind = FunctionSignature::Kind::kWindow;
   } else {
     return arrow::Status::Invalid(at, ": unknown kind '", kind, "'");
   }
@@ -222,14 +222,18 @@ arrow::Result<std::shared_ptr<FunctionLibrary>> FunctionLibrary::Open(const std:
     if (e.name == nullptr || strncmp(e.name, sig.name.c_str(), sig.name.size() + 1) != 0) {
       return arrow::Status::Invalid(at, ": table entry ", i, " has another name");
     }
-    const bool scalar = sig.kind == FunctionSignature::Kind::kScalar;
-    if (e.kind != (scalar ? SLUICE_FUNCTION_SCALAR : SLUICE_FUNCTION_AGGREGATE)) {
+    using Kind = FunctionSignature::Kind;
+    const uint32_t kind = sig.kind == Kind::kScalar      ? SLUICE_FUNCTION_SCALAR
+                          : sig.kind == Kind::kAggregate ? SLUICE_FUNCTION_AGGREGATE
+                                                         : SLUICE_FUNCTION_WINDOW;
+    if (e.kind != kind) {
       return arrow::Status::Invalid(at, ": the table and the identity disagree on its kind");
     }
-    if (scalar ? e.scalar == nullptr
-               : (e.update == nullptr || e.merge == nullptr || e.finalize == nullptr)) {
-      return arrow::Status::Invalid(at, ": its table entry lacks a function pointer");
-    }
+    const bool complete = sig.kind == Kind::kScalar ? e.scalar != nullptr
+                          : sig.kind == Kind::kWindow
+                              ? e.window != nullptr
+                              : e.update != nullptr && e.merge != nullptr && e.finalize != nullptr;
+    if (!complete) return arrow::Status::Invalid(at, ": its table entry lacks a function pointer");
   }
   lib->table_ = table;
   return lib;

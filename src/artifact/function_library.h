@@ -22,7 +22,7 @@ namespace sluice::artifact {
 
 struct FunctionSignature {
   std::string name;
-  enum class Kind { kScalar, kAggregate } kind = Kind::kScalar;
+  enum class Kind { kScalar, kAggregate, kWindow } kind = Kind::kScalar;
   std::vector<std::shared_ptr<arrow::DataType>> arguments;
   std::shared_ptr<arrow::DataType> returns;
   /// Aggregates: the struct that one group's partial state is.

@@ -9,6 +9,8 @@
 #include <map>
 #include <string>
 
+#include "plan/library_functions.h"
+
 namespace sluice::exec {
 
 namespace {
@@ -374,6 +376,33 @@ arrow::Result<ArrayPtr> Sum(const WindowCall& call, const Layout& l, const Array
                                   ") over a window does not exist");
 }
 
+// A function library's window function, called once per partition with the partition's rows
+// in window order and their peer groups (library_functions.h).
+arrow::Result<ArrayPtr> LibraryWindow(const WindowCall& call, const Layout& l,
+                                      const std::vector<ArrayPtr>& args, int64_t n) {
+  arrow::ArrayVector parts;
+  for (int64_t begin = 0; begin < n;) {
+    const int64_t end = l.part_end[static_cast<size_t>(begin)];
+    std::vector<int64_t> peers;
+    peers.reserve(static_cast<size_t>(end - begin));
+    int64_t group = -1;
+    for (int64_t i = begin; i < end; ++i) {
+      if (l.peer_begin[static_cast<size_t>(i)] == i) ++group;
+      peers.push_back(group);
+    }
+    arrow::ArrayVector slices;
+    for (const auto& a : args) slices.push_back(a->Slice(begin, end - begin));
+    ARROW_ASSIGN_OR_RAISE(auto part, plan::CallLibraryWindow(call.function, slices, peers));
+    parts.push_back(std::move(part));
+    begin = end;
+  }
+  if (parts.empty()) {
+    ARROW_ASSIGN_OR_RAISE(auto type, plan::LibraryWindowType(call.function));
+    return arrow::MakeEmptyArray(type);
+  }
+  return arrow::Concatenate(parts);
+}
+
 // One spec's calls: the sort they share, the rows' layout, then each function.
 arrow::Result<std::vector<ArrayPtr>> ComputeSpec(const std::shared_ptr<arrow::RecordBatch>& batch,
                                                  const std::vector<const WindowCall*>& calls,
@@ -397,8 +426,10 @@ arrow::Result<std::vector<ArrayPtr>> ComputeSpec(const std::shared_ptr<arrow::Re
     for (const auto& a : call->arguments) args.push_back(sorted->GetColumnByName(a));
     const std::string& f = call->function;
     ArrayPtr result;
-    if (f == "row_number" || f == "rank" || f == "dense_rank" || f == "percent_rank" ||
-        f == "cume_dist" || f == "ntile") {
+    if (plan::ParseLibraryFunctionName(f)) {
+      ARROW_ASSIGN_OR_RAISE(result, LibraryWindow(*call, layout, args, n));
+    } else if (f == "row_number" || f == "rank" || f == "dense_rank" || f == "percent_rank" ||
+               f == "cume_dist" || f == "ntile") {
       ARROW_ASSIGN_OR_RAISE(result, Ranking(*call, layout, n));
     } else if (f == "count_all") {
       ARROW_ASSIGN_OR_RAISE(result, Count(*call, layout, nullptr, n));

@@ -93,8 +93,10 @@ std::string DescribeFunctions(const artifact::FunctionIdentity& identity) {
   for (const auto& f : identity.functions) {
     std::string args;
     for (const auto& a : f.arguments) args += (args.empty() ? "" : ", ") + a->ToString();
-    out += "  " + std::string(f.kind == FunctionSignature::Kind::kScalar ? "scalar" : "aggregate") +
-           " " + f.name + "(" + args + ") -> " + f.returns->ToString();
+    const char* kind = f.kind == FunctionSignature::Kind::kScalar      ? "scalar"
+                       : f.kind == FunctionSignature::Kind::kAggregate ? "aggregate"
+                                                                       : "window";
+    out += "  " + std::string(kind) + " " + f.name + "(" + args + ") -> " + f.returns->ToString();
     if (f.state != nullptr) out += ", state " + f.state->ToString();
     out += "\n";
   }
@@ -123,6 +125,17 @@ arrow::Result<std::string> TestFunctionLibrary(const std::string& path) {
       ARROW_ASSIGN_OR_RAISE(auto result, cp::CallFunction(name, args));
       out += "ok: " + f.name + " on " + std::to_string(kRows) + " rows (" +
              std::to_string(result.make_array()->null_count()) + " NULL results)\n";
+      continue;
+    }
+    if (f.kind == FunctionSignature::Kind::kWindow) {
+      // One partition of all the rows, in peer groups of ten.
+      arrow::ArrayVector columns;
+      for (const auto& a : args) columns.push_back(a.make_array());
+      std::vector<int64_t> peers;
+      for (int64_t i = 0; i < kRows; ++i) peers.push_back(i / 10);
+      ARROW_ASSIGN_OR_RAISE(auto result, plan::CallLibraryWindow(name, columns, peers));
+      out += "ok: " + f.name + " over a partition of " + std::to_string(kRows) + " rows (" +
+             std::to_string(result->null_count()) + " NULL results)\n";
       continue;
     }
     // Partial states of two halves, merged: what a split aggregate does across workers.

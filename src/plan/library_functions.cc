@@ -318,7 +318,8 @@ arrow::Status AddAggregate(cp::FunctionRegistry* registry, const std::string& na
 struct Registered {
   std::mutex mutex;
   std::set<std::string> digests;
-  std::map<std::string, std::string> by_name;  // qualified name -> digest
+  std::map<std::string, std::string> by_name;                   // qualified name -> digest
+  std::map<std::string, std::shared_ptr<const Bound>> windows;  // "ext:..." -> function
 };
 
 Registered& Libraries() {
@@ -364,6 +365,8 @@ arrow::Status RegisterLocked(Registered& r, const std::string& digest_hex,
       kernel.data = state;
       ARROW_RETURN_NOT_OK(function->AddKernel(std::move(kernel)));
       ARROW_RETURN_NOT_OK(registry->AddFunction(std::move(function)));
+    } else if (fn->signature.kind == FunctionSignature::Kind::kWindow) {
+      r.windows[name] = fn;
     } else {
       ARROW_RETURN_NOT_OK(AddAggregate(registry, name + kPartialSuffix, fn, Step::kPartial));
       ARROW_RETURN_NOT_OK(AddAggregate(registry, name + kMergeSuffix, fn, Step::kMerge));
@@ -423,6 +426,51 @@ std::map<std::string, std::string> RegisteredFunctionLibraries() {
   Registered& r = Libraries();
   std::lock_guard<std::mutex> lock(r.mutex);
   return r.by_name;
+}
+
+namespace {
+
+arrow::Result<std::shared_ptr<const Bound>> WindowFunction(const std::string& name) {
+  Registered& r = Libraries();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.windows.find(name);
+  if (it != r.windows.end()) return it->second;
+  if (auto ref = ParseLibraryFunctionName(name)) {
+    return arrow::Status::Invalid(MissingLibraryFunctionMessage(*ref));
+  }
+  return arrow::Status::Invalid("internal: ", name, " is not a library window function");
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::DataType>> LibraryWindowType(const std::string& name) {
+  ARROW_ASSIGN_OR_RAISE(auto fn, WindowFunction(name));
+  return fn->signature.returns;
+}
+
+arrow::Result<std::shared_ptr<arrow::Array>> CallLibraryWindow(
+    const std::string& name, const arrow::ArrayVector& args,
+    const std::vector<int64_t>& peer_groups) {
+  ARROW_ASSIGN_OR_RAISE(auto fn, WindowFunction(name));
+  const auto rows = static_cast<int64_t>(peer_groups.size());
+  if (args.size() != fn->signature.arguments.size()) {
+    return arrow::Status::Invalid("internal: ", fn->where, " called with ", args.size(),
+                                  " arguments");
+  }
+  ARROW_ASSIGN_OR_RAISE(auto packed, arrow::StructArray::Make(args, fn->args_type->fields()));
+  if (packed->length() != rows) {
+    return arrow::Status::Invalid("internal: ", fn->where, ": ", packed->length(), " rows and ",
+                                  rows, " peer groups");
+  }
+  struct ArrowSchema args_schema {
+  }, out_schema{};
+  struct ArrowArray args_array {
+  }, out_array{};
+  ARROW_RETURN_NOT_OK(Export(*packed, &args_schema, &args_array));
+  Call call;
+  const int32_t rc = fn->entry->window(&call.host, &args_schema, &args_array, peer_groups.data(),
+                                       rows, &out_schema, &out_array);
+  return Receive(*fn, call, rc, &out_schema, &out_array, *fn->signature.returns, rows, "the call");
 }
 
 std::string MissingLibraryFunctionMessage(const LibraryFunctionRef& ref) {

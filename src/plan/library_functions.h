@@ -8,6 +8,8 @@
 //     a shuffle;
 //   - "<...>:merge" merges states per group and finishes with the library's finalize;
 //   - "<...>" itself does both in one step, for a query that runs in one process.
+// A window function is not an Arrow function (Arrow has no window kernels); the executor calls
+// it once per partition through CallLibraryWindow.
 // A process registers a library once per digest, after loading it through the verified loader
 // (BLAKE3 first, then a sealed memfd).
 //
@@ -18,11 +20,13 @@
 #pragma once
 
 #include <arrow/result.h>
+#include <arrow/type_fwd.h>
 
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "artifact/function_library.h"
 #include "storage/object_store.h"
@@ -61,6 +65,17 @@ arrow::Result<std::shared_ptr<artifact::FunctionLibrary>> EnsureFunctionLibrary(
 
 /// The libraries this process has registered: qualified name -> digest.
 std::map<std::string, std::string> RegisteredFunctionLibraries();
+
+/// The return type of the registered library window function `name` ("ext:<digest>:<f>"); an
+/// error naming the function and digest when it is not registered here.
+arrow::Result<std::shared_ptr<arrow::DataType>> LibraryWindowType(const std::string& name);
+
+/// Calls the library window function `name` over one partition's rows, in window order:
+/// `args` are its arguments' columns (cast to the declared types), `peer_groups` each row's
+/// peer group number. Returns one value per row, checked as every library result is.
+arrow::Result<std::shared_ptr<arrow::Array>> CallLibraryWindow(
+    const std::string& name, const arrow::ArrayVector& args,
+    const std::vector<int64_t>& peer_groups);
 
 /// The message for a plan that calls `name` when its library is not registered here.
 std::string MissingLibraryFunctionMessage(const LibraryFunctionRef& ref);

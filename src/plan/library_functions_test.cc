@@ -76,6 +76,26 @@ TEST(LibraryFunctions, Blake3HexIsTheDigestOfTheText) {
   EXPECT_TRUE(hex->IsNull(1));
 }
 
+// revenue_rank over one partition: the highest revenue ranks 1, ties share a rank, NULL stays
+// NULL.
+TEST(LibraryFunctions, RevenueRankRanksAPartitionByRevenue) {
+  Loaded lib = Load(SLUICE_EXAMPLE_FUNCTIONS_SO);
+  const std::string name = LibraryFunctionName(lib.digest, "revenue_rank");
+  ASSERT_TRUE(LibraryWindowType(name).ok());
+  EXPECT_EQ(LibraryWindowType(name).ValueOrDie()->id(), arrow::Type::INT64);
+  auto out = CallLibraryWindow(
+      name, {Doubles({10, 40, 20, std::nullopt, 40}), Doubles({0, 0.5, 0, 0, 0.25})},
+      {0, 0, 1, 1, 2});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  arrow::Int64Builder want;
+  // Revenues 10, 20, 20, NULL, 30.
+  ASSERT_TRUE(want.AppendValues({4, 2, 2, 0, 1}, {true, true, true, false, true}).ok());
+  EXPECT_TRUE((*out)->Equals(*want.Finish().ValueOrDie())) << (*out)->ToString();
+  auto missing = LibraryWindowType(LibraryFunctionName(std::string(64, 'c'), "revenue_rank"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("is not available on this worker"), std::string::npos);
+}
+
 // weighted_avg grouped by Acero's aggregate node: the partial states of each half of the rows,
 // merged, equal the whole, which is sum(v * w) / sum(w) per group.
 TEST(LibraryFunctions, WeightedAvgMergedFromPartialStatesEqualsTheWhole) {
@@ -155,6 +175,13 @@ TEST(LibraryFunctions, GarbageFromALibraryIsAnErrorNamingTheFunction) {
         << out.status().ToString();
     EXPECT_NE(out.status().message().find(message), std::string::npos) << out.status().ToString();
   }
+  auto window =
+      CallLibraryWindow(LibraryFunctionName(lib.digest, "short_window"), {arg}, {0, 1, 2});
+  ASSERT_FALSE(window.ok());
+  EXPECT_NE(window.status().message().find("function short_window (library garbage-functions"),
+            std::string::npos)
+      << window.status().ToString();
+  EXPECT_NE(window.status().message().find("returned 2 rows, not 3"), std::string::npos);
   auto args = arrow::StructArray::Make({arg}, std::vector<std::string>{"a0"}).ValueOrDie();
   auto state =
       cp::CallFunction(LibraryFunctionName(lib.digest, "short_state") + kPartialSuffix, {args});
@@ -265,8 +292,9 @@ TEST(FunctionIdentity, ErrorsNameTheFunctionAndTheField) {
   EXPECT_NE(parse(head + R"({"name":"f","kind":"aggregate","arguments":["g"],"returns":"g"}]})")
                 .find("needs 'state'"),
             std::string::npos);
-  EXPECT_NE(parse(head + R"({"name":"f","kind":"window","arguments":[],"returns":"g"}]})")
-                .find("window functions need function ABI version 2"),
+  EXPECT_NE(parse(head + R"({"name":"f","kind":"window","arguments":[],"returns":"g",)"
+                         R"("state":[["s","g"]]}]})")
+                .find("only an aggregate has a state"),
             std::string::npos);
   EXPECT_NE(parse(head + "]}").find("1 to 1024"), std::string::npos);
 }

@@ -307,7 +307,10 @@ arrow::Result<std::shared_ptr<TableSource>> DecodeTable(const json& v, StoreSour
 arrow::Status DecodeWindow(const json& v, PlanNode* n) {
   WindowCall w;
   ARROW_ASSIGN_OR_RAISE(w.function, Text(v, "function"));
-  if (!IsWindowFunction(w.function)) {
+  if (ParseLibraryFunctionName(w.function)) {
+    auto type = LibraryWindowType(w.function);
+    if (!type.ok()) return arrow::Status::Invalid("plan: ", type.status().message());
+  } else if (!IsWindowFunction(w.function)) {
     return arrow::Status::Invalid("plan: unknown window function '", w.function, "'");
   }
   ARROW_ASSIGN_OR_RAISE(w.arguments, TextList(v, "arguments"));

@@ -6,6 +6,8 @@
 
 #include <sstream>
 
+#include "plan/library_functions.h"
+
 namespace sluice::plan {
 
 namespace {
@@ -201,6 +203,7 @@ arrow::Result<std::shared_ptr<arrow::DataType>> WindowOutputType(
     return arrow::int64();
   }
   if (f == "percent_rank" || f == "cume_dist") return arrow::float64();
+  if (ParseLibraryFunctionName(f)) return LibraryWindowType(f);
   if (value == nullptr) {
     return arrow::Status::Invalid("internal: window function ", f, " without its value");
   }

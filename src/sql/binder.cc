@@ -350,6 +350,17 @@ class Binder {
   // declared types, the call named by library digest (plan/library_functions.h).
   arrow::Result<cp::Expression> CallLibraryFunction(const json& call, const LibraryFunction& fn,
                                                     Scope scope);
+  // Argument i of a library function call, bound in `scope` and cast to its declared type.
+  arrow::Result<cp::Expression> LibraryArgument(const json& arg, const LibraryFunction& fn,
+                                                size_t i, Scope scope);
+  // "f(double, double) of function library ex", for messages.
+  static std::string LibraryDisplay(const LibraryFunction& fn) {
+    std::string declared;
+    for (const auto& t : fn.signature.arguments) {
+      declared += (declared.empty() ? "" : ", ") + t->ToString();
+    }
+    return fn.signature.name + "(" + declared + ") of function library " + fn.library_name;
+  }
   // f(...) OVER (...): a column of the kWindow node that runs after aggregation and HAVING.
   arrow::Result<cp::Expression> WindowFunction(const json& call, Scope scope);
   // An expression a window function reads, as a column: a new one of the projection below the
@@ -1388,15 +1399,40 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
   return out;
 }
 
+arrow::Result<cp::Expression> Binder::LibraryArgument(const json& arg, const LibraryFunction& fn,
+                                                      size_t i, Scope scope) {
+  const auto schema = SchemaFor(scope);
+  ARROW_ASSIGN_OR_RAISE(auto e, Expr(arg, scope));
+  ARROW_ASSIGN_OR_RAISE(auto checked, Typecheck(e, arg, *schema));
+  ARROW_ASSIGN_OR_RAISE(auto typed, checked.Bind(*schema));
+  const auto& want = fn.signature.arguments[i];
+  if (typed.type()->Equals(*want)) return checked;
+  // PostgreSQL resolves a call by implicit casts to the declared types: among numbers, among
+  // text types, date to timestamp, and NULL to anything; text is never read as a number.
+  const auto from = typed.type()->id(), to = want->id();
+  auto number = [](arrow::Type::type t) {
+    return arrow::is_integer(t) || arrow::is_floating(t) || arrow::is_decimal(t);
+  };
+  const bool implicit = from == arrow::Type::NA || (number(from) && number(to)) ||
+                        (arrow::is_base_binary_like(from) && arrow::is_base_binary_like(to) &&
+                         arrow::is_string(from) == arrow::is_string(to)) ||
+                        (from == arrow::Type::DATE32 && to == arrow::Type::TIMESTAMP);
+  if (!implicit || !cp::CanCast(*typed.type(), *want)) {
+    return Error(arg, "function " + LibraryDisplay(fn) + ": argument " + std::to_string(i + 1) +
+                          " is " + typed.type()->ToString() + ", which does not convert to " +
+                          want->ToString());
+  }
+  return cp::call("cast", {std::move(checked)}, cp::CastOptions::Safe(want));
+}
+
 arrow::Result<cp::Expression> Binder::CallLibraryFunction(const json& call,
                                                           const LibraryFunction& fn, Scope scope) {
   const auto& sig = fn.signature;
   const bool aggregate = sig.kind == artifact::FunctionSignature::Kind::kAggregate;
-  std::string declared;
-  for (const auto& t : sig.arguments) declared += (declared.empty() ? "" : ", ") + t->ToString();
-  const std::string display =
-      sig.name + "(" + declared + ") of function library " + fn.library_name;
-  if (call.contains("over")) return Unsupported(call, "OVER on " + display);
+  const std::string display = LibraryDisplay(fn);
+  if (sig.kind == artifact::FunctionSignature::Kind::kWindow) {
+    return Error(call, "window function " + display + " requires an OVER clause");
+  }
   if (call.value("agg_star", false) || call.value("agg_distinct", false) ||
       call.contains("agg_filter") || call.contains("agg_order")) {
     return Unsupported(call, "*, DISTINCT, FILTER or ORDER BY in a call of " + display);
@@ -1414,36 +1450,13 @@ arrow::Result<cp::Expression> Binder::CallLibraryFunction(const json& call,
                            " arguments, not " + std::to_string(args.size()));
   }
   const Scope arg_scope = aggregate ? Scope::kRow : scope;
-  const auto schema = aggregate ? std::make_shared<arrow::Schema>(RowSchema()) : SchemaFor(scope);
   std::vector<cp::Expression> bound;
   for (size_t i = 0; i < args.size(); ++i) {
     in_aggregate_ = aggregate;
-    auto e = Expr(args[i], arg_scope);
+    auto e = LibraryArgument(args[i], fn, i, arg_scope);
     in_aggregate_ = false;
     ARROW_RETURN_NOT_OK(e.status());
-    ARROW_ASSIGN_OR_RAISE(auto checked, Typecheck(*e, args[i], *schema));
-    ARROW_ASSIGN_OR_RAISE(auto typed, checked.Bind(*schema));
-    const auto& want = sig.arguments[i];
-    if (typed.type()->Equals(*want)) {
-      bound.push_back(std::move(checked));
-      continue;
-    }
-    // PostgreSQL resolves a call by implicit casts to the declared types: among numbers, among
-    // text types, date to timestamp, and NULL to anything; text is never read as a number.
-    const auto from = typed.type()->id(), to = want->id();
-    auto number = [](arrow::Type::type t) {
-      return arrow::is_integer(t) || arrow::is_floating(t) || arrow::is_decimal(t);
-    };
-    const bool implicit = from == arrow::Type::NA || (number(from) && number(to)) ||
-                          (arrow::is_base_binary_like(from) && arrow::is_base_binary_like(to) &&
-                           arrow::is_string(from) == arrow::is_string(to)) ||
-                          (from == arrow::Type::DATE32 && to == arrow::Type::TIMESTAMP);
-    if (!implicit || !cp::CanCast(*typed.type(), *want)) {
-      return Error(args[i], "function " + display + ": argument " + std::to_string(i + 1) + " is " +
-                                typed.type()->ToString() + ", which does not convert to " +
-                                want->ToString());
-    }
-    bound.push_back(cp::call("cast", {std::move(checked)}, cp::CastOptions::Safe(want)));
+    bound.push_back(*std::move(e));
   }
   ctx_.libraries.insert(fn.digest_hex);
   const std::string name = plan::LibraryFunctionName(fn.digest_hex, sig.name);
@@ -1566,8 +1579,17 @@ arrow::Result<cp::Expression> Binder::WindowFunction(const json& call, Scope sco
   static const std::set<std::string> kValues = {"lag", "lead", "first_value", "last_value",
                                                 "nth_value"};
   static const std::set<std::string> kAggregates = {"sum", "count", "avg", "min", "max"};
+  std::optional<LibraryFunction> library;
   if (!kRanking.count(name) && !kValues.count(name) && !kAggregates.count(name)) {
-    return Unsupported(call, "window function " + name + "()");
+    if (ctx_.functions) {
+      ARROW_ASSIGN_OR_RAISE(library, ctx_.functions(name));
+    }
+    if (!library.has_value()) return Unsupported(call, "window function " + name + "()");
+    if (library->signature.kind != artifact::FunctionSignature::Kind::kWindow) {
+      return Unsupported(call, "OVER on " + LibraryDisplay(*library) +
+                                   ", which is not a window "
+                                   "function");
+    }
   }
   const json& over = call.at("over");
   if (over.contains("name") || over.contains("refname")) {
@@ -1601,7 +1623,22 @@ arrow::Result<cp::Expression> Binder::WindowFunction(const json& call, Scope sco
   plan::WindowCall w;
   w.function = name;
   std::shared_ptr<arrow::DataType> value_type;
-  if (kRanking.count(name)) {
+  if (library.has_value()) {
+    if (star || args.size() != library->signature.arguments.size()) {
+      return Error(call, "function " + LibraryDisplay(*library) + " takes " +
+                             std::to_string(library->signature.arguments.size()) +
+                             " arguments, not " + (star ? "*" : std::to_string(args.size())));
+    }
+    for (size_t i = 0; i < args.size(); ++i) {
+      ARROW_ASSIGN_OR_RAISE(auto e, LibraryArgument(args[i], *library, i, scope));
+      const std::string id = ctx_.NewId("window_argument");
+      window_inputs_.push_back(std::move(e));
+      window_input_names_.push_back(id);
+      w.arguments.push_back(id);
+    }
+    ctx_.libraries.insert(library->digest_hex);
+    w.function = plan::LibraryFunctionName(library->digest_hex, library->signature.name);
+  } else if (kRanking.count(name)) {
     ARROW_RETURN_NOT_OK(arity(name == "ntile" ? 1 : 0, name == "ntile" ? 1 : 0));
     if (name == "ntile") {
       ARROW_ASSIGN_OR_RAISE(w.parameter, constant(args[0], "bucket count"));

@@ -36,7 +36,7 @@ def fx(tpch, sluice_bin):
     out = sluice.run("query", f"CREATE FUNCTION LIBRARY ex FROM PIN '{digest}'",
                      check=True).stdout.decode()
     assert out == ("CREATE FUNCTION LIBRARY ex (sluice-example-functions 0.1.0: net_revenue, "
-                   "weighted_avg, blake3_hex)\n"), out
+                   "weighted_avg, blake3_hex, revenue_rank)\n"), out
     return sluice, con, data, digest
 
 
@@ -141,6 +141,26 @@ def test_library_functions_in_general_sql(fx, tmp_path, workers):
         assert_close_rows(rows, duckdb_rows(con, theirs), ours)
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_library_window_function_matches_rank(fx, tmp_path, workers):
+    """revenue_rank is SQL's rank() by net revenue, descending, within the window partition;
+    at --workers 2 it runs in a window stage on the workers."""
+    sluice, con, _, digest = fx
+    ours = ("select l_orderkey, l_linenumber, revenue_rank(l_extendedprice, l_discount) over "
+            "(partition by l_orderkey) as r, count(*) over (partition by l_orderkey) as n "
+            "from lineitem where l_orderkey % 7 = 3 order by 1, 2")
+    theirs = ("select l_orderkey, l_linenumber, rank() over (partition by l_orderkey order by "
+              "l_extendedprice::double * (1 - l_discount::double) desc), count(*) over "
+              "(partition by l_orderkey) from lineitem where l_orderkey % 7 = 3 order by 1, 2")
+    if workers:
+        plan = explain(sluice, ours, workers)
+        assert "(window): 2 tasks" in plan, plan
+        assert f"ext:{digest}:revenue_rank" in plan, plan
+    rows, _ = query(sluice, ours, tmp_path / "w.arrow", workers)
+    assert len(rows) > 1000
+    assert_close_rows(rows, duckdb_rows(con, theirs), "revenue_rank vs rank()")
+
+
 def test_bad_calls_are_errors_naming_the_function(fx):
     sluice, _, _, _ = fx
     for sql, message in [
@@ -153,6 +173,12 @@ def test_bad_calls_are_errors_naming_the_function(fx):
         ("select l_orderkey from lineitem where weighted_avg(l_tax, 1) > 0",
          "aggregate functions are not allowed here"),
         ("select weighted_avg(distinct l_tax, 1) from lineitem", "not supported"),
+        ("select revenue_rank(l_tax, 1) from lineitem",
+         "window function revenue_rank(double, double) of function library ex requires an OVER "
+         "clause"),
+        ("select net_revenue(l_tax, 1) over () from lineitem",
+         "OVER on net_revenue(double, double) of function library ex, which is not a window "
+         "function"),
     ]:
         proc = sluice.run("query", sql)
         assert proc.returncode != 0, sql

@@ -95,6 +95,13 @@ int32_t FinalizeNothing(const sluice_function_host*, struct ArrowSchema* ss, str
   return SLUICE_FUNCTION_ERROR;
 }
 
+// A window function that answers one row short of its partition.
+int32_t ShortWindow(const sluice_function_host*, struct ArrowSchema* as, struct ArrowArray* aa,
+                    const int64_t*, int64_t n, struct ArrowSchema* os, struct ArrowArray* oa) {
+  Release(as, aa);
+  return Emit(Doubles(n > 0 ? n - 1 : 0), os, oa);
+}
+
 const sluice_function_entry kEntries[] = {
     {"wrong_length", SLUICE_FUNCTION_SCALAR, WrongLength, nullptr, nullptr, nullptr, nullptr},
     {"wrong_type", SLUICE_FUNCTION_SCALAR, WrongType, nullptr, nullptr, nullptr, nullptr},
@@ -103,8 +110,9 @@ const sluice_function_entry kEntries[] = {
     {"refuses", SLUICE_FUNCTION_SCALAR, Refuses, nullptr, nullptr, nullptr, nullptr},
     {"short_state", SLUICE_FUNCTION_AGGREGATE, nullptr, ShortUpdate, MergeNothing, FinalizeNothing,
      nullptr},
+    {"short_window", SLUICE_FUNCTION_WINDOW, nullptr, nullptr, nullptr, nullptr, ShortWindow},
 };
-const sluice_function_table kTable = {SLUICE_FUNCTION_ABI_VERSION, sizeof(sluice_function_entry), 6,
+const sluice_function_table kTable = {SLUICE_FUNCTION_ABI_VERSION, sizeof(sluice_function_entry), 7,
                                       kEntries};
 
 }  // namespace
@@ -118,7 +126,8 @@ const char sluice_function_identity[] = SLUICE_FUNCTION_IDENTITY_MAGIC
     R"({"name":"bad_offsets","kind":"scalar","arguments":["g"],"returns":"u"},)"
     R"({"name":"refuses","kind":"scalar","arguments":["g"],"returns":"g"},)"
     R"({"name":"short_state","kind":"aggregate","arguments":["g"],"returns":"g",)"
-    R"("state":[["s","g"]]}]})";
+    R"("state":[["s","g"]]},)"
+    R"({"name":"short_window","kind":"window","arguments":["g"],"returns":"g"}]})";
 extern "C" __attribute__((visibility("default"))) const uint32_t sluice_function_abi_version =
     SLUICE_FUNCTION_ABI_VERSION;
 extern "C" __attribute__((visibility("default"))) const sluice_function_table* sluice_functions() {

@@ -15,9 +15,14 @@
 //     state);
 //   };
 //
+//   // A window function: one partition's rows in window order, and each row's peer group.
+//   arrow::Result<std::shared_ptr<arrow::Array>> RevenueRank(const arrow::StructArray& args,
+//                                                            const int64_t* peer_groups);
+//
 //   SLUICE_FUNCTION_IDENTITY(R"({"abi_version":1,"qualified_name":"my-functions", ...})")
 //   SLUICE_FUNCTION_TABLE(sluice::sdk::Scalar<NetRevenue>("net_revenue"),
-//                         sluice::sdk::Aggregate<WeightedAvg>("weighted_avg"))
+//                         sluice::sdk::Aggregate<WeightedAvg>("weighted_avg"),
+//                         sluice::sdk::Window<RevenueRank>("revenue_rank"))
 //
 // The identity is written out as JSON because it is static data that `sluice function check`
 // reads from the ELF file without loading the library; the host refuses a library whose table
@@ -179,6 +184,24 @@ int32_t ScalarCall(const sluice_function_host* host, struct ArrowSchema* args_sc
   });
 }
 
+template <auto kFunction>
+int32_t WindowCall(const sluice_function_host* host, struct ArrowSchema* args_schema,
+                   struct ArrowArray* args, const int64_t* peer_groups, int64_t num_rows,
+                   struct ArrowSchema* out_schema, struct ArrowArray* out) {
+  return Guard(host, [&]() -> arrow::Status {
+    auto in = ImportStruct(args, args_schema, "arguments");
+    ARROW_RETURN_NOT_OK(in.status());
+    static const arrow::Result<Declared> declared = DeclaredFor(NameOf<kFunction>());
+    ARROW_ASSIGN_OR_RAISE(Declared d, declared);
+    ARROW_RETURN_NOT_OK(CheckType(**in, *arrow::struct_(d.arguments), "the arguments"));
+    if ((*in)->length() != num_rows || (num_rows > 0 && peer_groups == nullptr)) {
+      return arrow::Status::Invalid("the arguments have ", (*in)->length(), " rows, not ", num_rows,
+                                    " with their peer groups");
+    }
+    return Return(kFunction(**in, peer_groups), num_rows, out_schema, out);
+  });
+}
+
 // Checks the state and input of an aggregate call against the declaration.
 template <typename A>
 arrow::Status CheckAggregate(const arrow::StructArray& state, const arrow::StructArray& input,
@@ -256,6 +279,14 @@ sluice_function_entry Scalar(const char* name) {
   return {
       name,   SLUICE_FUNCTION_SCALAR, &internal::ScalarCall<kFunction>, nullptr, nullptr, nullptr,
       nullptr};
+}
+
+/// A table entry for a window function.
+template <auto kFunction>
+sluice_function_entry Window(const char* name) {
+  internal::NameOf<kFunction>() = name;
+  return {name,    SLUICE_FUNCTION_WINDOW,          nullptr, nullptr, nullptr,
+          nullptr, &internal::WindowCall<kFunction>};
 }
 
 /// A table entry for an aggregate: A has static Update, Merge and Finalize.
