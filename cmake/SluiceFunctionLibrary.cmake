@@ -5,9 +5,9 @@
 # are reproducible: source and build paths are mapped away, the build id is a hash of the
 # content, and there is no RPATH (the host has Arrow loaded already).
 
-if(NOT SLUICE_ROOT)
-  get_filename_component(SLUICE_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-endif()
+# Inside the sluice tree, or standalone with -DSLUICE_ROOT=<sluice checkout> (what
+# `sluice function test|check|publish DIR` do).
+include(${CMAKE_CURRENT_LIST_DIR}/SluiceStandalone.cmake)
 
 function(sluice_add_function_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES" ${ARGN})

@@ -18,32 +18,7 @@
 # header, and the library is then compiled with that header (include/sluice/sdk/transform.hpp).
 # The header's bytes depend only on the schemas, so builds stay reproducible.
 
-if(NOT SLUICE_ROOT)
-  get_filename_component(SLUICE_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-endif()
-
-if(NOT TARGET arrow::arrow)
-  # Standalone build of one transform.
-  set(CMAKE_CXX_STANDARD 20)
-  set(CMAKE_CXX_STANDARD_REQUIRED ON)
-  set(CMAKE_POSITION_INDEPENDENT_CODE ON)
-  if(NOT CMAKE_BUILD_TYPE)
-    set(CMAKE_BUILD_TYPE Release)
-  endif()
-  find_program(CCACHE_PROGRAM ccache)
-  if(CCACHE_PROGRAM)
-    set(CMAKE_C_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
-    set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
-  endif()
-  set(SLUICE_PYTHON "${SLUICE_ROOT}/.venv/bin/python" CACHE FILEPATH "Python with pyarrow")
-  list(APPEND CMAKE_MODULE_PATH "${SLUICE_ROOT}/cmake")
-  include(ArrowFromWheel)
-  include(Blake3)
-  find_package(GTest REQUIRED)
-  find_package(nlohmann_json REQUIRED)
-  include(GoogleTest)
-  enable_testing()
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/SluiceStandalone.cmake)
 
 function(sluice_add_transform name)
   cmake_parse_arguments(ARG "" "" "SOURCES;TESTS" ${ARGN})

@@ -21,7 +21,7 @@ void AddStoreCommand(CLI::App& app, Action& action);
 /// `sluice transform new|check|test`: author batch transforms.
 void AddTransformCommand(CLI::App& app, Action& action);
 
-/// `sluice function check|test|publish`: function libraries for SQL.
+/// `sluice function new|check|test|publish`: function libraries for SQL.
 void AddFunctionCommand(CLI::App& app, Action& action);
 
 /// `sluice example-data conversations`: deterministic example input in the store.

@@ -13,6 +13,7 @@
 #include "catalog/signing.h"
 #include "common/status.h"
 #include "plan/compute_init.h"
+#include "pipeline/transform_project.h"
 #include "plan/library_functions.h"
 #include "storage/object_store.h"
 
@@ -21,7 +22,10 @@ namespace sluice::pipeline {
 namespace {
 
 namespace cp = arrow::compute;
+namespace fs = std::filesystem;
 using artifact::FunctionSignature;
+
+#include "pipeline/function_scaffold.inc"
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> ReadFile(const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(auto file, arrow::io::ReadableFile::Open(path));
@@ -51,6 +55,43 @@ arrow::Result<std::shared_ptr<arrow::Array>> Generated(const std::shared_ptr<arr
 }
 
 }  // namespace
+
+arrow::Result<std::string> NewFunctionLibrary(const std::string& parent, const std::string& name) {
+  if (!IsValidTransformName(name)) {
+    return arrow::Status::Invalid("invalid function library name '", name,
+                                  "': use lower-case letters, digits and single dashes, starting "
+                                  "with a letter, at most 64 characters (e.g. my-functions)");
+  }
+  const fs::path dir = fs::path(parent) / name;
+  if (fs::exists(dir)) {
+    return arrow::Status::Invalid("'", dir.string(), "' already exists; refusing to overwrite it");
+  }
+  ARROW_RETURN_NOT_OK(
+      WriteTemplate((dir / "CMakeLists.txt").string(), kFunctionCMakeLists, name));
+  ARROW_RETURN_NOT_OK(WriteTemplate((dir / "src" / "functions.cpp").string(), kFunctionsCpp, name));
+  return dir.string();
+}
+
+arrow::Result<std::string> FunctionLibraryFile(const std::string& path,
+                                               const std::string& sluice_root) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return path;
+  ARROW_RETURN_NOT_OK(ConfigureAndBuild(path, sluice_root, "Release", "function library in '" +
+                                                                          path + "'"));
+  std::vector<std::string> built;
+  for (const auto& entry : fs::directory_iterator(fs::path(path) / "build", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.rfind("lib", 0) == 0 && name.size() > 6 &&
+        name.compare(name.size() - 3, 3, ".so") == 0) {
+      built.push_back(entry.path().string());
+    }
+  }
+  if (built.size() != 1) {
+    return arrow::Status::Invalid("function library in '", path, "': its build folder holds ",
+                                  built.size(), " lib*.so files; expected exactly one");
+  }
+  return built[0];
+}
 
 arrow::Result<artifact::FunctionIdentity> CheckFunctionLibrary(const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(auto elf, artifact::ElfFile::Read(path, SLUICE_FUNCTION_IDENTITY_SECTION));

@@ -21,25 +21,6 @@ namespace fs = std::filesystem;
 
 #include "pipeline/transform_scaffold.inc"
 
-std::string Fill(std::string_view text, const std::string& name) {
-  std::string out(text);
-  for (size_t pos = out.find("@NAME@"); pos != std::string::npos; pos = out.find("@NAME@", pos)) {
-    out.replace(pos, 6, name);
-    pos += name.size();
-  }
-  return out;
-}
-
-arrow::Status WriteFile(const fs::path& path, const std::string& text) {
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return arrow::Status::IOError("cannot write '", path.string(), "'");
-  return arrow::Status::OK();
-}
-
 // Checks that a manifest references this transform in a function stage.
 void CheckReference(const std::string& file, const std::vector<StageSpec>& stages,
                     const std::string& name, std::vector<std::string>* failures) {
@@ -62,6 +43,22 @@ void AddStatusLines(const arrow::Status& st, std::vector<std::string>* failures)
 
 }  // namespace
 
+arrow::Status WriteTemplate(const std::string& path, std::string_view text,
+                            const std::string& name) {
+  std::string out(text);
+  for (size_t pos = out.find("@NAME@"); pos != std::string::npos; pos = out.find("@NAME@", pos)) {
+    out.replace(pos, 6, name);
+    pos += name.size();
+  }
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  std::ofstream file(path, std::ios::binary);
+  file << out;
+  file.close();
+  if (!file) return arrow::Status::IOError("cannot write '", path, "'");
+  return arrow::Status::OK();
+}
+
 bool IsValidTransformName(const std::string& name) {
   static const std::regex kPattern("^[a-z][a-z0-9]*(-[a-z0-9]+)*$");
   return name.size() <= 64 && std::regex_match(name, kPattern);
@@ -81,12 +78,12 @@ arrow::Result<std::string> NewTransform(const std::string& parent, const std::st
   if (fs::exists(dir)) {
     return arrow::Status::Invalid("'", dir.string(), "' already exists; refusing to overwrite it");
   }
-  ARROW_RETURN_NOT_OK(WriteFile(dir / "CMakeLists.txt", Fill(kCMakeLists, name)));
-  ARROW_RETURN_NOT_OK(WriteFile(dir / "src" / "transform.cpp", Fill(kTransformCpp, name)));
-  ARROW_RETURN_NOT_OK(WriteFile(dir / "tests" / "transform_test.cpp", Fill(kTransformTest, name)));
-  ARROW_RETURN_NOT_OK(WriteFile(dir / "transform.toml", Fill(kTransformToml, name)));
-  ARROW_RETURN_NOT_OK(WriteFile(dir / "pipeline.toml", Fill(kPipelineToml, name)));
-  ARROW_RETURN_NOT_OK(WriteFile(dir / "job.toml", Fill(kJobToml, name)));
+  ARROW_RETURN_NOT_OK(WriteTemplate((dir / "CMakeLists.txt").string(), kCMakeLists, name));
+  ARROW_RETURN_NOT_OK(WriteTemplate((dir / "src" / "transform.cpp").string(), kTransformCpp, name));
+  ARROW_RETURN_NOT_OK(WriteTemplate((dir / "tests" / "transform_test.cpp").string(), kTransformTest, name));
+  ARROW_RETURN_NOT_OK(WriteTemplate((dir / "transform.toml").string(), kTransformToml, name));
+  ARROW_RETURN_NOT_OK(WriteTemplate((dir / "pipeline.toml").string(), kPipelineToml, name));
+  ARROW_RETURN_NOT_OK(WriteTemplate((dir / "job.toml").string(), kJobToml, name));
   return dir.string();
 }
 
@@ -259,10 +256,8 @@ std::string DescribeSchemas(const artifact::TransformIdentity& identity) {
   return out;
 }
 
-arrow::Result<std::string> BuildTransform(const std::string& dir, const std::string& sluice_root,
-                                          const std::string& build_type) {
-  ARROW_ASSIGN_OR_RAISE(TransformMetadata meta,
-                        ReadTransformMetadata((fs::path(dir) / "transform.toml").string()));
+arrow::Status ConfigureAndBuild(const std::string& dir, const std::string& sluice_root,
+                                const std::string& build_type, const std::string& what) {
   const std::string build_dir = (fs::path(dir) / "build").string();
   ProcessOptions quiet;
   quiet.stdout_to_stderr = true;
@@ -272,15 +267,23 @@ arrow::Result<std::string> BuildTransform(const std::string& dir, const std::str
                           "--log-level=WARNING"},
                          quiet));
   if (rc != 0) {
-    return arrow::Status::Invalid("transform '", meta.qualified_name,
-                                  "': cmake configure failed (exit ", rc,
+    return arrow::Status::Invalid(what, ": cmake configure failed (exit ", rc,
                                   "); see the output above");
   }
   ARROW_ASSIGN_OR_RAISE(rc, RunProcess({"cmake", "--build", build_dir}, quiet));
   if (rc != 0) {
-    return arrow::Status::Invalid("transform '", meta.qualified_name, "': build failed (exit ", rc,
+    return arrow::Status::Invalid(what, ": build failed (exit ", rc,
                                   "); see the compiler output above");
   }
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::string> BuildTransform(const std::string& dir, const std::string& sluice_root,
+                                          const std::string& build_type) {
+  ARROW_ASSIGN_OR_RAISE(TransformMetadata meta,
+                        ReadTransformMetadata((fs::path(dir) / "transform.toml").string()));
+  ARROW_RETURN_NOT_OK(
+      ConfigureAndBuild(dir, sluice_root, build_type, "transform '" + meta.qualified_name + "'"));
   const std::string library = TransformLibraryPath(dir, meta.qualified_name);
   if (!fs::exists(library)) {
     return arrow::Status::Invalid("transform '", meta.qualified_name,

@@ -6,6 +6,7 @@
 #include <arrow/result.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "artifact/transform_identity.h"
@@ -16,6 +17,11 @@ namespace sluice::pipeline {
 /// at most 64 characters, e.g. "conversation-message-extract". It is also the directory name,
 /// the qualified name and the library name (lib<NAME>.so).
 bool IsValidTransformName(const std::string& name);
+
+/// Writes `text` with every @NAME@ replaced by `name` to `path`, creating its folder: a
+/// scaffold's file.
+arrow::Status WriteTemplate(const std::string& path, std::string_view text,
+                            const std::string& name);
 
 /// The library a build of `dir` produces: DIR/build/lib<NAME>.so.
 std::string TransformLibraryPath(const std::string& dir, const std::string& name);
@@ -41,6 +47,12 @@ CheckReport CheckTransform(const std::string& dir, const std::string& library_ov
 /// The identity's input and output schemas as `transform check` prints them: each schema id,
 /// then its Arrow fields, one per line, or why there are none.
 std::string DescribeSchemas(const artifact::TransformIdentity& identity);
+
+/// Configures and builds the CMake project `dir` with Ninja into DIR/build, against the sluice
+/// checkout at `sluice_root` (-DSLUICE_ROOT). Build output goes to stderr; `what` names the
+/// project in errors.
+arrow::Status ConfigureAndBuild(const std::string& dir, const std::string& sluice_root,
+                                const std::string& build_type, const std::string& what);
 
 /// Configures and builds `dir` with CMake and Ninja into DIR/build, against the sluice checkout
 /// at `sluice_root`. Build output goes to stderr. Returns the built library's path.

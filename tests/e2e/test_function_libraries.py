@@ -235,3 +235,24 @@ def test_a_damaged_partial_state_file_breaks_the_query_naming_the_file(fx, tmp_p
     err = proc.stderr.decode()
     assert re.search(r"shuffle file '_sluice/shuffle/[^']*/s1p0-\d+/part-\d\.arrow'", err), err
     assert "damaged or replaced" in err, err
+
+
+def test_a_new_library_scaffold_builds_tests_publishes_and_runs(sluice, tmp_path):
+    out = sluice.run("function", "new", "my-functions", "--dir", tmp_path, check=True)
+    lib = tmp_path / "my-functions"
+    assert out.stdout.decode().startswith(f"created {lib}\n"), out.stdout.decode()
+    assert (lib / "CMakeLists.txt").exists() and (lib / "src" / "functions.cpp").exists()
+    # A directory is built (standalone, against this checkout), then tested.
+    out = sluice.run("function", "test", lib, check=True).stdout.decode()
+    assert out == "ok: scaled on 1000 rows (333 NULL results)\n", out
+    digest = publish(sluice, lib)
+    assert digest == publish(sluice, lib / "build" / "libmy-functions.so")
+    sluice.run("query", f"CREATE FUNCTION LIBRARY mine FROM PIN '{digest}'", check=True)
+    out = sluice.run("query", "select scaled(2, 3.5) as s, scaled(null, 1) as n", check=True)
+    assert out.stdout.decode() == '"s","n"\n7,\n', out.stdout.decode()
+
+    for name, message in [("My_Functions", "invalid function library name"),
+                          ("my-functions", "already exists; refusing to overwrite it")]:
+        proc = sluice.run("function", "new", name, "--dir", tmp_path)
+        assert proc.returncode != 0
+        assert message in proc.stderr.decode(), proc.stderr.decode()

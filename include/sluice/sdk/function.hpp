@@ -78,7 +78,10 @@ inline arrow::Result<Declared> Declare(const char* name) {
     int i = 0;
     for (const auto& a : f.at("arguments")) {
       ARROW_ASSIGN_OR_RAISE(auto type, FormatType(a.get<std::string>()));
-      d.arguments.push_back(arrow::field("a" + std::to_string(i++), type));
+      // Appended, not "a" + ...: GCC 12 warns falsely (-Wrestrict) on that operator+ at -O2.
+      std::string field_name = "a";
+      field_name += std::to_string(i++);
+      d.arguments.push_back(arrow::field(field_name, type));
     }
     if (f.contains("state")) {
       arrow::FieldVector fields;
