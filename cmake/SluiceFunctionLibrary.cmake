@@ -12,7 +12,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/SluiceStandalone.cmake)
 function(sluice_add_function_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES" ${ARGN})
   add_library(${name} SHARED ${ARG_SOURCES})
-  target_include_directories(${name} PRIVATE ${SLUICE_ROOT}/include)
+  target_include_directories(${name} PRIVATE ${SLUICE_ROOT}/include ${SLUICE_ROOT}/schemas)
   target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
   target_link_libraries(${name} PRIVATE arrow::arrow blake3 nlohmann_json::nlohmann_json)
   set_target_properties(${name} PROPERTIES

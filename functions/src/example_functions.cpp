@@ -2,8 +2,13 @@
 // weighted average as an aggregate whose state (two running sums) stays right when split across
 // workers, the rank of a row's revenue within its window partition, and the BLAKE3 digest of
 // text.
+#include <arrow/io/memory.h>
+#include <arrow/json/reader.h>
 #include <blake3.h>
 #include <sluice/sdk/function.hpp>
+
+#include "sluice/schemas/arrow.hpp"
+#include "sluice/schemas/conversation/conversation_message_gateway.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -165,6 +170,50 @@ struct WeightedAvg {
   }
 };
 
+// gateway_objects: the gateway's JSONL objects under a store prefix (the table's options) as a
+// table, one partition per object, parsed with the schema the example transform reads
+// (ConversationMessageGateway).
+struct GatewayObjects {
+  static arrow::Result<std::shared_ptr<arrow::Schema>> Schema(const sluice::sdk::Store&,
+                                                              const std::string&) {
+    return sluice::schemas::ArrowSchema<
+        sluice::schemas::conversation::ConversationMessageGateway>();
+  }
+
+  static arrow::Result<std::vector<std::string>> Partitions(const sluice::sdk::Store& store,
+                                                            const std::string& prefix) {
+    ARROW_ASSIGN_OR_RAISE(auto keys, store.List(prefix));
+    std::vector<std::string> objects;
+    for (auto& k : keys) {
+      if (k.size() > 6 && k.compare(k.size() - 6, 6, ".jsonl") == 0) objects.push_back(k);
+    }
+    return objects;  // the store lists keys sorted
+  }
+
+  static arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Scan(
+      const sluice::sdk::Store& store, const std::string&, const std::string& key,
+      const std::vector<int>& columns) {
+    ARROW_ASSIGN_OR_RAISE(auto bytes, store.Read(key));
+    ARROW_ASSIGN_OR_RAISE(auto schema, Schema(store, ""));
+    auto parse = arrow::json::ParseOptions::Defaults();
+    parse.explicit_schema = schema;
+    parse.unexpected_field_behavior = arrow::json::UnexpectedFieldBehavior::Ignore;
+    auto read = arrow::json::ReadOptions::Defaults();
+    read.use_threads = false;  // the host scans partitions on its own threads
+    ARROW_ASSIGN_OR_RAISE(auto reader,
+                          arrow::json::TableReader::Make(
+                              arrow::default_memory_pool(),
+                              std::make_shared<arrow::io::BufferReader>(bytes), read, parse));
+    auto table = reader->Read();
+    if (!table.ok()) {
+      return arrow::Status::Invalid("object '", key, "': ", table.status().message());
+    }
+    ARROW_ASSIGN_OR_RAISE(auto projected, (*table)->SelectColumns(columns));
+    ARROW_ASSIGN_OR_RAISE(auto combined, projected->CombineChunksToBatch());
+    return arrow::RecordBatchReader::Make({combined}, combined->schema());
+  }
+};
+
 }  // namespace
 
 SLUICE_FUNCTION_IDENTITY(
@@ -174,9 +223,12 @@ SLUICE_FUNCTION_IDENTITY(
     R"({"name":"weighted_avg","kind":"aggregate","arguments":["g","g"],"returns":"g",)"
     R"("state":[["weighted_sum","g"],["weight_sum","g"]]},)"
     R"({"name":"blake3_hex","kind":"scalar","arguments":["u"],"returns":"u"},)"
-    R"({"name":"revenue_rank","kind":"window","arguments":["g","g"],"returns":"l"}]})")
+    R"({"name":"revenue_rank","kind":"window","arguments":["g","g"],"returns":"l"}],)"
+    R"("tables":[{"name":"gateway_objects"}]})")
 
 SLUICE_FUNCTION_TABLE(sluice::sdk::Scalar<NetRevenue>("net_revenue"),
                       sluice::sdk::Aggregate<WeightedAvg>("weighted_avg"),
                       sluice::sdk::Scalar<Blake3Hex>("blake3_hex"),
                       sluice::sdk::Window<RevenueRank>("revenue_rank"))
+
+SLUICE_TABLE_PROVIDERS(sluice::sdk::TableProvider<GatewayObjects>("gateway_objects"))

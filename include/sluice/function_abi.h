@@ -64,6 +64,20 @@ struct ArrowArray {
 
 #endif /* ARROW_C_DATA_INTERFACE */
 
+/* The Arrow C stream interface, as its specification defines it. */
+#ifndef ARROW_C_STREAM_INTERFACE
+#define ARROW_C_STREAM_INTERFACE
+
+struct ArrowArrayStream {
+  int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
+  int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
+  const char* (*get_last_error)(struct ArrowArrayStream*);
+  void (*release)(struct ArrowArrayStream*);
+  void* private_data;
+};
+
+#endif /* ARROW_C_STREAM_INTERFACE */
+
 #define SLUICE_FUNCTION_ABI_VERSION 1u
 #define SLUICE_FUNCTION_ABI_VERSION_TEXT "1"
 
@@ -148,10 +162,60 @@ typedef struct sluice_function_table {
   const sluice_function_entry* functions;
 } sluice_function_table;
 
+/* Table providers. A library can also expose tables: a provider turns `options` (UTF-8 text
+ * from CREATE EXTERNAL TABLE ... STORED AS PROVIDER lib.name LOCATION 'options', such as a store
+ * prefix) into a schema, a sorted list of partitions, and a scan of one partition. The host
+ * keeps what the provider said (the schema, the partitions and the options) in the plan, so a
+ * worker scans its partitions with nothing from the driver's process.
+ *
+ * What the host offers a provider: the session's object store, read-only. Keys and bytes passed
+ * to the callbacks are valid only during the call. */
+typedef struct sluice_table_host {
+  uint32_t abi_version;
+  uint32_t struct_size;
+  void* ctx;
+  void (*set_error)(void* ctx, const char* message, size_t len);
+  /* Calls each(each_ctx, key, len) for every object under `prefix`, sorted by key. Non-zero when
+   * the store cannot be listed (the host records why). */
+  int32_t (*list)(void* ctx, const char* prefix, size_t prefix_len,
+                  void (*each)(void* each_ctx, const char* key, size_t key_len), void* each_ctx);
+  /* Calls into(into_ctx, bytes, len) once with the whole object `key`. Non-zero when it cannot be
+   * read. */
+  int32_t (*read)(void* ctx, const char* key, size_t key_len,
+                  void (*into)(void* into_ctx, const uint8_t* bytes, size_t len), void* into_ctx);
+} sluice_table_host;
+
+typedef struct sluice_table_provider_entry {
+  const char* name;
+  /* The table's columns, as a struct schema (one child per column). */
+  int32_t (*schema)(const sluice_table_host* host, const char* options, size_t options_len,
+                    struct ArrowSchema* out);
+  /* The partitions, in a deterministic sorted order: each(each_ctx, partition, len) once per
+   * partition. A partition is text the provider understands, such as an object key. */
+  int32_t (*partitions)(const sluice_table_host* host, const char* options, size_t options_len,
+                        void (*each)(void* each_ctx, const char* partition, size_t len),
+                        void* each_ctx);
+  /* A stream of the partition's rows with the columns `columns` (indexes into the schema, in
+   * that order) and no others. */
+  int32_t (*scan)(const sluice_table_host* host, const char* options, size_t options_len,
+                  const char* partition, size_t partition_len, const int32_t* columns,
+                  int64_t num_columns, struct ArrowArrayStream* out);
+} sluice_table_provider_entry;
+
+typedef struct sluice_table_provider_table {
+  uint32_t abi_version;
+  uint32_t entry_size;
+  int64_t num_providers;
+  const sluice_table_provider_entry* providers;
+} sluice_table_provider_table;
+
 /* The symbols every function library exports. */
 #define SLUICE_FUNCTION_ABI_VERSION_SYMBOL "sluice_function_abi_version"
 #define SLUICE_FUNCTION_TABLE_SYMBOL "sluice_functions"
 typedef const sluice_function_table* (*sluice_function_table_fn)(void);
+/* Exported only by a library with table providers. */
+#define SLUICE_TABLE_PROVIDERS_SYMBOL "sluice_table_providers"
+typedef const sluice_table_provider_table* (*sluice_table_providers_fn)(void);
 
 /* The identity: static data that tools read from the ELF file without loading it, in its own
  * section and exported as a symbol. Its bytes are the magic line, one JSON object and a NUL
@@ -161,6 +225,8 @@ typedef const sluice_function_table* (*sluice_function_table_fn)(void);
  *     {"name":"net_revenue","kind":"scalar","arguments":["g","g"],"returns":"g"},
  *     {"name":"weighted_avg","kind":"aggregate","arguments":["g","g"],"returns":"g",
  *      "state":[["weighted_sum","g"],["weight","g"]]}]}
+ * A library with table providers adds "tables":[{"name":"gateway_objects"}]; one with only
+ * tables may list no functions.
  * Types are C Data Interface format strings ("g" float64, "l" int64, "u" utf8, "d:15,2"
  * decimal128(15, 2), "tdD" date32, "b" boolean). An aggregate's state is a struct whose fields
  * are the listed (name, format) pairs.

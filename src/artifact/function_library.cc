@@ -27,6 +27,13 @@ arrow::Result<std::string> TextField(const json& doc, const char* key, const std
   return it->get<std::string>();
 }
 
+// SQL folds unquoted names to lower case, so only a lower-case name can be called.
+bool IsCallableName(const std::string& name) {
+  bool ok = !name.empty() && name.size() <= 63 && name[0] >= 'a' && name[0] <= 'z';
+  for (char c : name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
+  return ok;
+}
+
 arrow::Result<FunctionSignature> ParseSignature(const json& f, const std::string& where) {
   if (!f.is_object()) return arrow::Status::Invalid(where, ": a function entry is not an object");
   FunctionSignature sig;
@@ -143,12 +150,34 @@ arrow::Result<FunctionIdentity> FunctionIdentity::Parse(std::string_view bytes,
                                     "' is not [A-Za-z0-9._-]");
     }
   }
+  auto tables = doc.find("tables");
+  if (tables != doc.end()) {
+    if (!tables->is_array() || tables->size() > 256) {
+      return arrow::Status::Invalid(where,
+                                    ": identity field 'tables' must list at most 256 "
+                                    "tables");
+    }
+    std::set<std::string> seen;
+    for (const auto& t : *tables) {
+      if (!t.is_object()) return arrow::Status::Invalid(where, ": a table entry is not an object");
+      ARROW_ASSIGN_OR_RAISE(std::string name, TextField(t, "name", where));
+      if (!IsCallableName(name)) {
+        return arrow::Status::Invalid(where, ": table name '", name,
+                                      "' must be lower case letters, digits and '_', starting "
+                                      "with a letter");
+      }
+      if (!seen.insert(name).second) {
+        return arrow::Status::Invalid(where, ": table ", name, " is declared twice");
+      }
+      id.tables.push_back(name);
+    }
+  }
   auto functions = doc.find("functions");
-  if (functions == doc.end() || !functions->is_array() || functions->empty() ||
+  const size_t least = id.tables.empty() ? 1 : 0;
+  if (functions == doc.end() || !functions->is_array() || functions->size() < least ||
       functions->size() > 1024) {
-    return arrow::Status::Invalid(where,
-                                  ": identity field 'functions' must list 1 to 1024 "
-                                  "functions");
+    return arrow::Status::Invalid(where, ": identity field 'functions' must list ", least,
+                                  " to 1024 functions");
   }
   std::set<std::string> names;
   for (const auto& f : *functions) {
@@ -236,7 +265,40 @@ arrow::Result<std::shared_ptr<FunctionLibrary>> FunctionLibrary::Open(const std:
     if (!complete) return arrow::Status::Invalid(at, ": its table entry lacks a function pointer");
   }
   lib->table_ = table;
+  const auto& tables = lib->identity_.tables;
+  auto providers_fn =
+      reinterpret_cast<sluice_table_providers_fn>(dlsym(handle, SLUICE_TABLE_PROVIDERS_SYMBOL));
+  if (tables.empty()) return lib;
+  if (providers_fn == nullptr) {
+    return arrow::Status::Invalid(where, ": its identity declares tables but it does not export '",
+                                  SLUICE_TABLE_PROVIDERS_SYMBOL, "'");
+  }
+  const sluice_table_provider_table* providers = providers_fn();
+  if (providers == nullptr || providers->abi_version != SLUICE_FUNCTION_ABI_VERSION ||
+      providers->entry_size < sizeof(sluice_table_provider_entry) ||
+      providers->providers == nullptr ||
+      providers->num_providers != static_cast<int64_t>(tables.size())) {
+    return arrow::Status::Invalid(where,
+                                  ": its table provider table is missing, malformed, or "
+                                  "disagrees with its identity");
+  }
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const sluice_table_provider_entry& e = providers->providers[i];
+    if (e.name == nullptr || strncmp(e.name, tables[i].c_str(), tables[i].size() + 1) != 0 ||
+        e.schema == nullptr || e.partitions == nullptr || e.scan == nullptr) {
+      return arrow::Status::Invalid(where, ": table ", tables[i],
+                                    ": its provider entry has another name or lacks a function");
+    }
+  }
+  lib->providers_ = providers;
   return lib;
+}
+
+const sluice_table_provider_entry* FunctionLibrary::provider(const std::string& name) const {
+  for (size_t i = 0; i < identity_.tables.size(); ++i) {
+    if (identity_.tables[i] == name) return &providers_->providers[i];
+  }
+  return nullptr;
 }
 
 FunctionLibrary::~FunctionLibrary() {

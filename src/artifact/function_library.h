@@ -34,6 +34,8 @@ struct FunctionIdentity {
   std::string qualified_name;
   std::string version;
   std::vector<FunctionSignature> functions;
+  /// The table providers' names, in the provider table's order.
+  std::vector<std::string> tables;
 
   /// Parses identity bytes: the magic line, one JSON object, optionally a trailing NUL. Every
   /// error names `where` and the function or field at fault.
@@ -63,11 +65,14 @@ class FunctionLibrary {
   const FunctionIdentity& identity() const { return identity_; }
   /// The table entry of identity().functions[i].
   const sluice_function_entry& entry(size_t i) const { return table_->functions[i]; }
+  /// The table provider called `name`, or null.
+  const sluice_table_provider_entry* provider(const std::string& name) const;
 
  private:
   FunctionLibrary() = default;
   void* handle_ = nullptr;
   const sluice_function_table* table_ = nullptr;
+  const sluice_table_provider_table* providers_ = nullptr;
   FunctionIdentity identity_;
 };
 

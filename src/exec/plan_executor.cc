@@ -19,6 +19,7 @@
 #include "exec/window.h"
 #include "plan/compute_init.h"
 #include "plan/library_functions.h"
+#include "plan/table_provider.h"
 
 namespace sluice::exec {
 
@@ -73,6 +74,16 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node) {
     std::vector<arrow::compute::ExecBatch> row = {arrow::compute::ExecBatch({}, 1)};
     return ac::Declaration("exec_batch_source",
                            ac::ExecBatchSourceNodeOptions(table.schema, std::move(row)));
+  }
+  if (table.format == plan::kProviderFormat) {
+    // A function library's table: its scan of this task's partitions, checked batch by batch.
+    ARROW_ASSIGN_OR_RAISE(auto reader, plan::ScanProvider(table, node.columns));
+    ac::Declaration source{"record_batch_reader_source",
+                           ac::RecordBatchReaderSourceNodeOptions(std::move(reader))};
+    std::vector<cp::Expression> exprs;
+    for (const auto& c : node.columns) exprs.push_back(cp::field_ref(c));
+    return ac::Declaration::Sequence(
+        {std::move(source), {"project", ac::ProjectNodeOptions(exprs, node.names)}});
   }
   std::vector<std::string> paths;
   for (const auto& key : table.files) paths.push_back(table.store->FileSystemPath(key));

@@ -12,8 +12,8 @@
 #include "catalog/registry.h"
 #include "catalog/signing.h"
 #include "common/status.h"
-#include "plan/compute_init.h"
 #include "pipeline/transform_project.h"
+#include "plan/compute_init.h"
 #include "plan/library_functions.h"
 #include "storage/object_store.h"
 
@@ -66,8 +66,7 @@ arrow::Result<std::string> NewFunctionLibrary(const std::string& parent, const s
   if (fs::exists(dir)) {
     return arrow::Status::Invalid("'", dir.string(), "' already exists; refusing to overwrite it");
   }
-  ARROW_RETURN_NOT_OK(
-      WriteTemplate((dir / "CMakeLists.txt").string(), kFunctionCMakeLists, name));
+  ARROW_RETURN_NOT_OK(WriteTemplate((dir / "CMakeLists.txt").string(), kFunctionCMakeLists, name));
   ARROW_RETURN_NOT_OK(WriteTemplate((dir / "src" / "functions.cpp").string(), kFunctionsCpp, name));
   return dir.string();
 }
@@ -76,8 +75,8 @@ arrow::Result<std::string> FunctionLibraryFile(const std::string& path,
                                                const std::string& sluice_root) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) return path;
-  ARROW_RETURN_NOT_OK(ConfigureAndBuild(path, sluice_root, "Release", "function library in '" +
-                                                                          path + "'"));
+  ARROW_RETURN_NOT_OK(
+      ConfigureAndBuild(path, sluice_root, "Release", "function library in '" + path + "'"));
   std::vector<std::string> built;
   for (const auto& entry : fs::directory_iterator(fs::path(path) / "build", ec)) {
     const std::string name = entry.path().filename().string();
@@ -141,6 +140,7 @@ std::string DescribeFunctions(const artifact::FunctionIdentity& identity) {
     if (f.state != nullptr) out += ", state " + f.state->ToString();
     out += "\n";
   }
+  for (const auto& t : identity.tables) out += "  table provider " + t + "\n";
   return out;
 }
 

@@ -320,6 +320,7 @@ struct Registered {
   std::set<std::string> digests;
   std::map<std::string, std::string> by_name;                   // qualified name -> digest
   std::map<std::string, std::shared_ptr<const Bound>> windows;  // "ext:..." -> function
+  std::map<std::string, std::shared_ptr<artifact::FunctionLibrary>> libraries;  // by digest
 };
 
 Registered& Libraries() {
@@ -375,6 +376,7 @@ arrow::Status RegisterLocked(Registered& r, const std::string& digest_hex,
   }
   r.digests.insert(digest_hex);
   r.by_name[id.qualified_name] = digest_hex;
+  r.libraries[digest_hex] = library;
   return arrow::Status::OK();
 }
 
@@ -420,6 +422,13 @@ arrow::Result<std::shared_ptr<artifact::FunctionLibrary>> EnsureFunctionLibrary(
   ARROW_ASSIGN_OR_RAISE(auto library, artifact::LoadVerifiedFunctionLibrary(verified));
   ARROW_RETURN_NOT_OK(RegisterFunctionLibrary(digest_hex, library));
   return library;
+}
+
+std::shared_ptr<artifact::FunctionLibrary> RegisteredLibrary(const std::string& digest_hex) {
+  Registered& r = Libraries();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.libraries.find(digest_hex);
+  return it == r.libraries.end() ? nullptr : it->second;
 }
 
 std::map<std::string, std::string> RegisteredFunctionLibraries() {

@@ -63,6 +63,9 @@ arrow::Result<std::shared_ptr<artifact::FunctionLibrary>> EnsureFunctionLibrary(
     const std::shared_ptr<storage::ObjectStore>& store, const std::string& cache_dir,
     const std::string& digest_hex);
 
+/// The library registered as `digest_hex`, or null.
+std::shared_ptr<artifact::FunctionLibrary> RegisteredLibrary(const std::string& digest_hex);
+
 /// The libraries this process has registered: qualified name -> digest.
 std::map<std::string, std::string> RegisteredFunctionLibraries();
 

@@ -14,6 +14,7 @@
 #include "artifact/blake3_digest.h"
 #include "artifact/verified_loader.h"
 #include "plan/compute_init.h"
+#include "plan/table_provider.h"
 
 #ifndef SLUICE_EXAMPLE_FUNCTIONS_SO
 #error "SLUICE_EXAMPLE_FUNCTIONS_SO must name the example function library"
@@ -274,6 +275,33 @@ TEST(LibraryFunctions, NamesCarryTheDigestAndTheFunction) {
   EXPECT_EQ(ref->function, "weighted_avg");
   EXPECT_FALSE(ParseLibraryFunctionName("sum").has_value());
   EXPECT_FALSE(ParseLibraryFunctionName("ext:abc:f").has_value());
+}
+
+// A provider table's description is all a worker gets: versioned, readable, checked.
+TEST(LibraryFunctions, ProviderDescriptionsRoundTripAndAreChecked) {
+  Loaded lib = Load(SLUICE_EXAMPLE_FUNCTIONS_SO);
+  auto schema = arrow::schema({arrow::field("k", arrow::utf8())});
+  auto text = ProviderDescription(lib.digest, "gateway_objects", "raw/", *schema);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->rfind(kProviderMagic, 0), 0u);
+  EXPECT_NE(text->find(R"("options":"raw/")"), std::string::npos) << *text;
+  auto parsed = ParseProviderDescription(*text, "t");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->digest_hex, lib.digest);
+  EXPECT_TRUE(parsed->schema->Equals(*schema));
+  auto error = [](const std::string& bytes) {
+    return ParseProviderDescription(bytes, "t").status().message();
+  };
+  EXPECT_NE(error("SLUICE-TABLE-PROVIDER/9\n{}").find("not a table provider description"),
+            std::string::npos);
+  EXPECT_NE(error(std::string(kProviderMagic) + "{").find("not JSON"), std::string::npos);
+  EXPECT_NE(error(std::string(kProviderMagic) + "{}").find("lacks 'library'"), std::string::npos);
+  std::string other = *text;
+  other.replace(other.find(lib.digest), 64, std::string(64, 'd'));
+  EXPECT_NE(error(other).find("is not available on this worker"), std::string::npos);
+  std::string bad_schema = *text;
+  bad_schema.replace(bad_schema.find(R"("schema":")") + 10, 8, "zzzzzzzz");
+  EXPECT_FALSE(ParseProviderDescription(bad_schema, "t").ok());
 }
 
 TEST(FunctionIdentity, ErrorsNameTheFunctionAndTheField) {

@@ -11,6 +11,7 @@
 #include "plan/expression_codec.h"
 #include "plan/library_functions.h"
 #include "plan/session_spec.h"
+#include "plan/table_provider.h"
 
 namespace sluice::plan {
 
@@ -95,7 +96,8 @@ json RangesJson(const std::vector<std::pair<int32_t, int32_t>>& ranges) {
                       {"file_schema", file_schema},
                       {"schema", schema},
                       {"dictionary_columns", std::vector<std::string>(t.dictionary_columns.begin(),
-                                                                      t.dictionary_columns.end())}};
+                                                                      t.dictionary_columns.end())},
+                      {"provider", t.provider}};
       out["columns"] = n.columns;
       out["names"] = n.names;
       ARROW_ASSIGN_OR_RAISE(out["scan_filter"], EncodeExpression(n.scan_filter));
@@ -260,17 +262,26 @@ arrow::Result<std::shared_ptr<TableSource>> DecodeTable(const json& v, StoreSour
     t->store = *std::move(own);
   }
   ARROW_ASSIGN_OR_RAISE(t->format, Text(v, "format"));
-  if (t->format != "parquet" && t->format != "ipc" && t->format != "jsonl") {
+  const bool provider = t->format == kProviderFormat;
+  if (t->format != "parquet" && t->format != "ipc" && t->format != "jsonl" && !provider) {
     return arrow::Status::Invalid("plan: table '", t->name, "' has unknown format '", t->format,
                                   "'");
   }
   ARROW_ASSIGN_OR_RAISE(t->files, TextList(v, "files"));
   if (t->files.empty()) return arrow::Status::Invalid("plan: table '", t->name, "' has no files");
   for (const auto& key : t->files) {
-    auto valid = storage::ObjectStore::ValidateKey(key);
+    // A provider's partitions are its own text, which only it reads.
+    auto valid = provider ? arrow::Status::OK() : storage::ObjectStore::ValidateKey(key);
     if (!valid.ok()) {
       return arrow::Status::Invalid("plan: table '", t->name, "': ", valid.message());
     }
+  }
+  if (v.contains("provider")) {
+    ARROW_ASSIGN_OR_RAISE(t->provider, Text(v, "provider"));
+  }
+  if (provider != !t->provider.empty()) {
+    return arrow::Status::Invalid("plan: table '", t->name,
+                                  "': a provider description belongs to a provider table");
   }
   ARROW_ASSIGN_OR_RAISE(const json* ranges, Field(v, "row_group_ranges"));
   if (!ranges->is_array() ||
@@ -301,6 +312,16 @@ arrow::Result<std::shared_ptr<TableSource>> DecodeTable(const json& v, StoreSour
   }
   ARROW_ASSIGN_OR_RAISE(auto dictionary, TextList(v, "dictionary_columns"));
   t->dictionary_columns.insert(dictionary.begin(), dictionary.end());
+  if (provider) {
+    // The description is rebuilt here from the plan alone; its library must be loaded (from the
+    // session spec, before the plan) and agree with the table's schema.
+    auto described = ParseProviderDescription(t->provider, "plan: table '" + t->name + "'");
+    if (!described.ok()) return described.status();
+    if (!described->schema->Equals(*t->schema)) {
+      return arrow::Status::Invalid("plan: table '", t->name,
+                                    "': its provider description has another schema");
+    }
+  }
   return t;
 }
 

@@ -25,7 +25,7 @@ inline constexpr char kConstantRowFormat[] = "constant_row";
 struct TableSource {
   std::string name;
   std::string location;
-  /// "parquet", "ipc" or "jsonl".
+  /// "parquet", "ipc", "jsonl", or "provider" (a function library's table).
   std::string format;
   std::shared_ptr<storage::ObjectStore> store;
   /// The URL `store` was opened from when the location is a path or URL of its own (see
@@ -63,6 +63,9 @@ struct TableSource {
   std::shared_ptr<arrow::Schema> file_schema;
   /// The schema SQL sees (view types replaced by their plain forms).
   std::shared_ptr<arrow::Schema> schema;
+  /// Format "provider": the table's durable description (plan/table_provider.h); `files` are
+  /// the provider's partitions.
+  std::string provider;
 };
 
 /// Opens the table at `location` (a file or a prefix) in `format`; "auto" takes Parquet files

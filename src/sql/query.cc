@@ -2,8 +2,10 @@
 
 #include <arrow/acero/exec_plan.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -14,6 +16,8 @@
 #include "exec/plan_executor.h"
 #include "plan/compute_init.h"
 #include "plan/library_functions.h"
+#include "plan/stage_shape.h"
+#include "plan/table_provider.h"
 #include "sql/binder.h"
 #include "sql/distributed_query.h"
 #include "sql/optimizer/optimizer.h"
@@ -26,6 +30,9 @@
 namespace sluice::sql {
 
 namespace {
+
+// The registry's format of a function library's table: "provider:<library>.<table>".
+constexpr char kProviderPrefix[] = "provider:";
 
 // The binder, the plan and Arrow's expressions recurse per level of the query's nesting, which
 // the parser bounds (kMaxQueryNesting); the deepest accepted query needs under 1 MiB of stack
@@ -68,8 +75,27 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
                         storage::ObjectStore::Open(config.store_url));
   ARROW_ASSIGN_OR_RAISE(std::vector<std::string> roots, ParseSqlRoots(config.sql_roots));
   // A table at a key of the session's store, or at a path or URL of its own.
+  const std::string cache_dir = config.home + "/cache";
+  // A function library's table: "provider:<library>.<table>" with its options as the location.
+  auto OpenProvider =
+      [&](const std::string& name, const std::string& options,
+          const std::string& format) -> arrow::Result<std::shared_ptr<TableSource>> {
+    const std::string spec = format.substr(std::strlen(kProviderPrefix));
+    const size_t dot = spec.find('.');
+    const std::string library = spec.substr(0, dot), table = spec.substr(dot + 1);
+    ARROW_ASSIGN_OR_RAISE(auto libraries, registry->ListSqlFunctionLibraries());
+    for (const auto& l : libraries) {
+      if (l.name != library) continue;
+      auto loaded = plan::EnsureFunctionLibrary(store, cache_dir, l.artifact_blake3);
+      if (!loaded.ok()) return AddContext(loaded.status(), "function library " + l.name);
+      return plan::OpenProviderTable(store, name, l.artifact_blake3, table, options);
+    }
+    return arrow::Status::Invalid("table \"", name, "\": function library ", library,
+                                  " does not exist; create it with CREATE FUNCTION LIBRARY");
+  };
   auto open = [&](const std::string& name, const std::string& location,
                   const std::string& format) -> arrow::Result<std::shared_ptr<TableSource>> {
+    if (format.rfind(kProviderPrefix, 0) == 0) return OpenProvider(name, location, format);
     ARROW_ASSIGN_OR_RAISE(TableLocation where,
                           ResolveLocation(location, store, config.store_url, roots));
     ARROW_ASSIGN_OR_RAISE(auto table, OpenTable(where.store, name, where.key, format));
@@ -79,16 +105,17 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
   };
   QueryResult result;
   if (auto* create = std::get_if<CreateExternalTable>(&statement)) {
+    const std::string format =
+        create->provider.empty() ? create->format : std::string(kProviderPrefix) + create->provider;
     // Reading the schema now refuses a location with no readable files up front.
-    ARROW_ASSIGN_OR_RAISE(auto table, open(create->name, create->location, create->format));
-    ARROW_RETURN_NOT_OK(
-        registry->PutSqlTable({create->name, create->format, create->location, ""}));
+    ARROW_ASSIGN_OR_RAISE(auto table, open(create->name, create->location, format));
+    ARROW_RETURN_NOT_OK(registry->PutSqlTable({create->name, format, create->location, ""}));
     result.message = "CREATE EXTERNAL TABLE " + create->name + " (" +
-                     std::to_string(table->files.size()) + " files, " +
+                     std::to_string(table->files.size()) +
+                     (create->provider.empty() ? " files, " : " partitions, ") +
                      std::to_string(table->schema->num_fields()) + " columns)";
     return result;
   }
-  const std::string cache_dir = config.home + "/cache";
   if (auto* create = std::get_if<CreateFunctionLibrary>(&statement)) {
     // Loading it now verifies the bytes and the identity, so a bad pin fails here, not in a
     // later query.
@@ -160,6 +187,17 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
                         BindLogical(select.select, select.sql, resolve, functions));
   std::vector<std::string> passes;
   ARROW_RETURN_NOT_OK(Optimize(bound.plan.get(), DefaultPasses(), &passes));
+  // Provider tables' libraries join the session spec, as called functions' do (after the
+  // passes: the bound plan keeps its FROM items in join sets).
+  for (const PlanNode* scan : plan::ScansOf(*bound.plan)) {
+    if (scan->table->format != plan::kProviderFormat) continue;
+    ARROW_ASSIGN_OR_RAISE(auto described,
+                          plan::ParseProviderDescription(scan->table->provider, scan->table->name));
+    if (std::find(bound.libraries.begin(), bound.libraries.end(), described.digest_hex) ==
+        bound.libraries.end()) {
+      bound.libraries.push_back(described.digest_hex);
+    }
+  }
   if (options.workers > 0) {
     StageOptions stage_options;
     stage_options.workers = options.workers;

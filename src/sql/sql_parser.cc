@@ -121,6 +121,13 @@ class Words {
     }
     return false;
   }
+  // Consumes `c` if it comes next.
+  bool Char(char c) {
+    SkipSpace();
+    if (pos_ >= sql_.size() || sql_[pos_] != c) return false;
+    ++pos_;
+    return true;
+  }
   // Only an optional ';' and spaces remain.
   bool AtEnd() {
     SkipSpace();
@@ -142,7 +149,8 @@ std::optional<arrow::Result<Statement>> ParseCreateExternal(const std::string& s
   const auto syntax_error = [] {
     return arrow::Status::Invalid(
         "syntax error in CREATE EXTERNAL TABLE: expected CREATE EXTERNAL TABLE name STORED AS "
-        "PARQUET|IPC|JSONL LOCATION 'path or URL'");
+        "PARQUET|IPC|JSONL LOCATION 'path or URL', or STORED AS PROVIDER library.table "
+        "LOCATION 'options'");
   };
   if (!words.Keyword("table")) return syntax_error();
   CreateExternalTable out;
@@ -153,9 +161,16 @@ std::optional<arrow::Result<Statement>> ParseCreateExternal(const std::string& s
   if (!words.Keyword("stored") || !words.Keyword("as")) return syntax_error();
   out.format = words.Word();
   if (out.format.empty()) return syntax_error();
-  if (out.format != "parquet" && out.format != "ipc" && out.format != "jsonl") {
+  if (out.format == "provider") {
+    // A function library's table: STORED AS PROVIDER library.table.
+    const std::string library = words.Word();
+    if (library.empty() || !words.Char('.')) return syntax_error();
+    const std::string table = words.Word();
+    if (table.empty()) return syntax_error();
+    out.provider = library + "." + table;
+  } else if (out.format != "parquet" && out.format != "ipc" && out.format != "jsonl") {
     return arrow::Status::Invalid("CREATE EXTERNAL TABLE: format '", out.format,
-                                  "' is not one of PARQUET, IPC, JSONL");
+                                  "' is not one of PARQUET, IPC, JSONL, PROVIDER");
   }
   if (!words.Keyword("location") || !words.Quoted(&out.location) || !words.AtEnd()) {
     return syntax_error();

@@ -1,6 +1,7 @@
 // SQL text to parse trees. PostgreSQL's own grammar parses through libpg_query into its JSON
-// parse tree; `CREATE EXTERNAL TABLE name STORED AS fmt LOCATION 'where'`, which PostgreSQL has
-// no grammar for, is recognised here first. Syntax errors carry the line and column.
+// parse tree; `CREATE EXTERNAL TABLE name STORED AS fmt LOCATION 'where'` (fmt also PROVIDER
+// library.table) and `CREATE FUNCTION LIBRARY`, which PostgreSQL has no grammar for, are
+// recognised here first. Syntax errors carry the line and column.
 #pragma once
 
 #include <arrow/result.h>
@@ -15,7 +16,9 @@ namespace sluice::sql {
 
 struct CreateExternalTable {
   std::string name;
-  std::string format;  // "parquet" | "ipc" | "jsonl"
+  std::string format;  // "parquet" | "ipc" | "jsonl" | "provider"
+  /// Format "provider": "<function library>.<table>", whose options are `location`.
+  std::string provider;
   std::string location;
 };
 

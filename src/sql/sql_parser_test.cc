@@ -88,7 +88,7 @@ TEST(SqlParser, LongLocationsParse) {
     EXPECT_EQ(ParseError(bad).substr(0, 40), "syntax error in CREATE EXTERNAL TABLE: e") << bad;
   }
   EXPECT_EQ(ParseError("create external table t stored as csv location 'x'"),
-            "CREATE EXTERNAL TABLE: format 'csv' is not one of PARQUET, IPC, JSONL");
+            "CREATE EXTERNAL TABLE: format 'csv' is not one of PARQUET, IPC, JSONL, PROVIDER");
 }
 
 // The deepest query of each shape that the parser accepts.

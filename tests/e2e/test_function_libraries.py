@@ -256,3 +256,47 @@ def test_a_new_library_scaffold_builds_tests_publishes_and_runs(sluice, tmp_path
         proc = sluice.run("function", "new", name, "--dir", tmp_path)
         assert proc.returncode != 0
         assert message in proc.stderr.decode(), proc.stderr.decode()
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_table_provider_reads_gateway_objects_like_duckdb(fx, workers, tmp_path):
+    """gateway_objects: one partition per JSONL object under the table's location, parsed with
+    the example transform's input schema. At --workers 2 the map tasks split the partitions and
+    rebuild the scan from the plan's description alone."""
+    sluice, con, data, digest = fx
+    sluice.run("example-data", "conversations", "--objects", 9, "--requests-per-object", 40,
+               "--prefix", "gw/", check=True)
+    out = sluice.run("query", "CREATE EXTERNAL TABLE gateway STORED AS PROVIDER ex.gateway_objects "
+                              "LOCATION 'gw/'", check=True).stdout.decode()
+    assert out == "CREATE EXTERNAL TABLE gateway (9 partitions, 6 columns)\n", out
+    ours = ("select model, count(*), count(distinct conversation_id), min(request_id), "
+            "max(received_at) from gateway group by model order by model")
+    theirs = ("select model, count(*), count(distinct conversation_id), min(request_id), "
+              f"max(received_at::timestamptz) from read_json('{data}/gw/*.jsonl', "
+              "format='newline_delimited') group by model order by model")
+    if workers:
+        plan = explain(sluice, ours, workers)
+        assert "stage 1 (map): 2 tasks over gateway's 9 files (split)" in plan, plan
+    rows, _ = query(sluice, ours, tmp_path / "g.arrow", workers)
+    want = duckdb_rows(con, theirs)
+    assert len(rows) == len(want) == 3
+    for a, b in zip(rows, want):
+        assert a[:4] == b[:4], (a, b)
+        assert str(a[4]).replace("+00:00", "") == str(b[4].replace(tzinfo=None)), (a, b)
+
+
+def test_table_provider_errors_name_the_table_and_library(fx):
+    sluice, _, _, _ = fx
+    for sql, message in [
+        ("CREATE EXTERNAL TABLE t STORED AS PROVIDER nope.gateway_objects LOCATION 'gw/'",
+         "function library nope does not exist"),
+        ("CREATE EXTERNAL TABLE t STORED AS PROVIDER ex.nothing LOCATION 'gw/'",
+         "table provider nothing (library sluice-example-functions 0.1.0"),
+        ("CREATE EXTERNAL TABLE t STORED AS PROVIDER ex.gateway_objects LOCATION 'empty/'",
+         "no partitions for options 'empty/'"),
+        ("CREATE EXTERNAL TABLE t STORED AS PROVIDER gateway_objects LOCATION 'gw/'",
+         "syntax error in CREATE EXTERNAL TABLE"),
+    ]:
+        proc = sluice.run("query", sql)
+        assert proc.returncode != 0, sql
+        assert message in proc.stderr.decode(), (sql, proc.stderr.decode())

@@ -35,6 +35,7 @@
 #include <arrow/c/bridge.h>
 #include <sluice/function_abi.h>
 
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -305,7 +306,118 @@ sluice_function_entry Aggregate(const char* name) {
           nullptr};
 }
 
+/// The session's object store as a table provider sees it: read-only, valid during one call.
+class Store {
+ public:
+  explicit Store(const sluice_table_host* host) : host_(host) {}
+
+  /// The keys under `prefix`, sorted.
+  arrow::Result<std::vector<std::string>> List(const std::string& prefix) const {
+    std::vector<std::string> keys;
+    auto each = [](void* ctx, const char* key, size_t len) {
+      static_cast<std::vector<std::string>*>(ctx)->emplace_back(key, len);
+    };
+    if (host_->list(host_->ctx, prefix.data(), prefix.size(), each, &keys) != 0) {
+      return arrow::Status::IOError("listing '", prefix, "' failed");
+    }
+    return keys;
+  }
+
+  /// The whole object `key`.
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Read(const std::string& key) const {
+    std::shared_ptr<arrow::Buffer> out;
+    auto into = [](void* ctx, const uint8_t* bytes, size_t len) {
+      auto copy = arrow::AllocateBuffer(static_cast<int64_t>(len));
+      if (!copy.ok()) return;
+      if (len > 0) std::memcpy((*copy)->mutable_data(), bytes, len);
+      *static_cast<std::shared_ptr<arrow::Buffer>*>(ctx) =
+          std::shared_ptr<arrow::Buffer>(std::move(*copy));
+    };
+    if (host_->read(host_->ctx, key.data(), key.size(), into, &out) != 0 || out == nullptr) {
+      return arrow::Status::IOError("reading '", key, "' failed");
+    }
+    return out;
+  }
+
+ private:
+  const sluice_table_host* host_;
+};
+
+namespace internal {
+
+inline int32_t TableFail(const sluice_table_host* host, const std::string& message) {
+  host->set_error(host->ctx, message.data(), message.size());
+  return SLUICE_FUNCTION_ERROR;
+}
+
+template <typename Body>
+int32_t TableGuard(const sluice_table_host* host, Body&& body) noexcept {
+  try {
+    arrow::Status st = body();
+    if (!st.ok()) return TableFail(host, st.message());
+    return SLUICE_FUNCTION_OK;
+  } catch (const std::exception& e) {
+    return TableFail(host, std::string("exception: ") + e.what());
+  } catch (...) {
+    return TableFail(host, "unknown exception");
+  }
+}
+
+template <typename P>
+int32_t SchemaCall(const sluice_table_host* host, const char* options, size_t len,
+                   struct ArrowSchema* out) {
+  return TableGuard(host, [&]() -> arrow::Status {
+    ARROW_ASSIGN_OR_RAISE(auto schema, P::Schema(Store(host), std::string(options, len)));
+    return arrow::ExportSchema(*schema, out);
+  });
+}
+
+template <typename P>
+int32_t PartitionsCall(const sluice_table_host* host, const char* options, size_t len,
+                       void (*each)(void*, const char*, size_t), void* each_ctx) {
+  return TableGuard(host, [&]() -> arrow::Status {
+    ARROW_ASSIGN_OR_RAISE(auto partitions, P::Partitions(Store(host), std::string(options, len)));
+    for (const auto& p : partitions) each(each_ctx, p.data(), p.size());
+    return arrow::Status::OK();
+  });
+}
+
+template <typename P>
+int32_t ScanCall(const sluice_table_host* host, const char* options, size_t len,
+                 const char* partition, size_t partition_len, const int32_t* columns,
+                 int64_t num_columns, struct ArrowArrayStream* out) {
+  return TableGuard(host, [&]() -> arrow::Status {
+    std::vector<int> projection(columns, columns + num_columns);
+    ARROW_ASSIGN_OR_RAISE(auto reader, P::Scan(Store(host), std::string(options, len),
+                                               std::string(partition, partition_len), projection));
+    return arrow::ExportRecordBatchReader(reader, out);
+  });
+}
+
+}  // namespace internal
+
+/// A table provider entry: P has static Schema(store, options), Partitions(store, options) and
+/// Scan(store, options, partition, columns). A Scan runs while the host reads its stream, so
+/// it reads what it needs from the store before it returns.
+template <typename P>
+constexpr sluice_table_provider_entry TableProvider(const char* name) {
+  return {name, &internal::SchemaCall<P>, &internal::PartitionsCall<P>, &internal::ScanCall<P>};
+}
+
 }  // namespace sluice::sdk
+
+/// The table providers, in the identity's "tables" order.
+#define SLUICE_TABLE_PROVIDERS(...)                                                             \
+  namespace {                                                                                   \
+  const sluice_table_provider_entry kSluiceTableProviders[] = {__VA_ARGS__};                    \
+  const sluice_table_provider_table kSluiceTableProviderTable = {                               \
+      SLUICE_FUNCTION_ABI_VERSION, sizeof(sluice_table_provider_entry),                         \
+      sizeof(kSluiceTableProviders) / sizeof(kSluiceTableProviders[0]), kSluiceTableProviders}; \
+  }                                                                                             \
+  extern "C" __attribute__((visibility("default"))) const sluice_table_provider_table*          \
+  sluice_table_providers() {                                                                    \
+    return &kSluiceTableProviderTable;                                                          \
+  }
 
 /// The identity: SLUICE_FUNCTION_IDENTITY_MAGIC followed by `json`, in its own section.
 #define SLUICE_FUNCTION_IDENTITY(json)                                                           \
