@@ -15,16 +15,5 @@ function(sluice_add_function_library name)
   target_include_directories(${name} PRIVATE ${SLUICE_ROOT}/include ${SLUICE_ROOT}/schemas)
   target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
   target_link_libraries(${name} PRIVATE arrow::arrow blake3 nlohmann_json::nlohmann_json)
-  set_target_properties(${name} PROPERTIES
-    PREFIX "lib"
-    C_VISIBILITY_PRESET hidden
-    CXX_VISIBILITY_PRESET hidden
-    VISIBILITY_INLINES_HIDDEN ON
-    SKIP_BUILD_RPATH ON)
-  target_compile_options(${name} PRIVATE
-    -ffile-prefix-map=${CMAKE_CURRENT_SOURCE_DIR}=functions
-    -ffile-prefix-map=${SLUICE_ROOT}=sluice
-    -ffile-prefix-map=${CMAKE_BINARY_DIR}=build
-    -frandom-seed=${name})
-  target_link_options(${name} PRIVATE -Wl,--build-id=sha1)
+  sluice_reproducible_library(${name} functions)
 endfunction()

@@ -29,3 +29,22 @@ if(NOT TARGET arrow::arrow)
   enable_testing()
 endif()
 
+
+# A shared library whose bytes depend only on its sources and toolchain: lib<NAME>.so with
+# hidden visibility (only the ABI symbols are exported), source and build paths mapped away
+# (the sources show as <label>/), a content-hash build id, and no RPATH (the host has Arrow
+# loaded already).
+function(sluice_reproducible_library name label)
+  set_target_properties(${name} PROPERTIES
+    PREFIX "lib"
+    C_VISIBILITY_PRESET hidden
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
+    SKIP_BUILD_RPATH ON)
+  target_compile_options(${name} PRIVATE
+    -ffile-prefix-map=${CMAKE_CURRENT_SOURCE_DIR}=${label}
+    -ffile-prefix-map=${SLUICE_ROOT}=sluice
+    -ffile-prefix-map=${CMAKE_BINARY_DIR}=build
+    -frandom-seed=${name})
+  target_link_options(${name} PRIVATE -Wl,--build-id=sha1)
+endfunction()

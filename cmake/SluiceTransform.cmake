@@ -46,18 +46,7 @@ function(sluice_add_transform name)
   target_include_directories(${name} PRIVATE ${SLUICE_ROOT}/include ${SLUICE_ROOT}/schemas)
   target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
   target_link_libraries(${name} PRIVATE arrow::arrow arrow::compute blake3 nlohmann_json::nlohmann_json)
-  set_target_properties(${name} PROPERTIES
-    PREFIX "lib"
-    C_VISIBILITY_PRESET hidden
-    CXX_VISIBILITY_PRESET hidden
-    VISIBILITY_INLINES_HIDDEN ON
-    SKIP_BUILD_RPATH ON)
-  target_compile_options(${name} PRIVATE
-    -ffile-prefix-map=${CMAKE_CURRENT_SOURCE_DIR}=transform
-    -ffile-prefix-map=${SLUICE_ROOT}=sluice
-    -ffile-prefix-map=${CMAKE_BINARY_DIR}=build
-    -frandom-seed=${name})
-  target_link_options(${name} PRIVATE -Wl,--build-id=sha1)
+  sluice_reproducible_library(${name} transform)
   foreach(test_source IN LISTS ARG_TESTS)
     get_filename_component(test_name "${test_source}" NAME_WE)
     set(test_target "${name}-${test_name}")

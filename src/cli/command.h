@@ -12,6 +12,11 @@ namespace sluice::cli {
 
 using Action = std::function<arrow::Status()>;
 
+/// The sluice checkout that transforms and function libraries build against (its headers,
+/// CMake modules and .venv): SLUICE_ROOT when the binary has moved away from its sources, else
+/// the source tree it was built from.
+std::string SluiceRoot();
+
 /// `sluice hash FILE...|-`: BLAKE3 digests printed the way b3sum prints them.
 void AddHashCommand(CLI::App& app, Action& action);
 

@@ -1,6 +1,5 @@
 // `sluice function new|check|test|publish`: function libraries (see
 // pipeline/function_publish.h and include/sluice/function_abi.h).
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -12,12 +11,6 @@
 namespace sluice::cli {
 
 namespace {
-
-// Libraries build against this checkout's headers and CMake modules, as transforms do.
-std::string SluiceRoot() {
-  const char* env = std::getenv("SLUICE_ROOT");
-  return env != nullptr && *env != '\0' ? std::string(env) : std::string(SLUICE_SOURCE_DIR);
-}
 
 arrow::Status New(const std::string& name, const std::string& parent) {
   ARROW_ASSIGN_OR_RAISE(std::string dir, pipeline::NewFunctionLibrary(parent, name));

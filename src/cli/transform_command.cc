@@ -14,14 +14,12 @@
 
 namespace sluice::cli {
 
-namespace {
-
-// Transforms build against this sluice checkout's headers, CMake modules and .venv. SLUICE_ROOT
-// points elsewhere when the binary has moved away from its sources.
 std::string SluiceRoot() {
   const char* env = std::getenv("SLUICE_ROOT");
   return env != nullptr && *env != '\0' ? std::string(env) : std::string(SLUICE_SOURCE_DIR);
 }
+
+namespace {
 
 arrow::Status New(const std::string& name, const std::string& parent) {
   ARROW_ASSIGN_OR_RAISE(std::string dir, pipeline::NewTransform(parent, name));

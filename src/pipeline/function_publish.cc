@@ -12,6 +12,7 @@
 #include "catalog/registry.h"
 #include "catalog/signing.h"
 #include "common/status.h"
+#include "pipeline/publish.h"
 #include "pipeline/transform_project.h"
 #include "plan/compute_init.h"
 #include "plan/library_functions.h"
@@ -213,17 +214,9 @@ arrow::Result<FunctionPublishResult> PublishFunctionLibrary(const Config& config
   ARROW_ASSIGN_OR_RAISE(auto bytes, ReadFile(path));
   const artifact::Digest digest = artifact::Blake3(*bytes);
   FunctionPublishResult result{identity.qualified_name, digest.ToHex(), false};
-  const std::string key = artifact::FunctionLibraryObjectKey(digest);
-  ARROW_ASSIGN_OR_RAISE(bool exists, store->Exists(key));
-  bool intact = false;
-  if (exists) {
-    ARROW_ASSIGN_OR_RAISE(auto stored, store->Get(key));
-    intact = artifact::Blake3(*stored) == digest;
-  }
-  if (!intact) {
-    SLUICE_RETURN_NOT_OK_CTX(store->Put(key, bytes), where);
-    result.uploaded = true;
-  }
+  ARROW_ASSIGN_OR_RAISE(result.uploaded,
+                        UploadArtifact(store.get(), artifact::FunctionLibraryObjectKey(digest),
+                                       bytes, digest, where));
   ARROW_ASSIGN_OR_RAISE(auto elf, artifact::ElfFile::Read(path, SLUICE_FUNCTION_IDENTITY_SECTION));
   std::string identity_json = elf.section.value_or("");
   const std::string magic = SLUICE_FUNCTION_IDENTITY_MAGIC;

@@ -40,6 +40,18 @@ std::string BuildInfo() {
 
 }  // namespace
 
+arrow::Result<bool> UploadArtifact(storage::ObjectStore* store, const std::string& key,
+                                   const std::shared_ptr<arrow::Buffer>& bytes,
+                                   const artifact::Digest& digest, const std::string& where) {
+  ARROW_ASSIGN_OR_RAISE(bool exists, store->Exists(key));
+  if (exists) {
+    ARROW_ASSIGN_OR_RAISE(auto stored, store->Get(key));
+    if (artifact::Blake3(*stored) == digest) return false;
+  }
+  SLUICE_RETURN_NOT_OK_CTX(store->Put(key, bytes), where);
+  return true;
+}
+
 arrow::Result<PublishResult> PublishTransform(const Config& config, const std::string& dir,
                                               const std::string& sluice_root) {
   // Everything that can be checked without building is checked first, so a missing key or an
@@ -67,17 +79,9 @@ arrow::Result<PublishResult> PublishTransform(const Config& config, const std::s
   PublishResult result{meta.qualified_name, digest.ToHex(), false};
 
   // 3. The upload, skipped when the store already holds these exact bytes.
-  const std::string key = artifact::TransformObjectKey(digest);
-  ARROW_ASSIGN_OR_RAISE(bool exists, store->Exists(key));
-  bool intact = false;
-  if (exists) {
-    ARROW_ASSIGN_OR_RAISE(auto stored, store->Get(key));
-    intact = artifact::Blake3(*stored) == digest;
-  }
-  if (!intact) {
-    SLUICE_RETURN_NOT_OK_CTX(store->Put(key, bytes), where);
-    result.uploaded = true;
-  }
+  ARROW_ASSIGN_OR_RAISE(
+      result.uploaded,
+      UploadArtifact(store.get(), artifact::TransformObjectKey(digest), bytes, digest, where));
 
   // 4-6. Code metadata, the pin injected into the pipeline text in memory, the signed spec; all
   // registry rows in one transaction.

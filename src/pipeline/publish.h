@@ -9,11 +9,14 @@
 // rows.
 #pragma once
 
+#include <arrow/buffer.h>
 #include <arrow/result.h>
 
 #include <string>
 
+#include "artifact/blake3_digest.h"
 #include "common/config.h"
+#include "storage/object_store.h"
 
 namespace sluice::pipeline {
 
@@ -23,6 +26,12 @@ struct PublishResult {
   /// False when the store already held these exact bytes.
   bool uploaded = false;
 };
+
+/// Puts `bytes` (whose BLAKE3 is `digest`) at `key` unless the store already holds exactly those
+/// bytes there; true when it uploaded. `where` names the publication in errors.
+arrow::Result<bool> UploadArtifact(storage::ObjectStore* store, const std::string& key,
+                                   const std::shared_ptr<arrow::Buffer>& bytes,
+                                   const artifact::Digest& digest, const std::string& where);
 
 arrow::Result<PublishResult> PublishTransform(const Config& config, const std::string& dir,
                                               const std::string& sluice_root);

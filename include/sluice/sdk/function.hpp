@@ -124,14 +124,16 @@ inline arrow::Status CheckType(const arrow::Array& array, const arrow::DataType&
   return arrow::Status::OK();
 }
 
-inline int32_t Fail(const sluice_function_host* host, const std::string& message) {
+// Host: sluice_function_host or sluice_table_host, which both have ctx and set_error.
+template <typename Host>
+int32_t Fail(const Host* host, const std::string& message) {
   host->set_error(host->ctx, message.data(), message.size());
   return SLUICE_FUNCTION_ERROR;
 }
 
 // Runs `body`, turning a Status or an exception into the ABI's error return.
-template <typename Body>
-int32_t Guard(const sluice_function_host* host, Body&& body) noexcept {
+template <typename Host, typename Body>
+int32_t Guard(const Host* host, Body&& body) noexcept {
   try {
     arrow::Status st = body();
     if (!st.ok()) return Fail(host, st.message());
@@ -345,28 +347,10 @@ class Store {
 
 namespace internal {
 
-inline int32_t TableFail(const sluice_table_host* host, const std::string& message) {
-  host->set_error(host->ctx, message.data(), message.size());
-  return SLUICE_FUNCTION_ERROR;
-}
-
-template <typename Body>
-int32_t TableGuard(const sluice_table_host* host, Body&& body) noexcept {
-  try {
-    arrow::Status st = body();
-    if (!st.ok()) return TableFail(host, st.message());
-    return SLUICE_FUNCTION_OK;
-  } catch (const std::exception& e) {
-    return TableFail(host, std::string("exception: ") + e.what());
-  } catch (...) {
-    return TableFail(host, "unknown exception");
-  }
-}
-
 template <typename P>
 int32_t SchemaCall(const sluice_table_host* host, const char* options, size_t len,
                    struct ArrowSchema* out) {
-  return TableGuard(host, [&]() -> arrow::Status {
+  return Guard(host, [&]() -> arrow::Status {
     ARROW_ASSIGN_OR_RAISE(auto schema, P::Schema(Store(host), std::string(options, len)));
     return arrow::ExportSchema(*schema, out);
   });
@@ -375,7 +359,7 @@ int32_t SchemaCall(const sluice_table_host* host, const char* options, size_t le
 template <typename P>
 int32_t PartitionsCall(const sluice_table_host* host, const char* options, size_t len,
                        void (*each)(void*, const char*, size_t), void* each_ctx) {
-  return TableGuard(host, [&]() -> arrow::Status {
+  return Guard(host, [&]() -> arrow::Status {
     ARROW_ASSIGN_OR_RAISE(auto partitions, P::Partitions(Store(host), std::string(options, len)));
     for (const auto& p : partitions) each(each_ctx, p.data(), p.size());
     return arrow::Status::OK();
@@ -386,7 +370,7 @@ template <typename P>
 int32_t ScanCall(const sluice_table_host* host, const char* options, size_t len,
                  const char* partition, size_t partition_len, const int32_t* columns,
                  int64_t num_columns, struct ArrowArrayStream* out) {
-  return TableGuard(host, [&]() -> arrow::Status {
+  return Guard(host, [&]() -> arrow::Status {
     std::vector<int> projection(columns, columns + num_columns);
     ARROW_ASSIGN_OR_RAISE(auto reader, P::Scan(Store(host), std::string(options, len),
                                                std::string(partition, partition_len), projection));
