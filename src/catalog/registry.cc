@@ -101,6 +101,7 @@ CREATE TABLE function_libraries (
   identity TEXT NOT NULL,
   size_bytes BIGINT NOT NULL,
   publisher_id TEXT,
+  signature {BLOB},
   created_at TEXT NOT NULL
 );
 CREATE TABLE sql_function_libraries (
@@ -512,13 +513,21 @@ arrow::Result<std::vector<SqlTableRecord>> Registry::ListSqlTables() {
   return out;
 }
 
+std::vector<uint8_t> FunctionLibraryStatement(const std::string& artifact_blake3,
+                                              const std::string& identity) {
+  const std::string text = "sluice-function-library/1\n" + artifact_blake3 + "\n" + identity;
+  return std::vector<uint8_t>(text.begin(), text.end());
+}
+
 arrow::Status Registry::PutFunctionLibrary(const FunctionLibraryRecord& l) {
   return db_->Exec(
       "INSERT INTO function_libraries (artifact_blake3, qualified_name, version, identity, "
-      "size_bytes, publisher_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
-      "ON CONFLICT (artifact_blake3) DO NOTHING",
+      "size_bytes, publisher_id, signature, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+      "ON CONFLICT (artifact_blake3) DO UPDATE SET publisher_id = excluded.publisher_id, "
+      "signature = excluded.signature",
       {l.artifact_blake3, l.qualified_name, l.version, l.identity, l.size_bytes,
-       l.publisher_id.empty() ? Value(std::monostate{}) : Value(l.publisher_id), NowUtc()});
+       l.publisher_id.empty() ? Value(std::monostate{}) : Value(l.publisher_id),
+       OptionalBlob(l.signature), NowUtc()});
 }
 
 arrow::Result<std::optional<FunctionLibraryRecord>> Registry::GetFunctionLibrary(
@@ -526,7 +535,7 @@ arrow::Result<std::optional<FunctionLibraryRecord>> Registry::GetFunctionLibrary
   ARROW_ASSIGN_OR_RAISE(
       auto rows,
       db_->Query("SELECT artifact_blake3, qualified_name, version, identity, size_bytes, "
-                 "publisher_id, created_at FROM function_libraries "
+                 "publisher_id, created_at, signature FROM function_libraries "
                  "WHERE artifact_blake3 = ?",
                  {artifact_blake3}));
   if (rows.empty()) return std::nullopt;
@@ -538,6 +547,7 @@ arrow::Result<std::optional<FunctionLibraryRecord>> Registry::GetFunctionLibrary
   ARROW_ASSIGN_OR_RAISE(l.size_bytes, IntAt(rows[0], 4));
   l.publisher_id = TextOrEmpty(rows[0], 5);
   ARROW_ASSIGN_OR_RAISE(l.created_at, TextAt(rows[0], 6));
+  l.signature = OptionalBytes(rows[0], 7);
   return l;
 }
 

@@ -94,7 +94,14 @@ struct FunctionLibraryRecord {
   int64_t size_bytes = 0;
   std::string publisher_id;
   std::string created_at;
+  /// The publisher's Ed25519 signature of FunctionLibraryStatement(); empty when unsigned.
+  std::vector<uint8_t> signature;
 };
+
+/// What a function library's publisher signs: its digest and identity JSON, so neither can be
+/// swapped for another library's.
+std::vector<uint8_t> FunctionLibraryStatement(const std::string& artifact_blake3,
+                                              const std::string& identity);
 
 /// The name SQL knows a function library by (CREATE FUNCTION LIBRARY name FROM PIN 'digest').
 struct SqlFunctionLibraryRecord {

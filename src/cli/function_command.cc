@@ -43,6 +43,10 @@ arrow::Status Publish(const std::string& given, const std::string& sql_name) {
   // One line, and only once every step has succeeded; then how to use it.
   std::cout << "registered function_library=" << result.qualified_name
             << " artifact_blake3=" << result.artifact_blake3 << std::endl;
+  std::cerr << (result.publisher_id.empty()
+                    ? std::string("unsigned: no signing identity here (sluice auth keygen)")
+                    : "signed by " + result.publisher_id)
+            << "\n";
   std::cerr << "next: sluice query \"CREATE FUNCTION LIBRARY " << sql_name << " FROM PIN '"
             << result.artifact_blake3 << "'\"\n";
   return arrow::Status::OK();

@@ -213,7 +213,7 @@ arrow::Result<FunctionPublishResult> PublishFunctionLibrary(const Config& config
   const std::string where = "publishing function library '" + identity.qualified_name + "'";
   ARROW_ASSIGN_OR_RAISE(auto bytes, ReadFile(path));
   const artifact::Digest digest = artifact::Blake3(*bytes);
-  FunctionPublishResult result{identity.qualified_name, digest.ToHex(), false};
+  FunctionPublishResult result{identity.qualified_name, digest.ToHex(), false, ""};
   ARROW_ASSIGN_OR_RAISE(result.uploaded,
                         UploadArtifact(store.get(), artifact::FunctionLibraryObjectKey(digest),
                                        bytes, digest, where));
@@ -222,14 +222,22 @@ arrow::Result<FunctionPublishResult> PublishFunctionLibrary(const Config& config
   const std::string magic = SLUICE_FUNCTION_IDENTITY_MAGIC;
   if (identity_json.rfind(magic, 0) == 0) identity_json = identity_json.substr(magic.size());
   if (auto nul = identity_json.find('\0'); nul != std::string::npos) identity_json.resize(nul);
-  std::string publisher;
+  catalog::FunctionLibraryRecord record{digest.ToHex(),
+                                        identity.qualified_name,
+                                        identity.version,
+                                        identity_json,
+                                        bytes->size(),
+                                        "",
+                                        "",
+                                        {}};
+  // Signed by the local identity when there is one (`sluice auth keygen`).
   if (auto signer = catalog::SigningIdentity::Load(config.home + "/keys"); signer.ok()) {
-    publisher = signer->publisher_id();
+    record.publisher_id = signer->publisher_id();
+    record.signature =
+        signer->Sign(catalog::FunctionLibraryStatement(record.artifact_blake3, identity_json));
+    result.publisher_id = record.publisher_id;
   }
-  SLUICE_RETURN_NOT_OK_CTX(
-      registry->PutFunctionLibrary({digest.ToHex(), identity.qualified_name, identity.version,
-                                    identity_json, bytes->size(), publisher, ""}),
-      where);
+  SLUICE_RETURN_NOT_OK_CTX(registry->PutFunctionLibrary(record), where);
   return result;
 }
 

@@ -42,6 +42,8 @@ struct FunctionPublishResult {
   std::string qualified_name;
   std::string artifact_blake3;
   bool uploaded = false;
+  /// Who signed it; empty when the home has no signing identity.
+  std::string publisher_id;
 };
 
 arrow::Result<FunctionPublishResult> PublishFunctionLibrary(const Config& config,

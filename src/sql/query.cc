@@ -12,6 +12,8 @@
 #include "artifact/blake3_digest.h"
 #include "catalog/registry.h"
 #include "catalog/run_lease.h"
+#include "catalog/signing.h"
+#include "common/hex.h"
 #include "common/status.h"
 #include "exec/plan_executor.h"
 #include "plan/compute_init.h"
@@ -122,6 +124,26 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
     const std::string where = "CREATE FUNCTION LIBRARY " + create->name;
     auto digest = artifact::Digest::FromHex(create->digest, "pin");
     if (!digest.ok()) return AddContext(digest.status(), where);
+    // A published library's signature must verify, before any of its code is loaded; the
+    // signer is reported.
+    std::string signed_by;
+    ARROW_ASSIGN_OR_RAISE(auto published, registry->GetFunctionLibrary(digest->ToHex()));
+    if (published.has_value() && !published->signature.empty()) {
+      const std::string prefix = "ed25519:";
+      auto key = published->publisher_id.rfind(prefix, 0) == 0
+                     ? HexDecode(published->publisher_id.substr(prefix.size()), "publisher id")
+                     : arrow::Result<std::vector<uint8_t>>(arrow::Status::Invalid("no key"));
+      if (!key.ok() ||
+          !catalog::VerifySignature(
+              *key,
+              catalog::FunctionLibraryStatement(published->artifact_blake3, published->identity),
+              published->signature)) {
+        return arrow::Status::Invalid(where, ": the registry's signature of library ",
+                                      digest->ToHex(), " by ", published->publisher_id,
+                                      " does not verify; refusing it");
+      }
+      signed_by = "; signed by " + published->publisher_id;
+    }
     auto library = plan::EnsureFunctionLibrary(store, cache_dir, digest->ToHex());
     if (!library.ok()) return AddContext(library.status(), where);
     ARROW_RETURN_NOT_OK(registry->PutSqlFunctionLibrary({create->name, digest->ToHex(), ""}));
@@ -129,7 +151,7 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
     std::string names;
     for (const auto& f : id.functions) names += (names.empty() ? "" : ", ") + f.name;
     result.message = "CREATE FUNCTION LIBRARY " + create->name + " (" + id.qualified_name + " " +
-                     id.version + ": " + names + ")";
+                     id.version + ": " + names + signed_by + ")";
     return result;
   }
   const auto& select = std::get<SelectStatement>(statement);

@@ -300,3 +300,24 @@ def test_table_provider_errors_name_the_table_and_library(fx):
         proc = sluice.run("query", sql)
         assert proc.returncode != 0, sql
         assert message in proc.stderr.decode(), (sql, proc.stderr.decode())
+
+
+def test_a_signed_library_is_verified_when_it_is_created(sluice_bin, sluice):
+    sluice.run("auth", "keygen", check=True)
+    lib = library_path(sluice_bin, "example")
+    proc = sluice.run("function", "publish", lib, check=True)
+    assert "signed by ed25519:" in proc.stderr.decode(), proc.stderr.decode()
+    digest = re.search(r"artifact_blake3=([0-9a-f]{64})", proc.stdout.decode()).group(1)
+    out = sluice.run("query", f"CREATE FUNCTION LIBRARY ex FROM PIN '{digest}'",
+                     check=True).stdout.decode()
+    assert "; signed by ed25519:" in out, out
+    # The registry's signature altered: refused, naming the library and the publisher.
+    import sqlite3
+    db = sqlite3.connect(Path(sluice.env["SLUICE_HOME"]) / "registry.db")
+    db.execute("update function_libraries set signature = zeroblob(64)")
+    db.commit()
+    db.close()
+    proc = sluice.run("query", f"CREATE FUNCTION LIBRARY ex FROM PIN '{digest}'")
+    assert proc.returncode != 0
+    err = proc.stderr.decode()
+    assert f"signature of library {digest} by ed25519:" in err and "does not verify" in err, err
