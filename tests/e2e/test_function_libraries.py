@@ -224,6 +224,19 @@ def test_a_tampered_library_is_refused_before_it_is_loaded(fx, tmp_path):
     assert "sluice function publish" in proc.stderr.decode(), proc.stderr.decode()
 
 
+def test_a_worker_killed_mid_query_is_replaced_and_loads_the_library_again(fx, tmp_path):
+    """The first attempt of a map task is SIGKILLed; its retry runs in a new worker process,
+    which has only the spec to find the library by, and the answer equals the in-process one."""
+    sluice, _, _, _ = fx
+    sql = ("select l_returnflag, weighted_avg(l_extendedprice, l_quantity), "
+           "sum(net_revenue(l_extendedprice, l_discount)) from lineitem group by 1 order by 1")
+    killed, err = query(sluice, sql, tmp_path / "k.arrow", 2,
+                        env={"SLUICE_FAILPOINT": "kill:s1p0:1"})
+    assert "s1p0" in err and "attempt" in err, err
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    assert_close_rows(killed, local, "a killed map task, retried, vs in-process")
+
+
 def test_a_damaged_partial_state_file_breaks_the_query_naming_the_file(fx, tmp_path):
     """The map tasks' shuffle files hold weighted_avg's partial states; one damaged between the
     partial and the final step is caught by its digest, so the final step really read them."""
