@@ -31,6 +31,7 @@ struct QueryOptions {
   std::string output;
   int workers = 0;
   int64_t broadcast_limit = -1;
+  std::string executor = "local";
 };
 
 // Binary columns in text output are written as PostgreSQL writes bytea, "\x" and hex: as raw
@@ -187,6 +188,7 @@ arrow::Status RunQueryCommand(QueryOptions o) {
   sql::RunOptions run;
   run.workers = o.workers;
   run.broadcast_limit_bytes = o.broadcast_limit;
+  run.executor = o.executor;
   ARROW_ASSIGN_OR_RAISE(auto result, sql::RunQuery(config, o.sql, run));
   if (!result.message.empty()) {
     std::cout << result.message;
@@ -228,6 +230,12 @@ void AddQueryCommand(CLI::App& app, Action& action) {
                    "Run aggregates across this many worker processes; 0 (the default) runs "
                    "the query in this process")
       ->check(CLI::Range(0, 256));
+  query
+      ->add_option("--executor", options->executor,
+                   "Where a distributed query's tasks run: local (worker processes here) or ray "
+                   "(Ray tasks on the cluster at RAY_ADDRESS; --workers defaults to its CPUs)")
+      ->check(CLI::IsMember({"local", "ray"}))
+      ->capture_default_str();
   query
       ->add_option("--broadcast-limit", options->broadcast_limit,
                    "With --workers: a join's build side whose tables weigh more bytes than this "

@@ -101,22 +101,39 @@ void AddSubmitCommand(CLI::App& app, Action& action) {
   submit->add_option("--manifest", options->manifest_path, "Job manifest (TOML)")->required();
   submit->add_option("--run-id", options->run_id, "Run id; {run_id} in the sink path")->required();
   submit->add_option("--user-id", options->user_id, "Who runs it")->capture_default_str();
+  auto* workers =
+      submit
+          ->add_option("--workers", options->workers,
+                       "Worker processes (default: one per core). 0 runs every task in this "
+                       "process, one at a time: no retry (a crashing transform ends the driver and "
+                       "the run), no time or memory limits, and transforms can see what the driver "
+                       "sees (environment, signing key, registry)")
+          ->check(CLI::Validator(
+              [](std::string& value) -> std::string {
+                // The option is an int; only the sign is checked here (CLI11 checks the type).
+                if (!value.empty() && value.front() == '-') {
+                  return "must be 0 (every task in this process) or a number of worker processes";
+                }
+                return "";
+              },
+              "NONNEGATIVE"));
   submit
-      ->add_option("--workers", options->workers,
-                   "Worker processes (default: one per core). 0 runs every task in this "
-                   "process, one at a time: no retry (a crashing transform ends the driver and "
-                   "the run), no time or memory limits, and transforms can see what the driver "
-                   "sees (environment, signing key, registry)")
-      ->check(CLI::Validator(
-          [](std::string& value) -> std::string {
-            // The option is an int; only the sign is checked here (CLI11 checks the type).
-            if (!value.empty() && value.front() == '-') {
-              return "must be 0 (every task in this process) or a number of worker processes";
-            }
-            return "";
-          },
-          "NONNEGATIVE"));
-  submit->callback([&action, options] { action = [options] { return RunSubmit(*options); }; });
+      ->add_option("--executor", options->executor,
+                   "Where tasks run: local (worker processes here) or ray (Ray tasks on the "
+                   "cluster at RAY_ADDRESS, one per cluster CPU unless --workers says)")
+      ->check(CLI::IsMember({"local", "ray"}))
+      ->capture_default_str();
+  submit->callback([&action, options, workers] {
+    if (options->executor == "ray") {
+      if (workers->count() > 0 && options->workers == 0) {
+        throw CLI::ValidationError("--workers",
+                                   "0 runs every task in this process; with --executor ray, "
+                                   "leave it out (one task per cluster CPU) or give a number");
+      }
+      if (workers->count() == 0) options->workers = 0;  // one per cluster CPU
+    }
+    action = [options] { return RunSubmit(*options); };
+  });
 
   auto* runs = app.add_subcommand("runs", "Runs recorded in the registry");
   runs->require_subcommand(1);

@@ -1,8 +1,10 @@
 #include "exec/job_task.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <string_view>
 
 namespace sluice::exec {
 
@@ -15,6 +17,8 @@ bool JobTask::AtFailpoint(const char* when) const {
 
 void JobTask::MaybeFail(const char* when) const {
   if (AtFailpoint(when)) raise(SIGKILL);
+  // Long enough for a test to find the stalled worker and kill its node (test_ray.py).
+  if (std::string_view(when) == "kill" && AtFailpoint("stall")) sleep(kStallSeconds);
 }
 
 }  // namespace sluice::exec

@@ -37,7 +37,10 @@ struct JobTask {
   /// process when the task and attempt match. `kill` is called after a task's inputs are
   /// processed and before it writes any output (the worst moment for the driver's retries);
   /// `kill-after-write` after it wrote its shuffle files, leaving a lost attempt's files behind.
+  /// `stall` sleeps kStallSeconds at the `kill` point instead, so that a test can kill the
+  /// machine (a Ray node) under a running task.
   void MaybeFail(const char* when = "kill") const;
+  static constexpr unsigned kStallSeconds = 20;
   /// True when SLUICE_FAILPOINT is `<when>:<task>:<attempt|*>` for this task; the
   /// `corrupt-after-write` point damages a shuffle file this task wrote, as storage might.
   bool AtFailpoint(const char* when) const;

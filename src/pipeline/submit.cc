@@ -22,6 +22,7 @@
 #include "catalog/trust.h"
 #include "common/progress.h"
 #include "common/status.h"
+#include "dist/ray_executor.h"
 #include "dist/stage_cutter.h"
 #include "dist/stage_scheduler.h"
 #include "pipeline/in_process.h"
@@ -386,6 +387,16 @@ class LeaseKeeper {
   std::thread thread_;
 };
 
+// Transforms must not read the signing keys or write the registry behind its back.
+std::vector<std::string> HiddenPaths(const Config& config) {
+  std::vector<std::string> paths = {config.home + "/keys"};
+  const std::string sqlite = "sqlite://";
+  if (config.database_url.rfind(sqlite, 0) == 0) {
+    paths.push_back(config.database_url.substr(sqlite.size()));
+  }
+  return paths;
+}
+
 }  // namespace
 
 bool IsValidRunId(const std::string& run_id) {
@@ -407,6 +418,10 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     return arrow::Status::Invalid("--workers ", options.workers,
                                   ": use 0 (every task in this process) or a number of workers");
   }
+  if (options.executor != "local" && options.executor != "ray") {
+    return arrow::Status::Invalid("--executor '", options.executor, "': use local or ray");
+  }
+  const bool on_ray = options.executor == "ray";
   ARROW_ASSIGN_OR_RAISE(std::string text, ReadTextFile(options.manifest_path));
   const std::string manifest_digest = artifact::Blake3(text).ToHex();
   ARROW_ASSIGN_OR_RAISE(JobManifest job, ParseJobManifest(text, options.manifest_path));
@@ -478,6 +493,18 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
   ARROW_RETURN_NOT_OK(
       CheckSinkOwnership(job, options.run_id, result.sink_path, store.get(), registry.get()));
 
+  // Ray is reached before the run is claimed: a cluster that cannot be reached leaves no trace.
+  std::shared_ptr<dist::RayExecutor> ray;
+  if (on_ray) {
+    dist::RayOptions ray_options = dist::RayOptionsFromEnvironment();
+    if (!options.worker_binary.empty()) ray_options.worker_binary = options.worker_binary;
+    ray_options.task_timeout_seconds =
+        job.limits.task_timeout_seconds.value_or(dist::kDefaultTaskTimeoutSeconds);
+    ray_options.task_memory_bytes = job.limits.task_memory_mb.value_or(0) << 20;
+    ray_options.hidden_paths = HiddenPaths(config);
+    ARROW_ASSIGN_OR_RAISE(ray, dist::RayExecutor::Start(std::move(ray_options)));
+  }
+
   // Claim the run id before anything is written: of two submits, one gets it and the other
   // stops here having touched nothing.
   const std::string attempt_id = RandomHex();
@@ -544,8 +571,9 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
 
   // Compile into stages of fragments. In-process (--workers 0) tasks run one at a time, so the
   // job is cut as for one worker.
-  const bool in_process = options.workers == 0;
-  const int workers = std::max(1, options.workers);
+  const bool in_process = options.workers == 0 && !on_ray;
+  const int workers =
+      on_ray && options.workers == 0 ? ray->cluster_cpus() : std::max(1, options.workers);
   const plan::SessionSpec session{config.store_url, config.home + "/cache", {}, {}};
   const std::string shuffle_root = ShuffleFolder(options.run_id, attempt_id);
   const std::string ext = job.sink.kind == "parquet" ? ".parquet" : ".arrow";
@@ -637,18 +665,16 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
     // No pool: the tasks run here, through the runner a worker uses.
     dist::StageScheduler scheduler(dist::TaskRunner(RunStageInProcess), std::move(scheduling));
     st = scheduler.Run(stages, &done);
+  } else if (on_ray) {
+    dist::StageScheduler scheduler(dist::RayExecutor::Runner(ray), std::move(scheduling));
+    st = scheduler.Run(stages, &done);
   } else {
     // One pool of long-lived workers for both stages; they end with the scheduler.
     dist::PoolOptions pool{workers, 3, options.worker_binary, nullptr};
     pool.task_timeout_seconds =
         job.limits.task_timeout_seconds.value_or(dist::kDefaultTaskTimeoutSeconds);
     pool.task_memory_bytes = job.limits.task_memory_mb.value_or(0) << 20;
-    // Transforms must not read the signing keys or write the registry behind its back.
-    pool.hidden_paths = {config.home + "/keys"};
-    const std::string sqlite = "sqlite://";
-    if (config.database_url.rfind(sqlite, 0) == 0) {
-      pool.hidden_paths.push_back(config.database_url.substr(sqlite.size()));
-    }
+    pool.hidden_paths = HiddenPaths(config);
     dist::StageScheduler scheduler(std::move(pool), std::move(scheduling));
     st = scheduler.Run(stages, &done);
   }

@@ -29,6 +29,9 @@ struct SubmitOptions {
   int workers = 2;
   /// The sluice binary whose `worker` subcommand runs a task; unused when workers is 0.
   std::string worker_binary;
+  /// "local" (worker processes on this machine) or "ray" (Ray tasks on the cluster at
+  /// RAY_ADDRESS; dist/ray_executor.h). With "ray", workers = 0 means one task per cluster CPU.
+  std::string executor = "local";
 };
 
 struct SubmitResult {

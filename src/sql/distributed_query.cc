@@ -272,9 +272,13 @@ arrow::Result<std::vector<dist::StageResult>> RunStages(QueryStages* stages,
   scheduling.label = "query q-" + query_id;
   // On a terminal only: a query's stderr stays clean elsewhere.
   scheduling.wave_progress = true;
-  dist::StageScheduler scheduler(std::move(pool), std::move(scheduling));
+  std::unique_ptr<dist::StageScheduler> scheduler =
+      options.ray != nullptr
+          ? std::make_unique<dist::StageScheduler>(dist::RayExecutor::Runner(options.ray),
+                                                   std::move(scheduling))
+          : std::make_unique<dist::StageScheduler>(std::move(pool), std::move(scheduling));
   std::vector<dist::StageResult> done;
-  ARROW_RETURN_NOT_OK(scheduler.Run(stages->Scheduled(), &done));
+  ARROW_RETURN_NOT_OK(scheduler->Run(stages->Scheduled(), &done));
   return done;
 }
 

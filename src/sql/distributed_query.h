@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/ray_executor.h"
 #include "sql/binder.h"
 #include "sql/stage_planner.h"
 #include "storage/object_store.h"
@@ -44,6 +45,8 @@ struct DistributedOptions {
   std::string worker_binary;
   /// Attempts per task before the query fails.
   int max_attempts = 3;
+  /// When set, the stages run as Ray tasks through it instead of on local worker processes.
+  std::shared_ptr<dist::RayExecutor> ray;
 };
 
 /// Runs `query` cut as `stages` (which must have at least one stage). With `analyze`, appends one

@@ -220,16 +220,26 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
       bound.libraries.push_back(described.digest_hex);
     }
   }
-  if (options.workers > 0) {
+  int workers = options.workers;
+  std::shared_ptr<dist::RayExecutor> ray;
+  if (options.executor == "ray") {
+    dist::RayOptions ray_options = dist::RayOptionsFromEnvironment();
+    ARROW_ASSIGN_OR_RAISE(ray, dist::RayExecutor::Start(std::move(ray_options)));
+    if (workers == 0) workers = ray->cluster_cpus();
+  } else if (options.executor != "local") {
+    return arrow::Status::Invalid("--executor '", options.executor, "': use local or ray");
+  }
+  if (workers > 0) {
     StageOptions stage_options;
-    stage_options.workers = options.workers;
+    stage_options.workers = workers;
     if (options.broadcast_limit_bytes >= 0) {
       stage_options.broadcast_limit_bytes = options.broadcast_limit_bytes;
     }
     StagePlan stages = PlanStages(*bound.plan, stage_options);
     if (stages.cut()) {
       DistributedOptions distributed;
-      distributed.workers = options.workers;
+      distributed.workers = workers;
+      distributed.ray = ray;
       distributed.store = store;
       distributed.store_url = config.store_url;
       distributed.cache_dir = cache_dir;

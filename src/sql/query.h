@@ -27,6 +27,9 @@ struct RunOptions {
   /// A join's build side whose tables weigh more than this is hash-partitioned with its probe
   /// side instead of read whole by every task; below 0, the planner's default.
   int64_t broadcast_limit_bytes = -1;
+  /// "local": stages run on worker processes here; "ray": as Ray tasks on the cluster at
+  /// RAY_ADDRESS (dist/ray_executor.h), with workers 0 meaning one task per cluster CPU.
+  std::string executor = "local";
 };
 
 arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql,
