@@ -20,7 +20,7 @@ JOB = HERE / "data" / "pipeline-job.toml"
 
 
 def env():
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_") or k == "SLUICE_RAY_PYTHON"}
     e["SLUICE_HOME"] = str(HOME)
     return e
 
@@ -46,7 +46,8 @@ def prepare():
 
 
 def sluice_command(workers):
-    # A fresh run id per invocation, or the second run would be a no-op.
+    # A fresh run id per invocation, or the second run would be a no-op. "ray": --executor ray
+    # with a task per cluster CPU (bench/ray_executor.py).
     return [sys.executable, str(Path(__file__)), "submit", str(workers)]
 
 
@@ -84,7 +85,7 @@ def duckdb_job(raw, out):
 
 if __name__ == "__main__":
     if sys.argv[1] == "submit":
-        run("submit", "--manifest", str(JOB), "--run-id", f"bench-{time.time_ns()}",
-            "--workers", sys.argv[2])
+        how = ["--executor", "ray"] if sys.argv[2] == "ray" else ["--workers", sys.argv[2]]
+        run("submit", "--manifest", str(JOB), "--run-id", f"bench-{time.time_ns()}", *how)
     elif sys.argv[1] == "duckdb":
         duckdb_job(sys.argv[2], sys.argv[3])

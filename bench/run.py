@@ -42,8 +42,10 @@ def selector(only: str):
 
     import functions
 
+    import ray_executor
+
     names = ["tpch-startup", *[query_name(n) for n in tpch.SUPPORTED], "pipeline", "blake3-512MiB",
-             *functions.QUERIES,
+             *functions.QUERIES, *ray_executor.NAMES,
              "tpcds-startup", *[tpcds.workload_name(n) for n in tpcds.NAMES]]
     if only in names:
         return lambda name: name == only
@@ -114,6 +116,10 @@ def workloads(keep):
         selected += [Workload(name=name, commands=functions.commands(name),
                               baseline="sluice-builtin", env=functions.env())
                      for name in library_workloads]
+    import ray_executor
+
+    # The Ray executor against the local one (starts a local Ray cluster for the run).
+    selected += ray_executor.workloads(keep, Workload)
     # TPC-DS last, so that everything before it runs as it did. Its start-up workload is query 0
     # in each launcher, as for TPC-H.
     limits = dict(timeout=tpcds.TIMEOUT, max_rss_mib=tpcds.MAX_RSS_MIB)
@@ -233,6 +239,7 @@ def main():
     # BENCH_ONLY=tpch or tpcds (a substring of workload names) runs just those workloads; an
     # exact name (tpch-sf1-q1, tpcds-sf1-q01) runs that one alone.
     import functions
+    import ray_executor
     import tpcds
 
     only = os.environ.get("BENCH_ONLY", "")
@@ -247,7 +254,7 @@ def main():
     )
     md = report(selected, OUT, "sluice benchmarks", notes,
                 lambda results: distributed(selected, results) + functions.section(results) +
-                tpcds.section(results))
+                ray_executor.section(selected, results) + tpcds.section(results))
     if not only:
         md.write_text(md.read_text() + "\n" + abi_overhead())
     print(md.read_text())

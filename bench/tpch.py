@@ -24,7 +24,7 @@ TABLES = ["customer", "lineitem", "nation", "orders", "part", "partsupp", "regio
 
 
 def env():
-    e = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+    e = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_") or k == "SLUICE_RAY_PYTHON"}
     e["SLUICE_HOME"] = str(HOME)
     e["SLUICE_STORE"] = f"file://{DATA}"
     return e
@@ -60,8 +60,10 @@ def commands(n):
 
 def run(engine, n):
     text = sql(n)
-    if engine in ("sluice", "sluice-w2"):
-        workers = ["--workers", str(WORKERS)] if engine == "sluice-w2" else []
+    if engine in ("sluice", "sluice-w2", "sluice-ray"):
+        workers = ["--workers", str(WORKERS)] if engine != "sluice" else []
+        if engine == "sluice-ray":  # bench/ray_executor.py: on the local Ray cluster
+            workers += ["--executor", "ray"]
         subprocess.run([SLUICE, "query", *workers, "--format", "csv", text], env=env(),
                        check=True, stdout=subprocess.DEVNULL)
     elif engine == "duckdb":

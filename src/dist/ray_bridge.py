@@ -262,6 +262,11 @@ def main():
     replies = Replies(os.dup(1))
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    address = config.get("address") or None
+    if address is None:
+        # The Ray that a run starts for itself serves that run alone: it listens on loopback
+        # only (Ray's single-machine mode), not on the machine's network address.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     try:
         import ray
         from ray.util.scheduling_strategies import NodeLabelSchedulingStrategy, NotIn
@@ -272,12 +277,11 @@ def main():
         return 1
     import logging
 
-    address = config.get("address") or None
     where = f"the Ray cluster at {address}" if address else "a local Ray instance"
     try:
         kwargs = dict(logging_level=logging.ERROR, log_to_driver=False)
         if address is None:
-            kwargs["include_dashboard"] = False
+            kwargs.update(include_dashboard=False, _node_ip_address="127.0.0.1")
         ray.init(address=address, **kwargs)
         cpus = int(ray.cluster_resources().get("CPU", 0))
         nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
