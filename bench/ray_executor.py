@@ -67,9 +67,10 @@ def workloads(keep, Workload):
     if keep("ray-startup"):
         env = ray_env()
         tpch.prepare()
+        home = {**tpch.env(), **env}
         sql = "EXPLAIN select count(*) from lineitem group by l_returnflag"
         # The bridge's start and its connection to the cluster, against planning alone.
-        selected.append(Workload(name="ray-startup", baseline="sluice-local", env=env, commands={
+        selected.append(Workload(name="ray-startup", baseline="sluice-local", env=home, commands={
             "sluice-local": [SLUICE, "query", "--workers", "2", sql],
             "sluice-ray": [SLUICE, "query", "--executor", "ray", "--workers", "2", sql],
         }))

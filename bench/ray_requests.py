@@ -38,13 +38,21 @@ def free_port():
 
 
 def requests_in(log_text):
-    """Counts werkzeug's access-log lines by operation."""
+    """Counts werkzeug's access-log lines by operation, and how many touched shuffle files."""
     ops = Counter()
-    for method, path in re.findall(r'"(GET|PUT|HEAD|POST|DELETE) (\S+) HTTP', log_text):
-        if method == "GET" and ("list-type" in path or path.rstrip("/").count("/") <= 1):
-            ops["LIST"] += 1
+    for method, path in re.findall(r'(GET|PUT|HEAD|POST|DELETE) (\S+) HTTP',
+                                   re.sub(r"\x1b\[[0-9;]*m", "", log_text)):
+        if method == "GET" and "list-type" in path:
+            op = "LIST"
+        elif method == "POST" and path.endswith("?delete"):
+            op = "DELETE"
+        elif method == "POST":
+            op = "MPU"  # a multipart upload's create or complete
         else:
-            ops[method] += 1
+            op = method
+        ops[op] += 1
+        if "/_sluice/shuffle/" in path:
+            ops["shuffle"] += 1
     return ops
 
 
@@ -100,8 +108,9 @@ def main():
             subprocess.run([SLUICE, "query", f"CREATE EXTERNAL TABLE {t} STORED AS PARQUET "
                             f"LOCATION '{where}'"], env=env, check=True, capture_output=True)
         print(f"| query (SF {args.sf}, {args.workers} tasks a stage) | tasks | shuffle written "
-              "MiB | GET | PUT | HEAD | LIST | DELETE | all | wall s | requests/s per node |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+              "MiB | GET | HEAD | PUT | MPU | LIST | DELETE | all | of which shuffle | wall s | "
+              "requests/s per node |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for q in [int(x) for x in args.queries.split(",")]:
             sql = (ROOT / "tests" / "tpch" / f"q{q:02d}.sql").read_text()
             log.flush()
@@ -117,14 +126,17 @@ def main():
             time.sleep(0.5)
             log.flush()
             log.seek(before)
-            ops = requests_in(log.read())
+            text = log.read()
+            if os.environ.get("SHOW_LOG"):
+                print(text[:6000])
+            ops = requests_in(text)
             tasks = len(re.findall(r"^  stage \d+ \(\w+\) task ", proc.stdout, re.MULTILINE))
             total = re.search(r"total shuffle: (\d+) bytes written", proc.stdout)
             written = int(total.group(1)) / 2**20 if total else 0
-            n = sum(ops.values())
-            print(f"| Q{q} | {tasks} | {written:.2f} | {ops['GET']} | {ops['PUT']} | "
-                  f"{ops['HEAD']} | {ops['LIST']} | {ops['DELETE']} | {n} | {wall:.2f} | "
-                  f"{n / wall / 2:.0f} |")
+            n = sum(v for k, v in ops.items() if k != "shuffle")
+            print(f"| Q{q} | {tasks} | {written:.2f} | {ops['GET']} | {ops['HEAD']} | "
+                  f"{ops['PUT']} | {ops['MPU']} | {ops['LIST']} | {ops['DELETE']} | {n} | "
+                  f"{ops['shuffle']} | {wall:.2f} | {n / wall / 2:.0f} |")
     finally:
         cluster.shutdown()
         moto.terminate()
