@@ -17,6 +17,8 @@ SLUICE = str(ROOT / "build" / "sluice")
 HOME = HERE / "data" / "pipeline-home"
 OBJECTS = 200
 JOB = HERE / "data" / "pipeline-job.toml"
+# The committed validate job (the first 50 objects), for bench/ray_executor.py.
+VALIDATE_JOB = HERE / "data" / "pipeline-validate-job.toml"
 
 
 def env():
@@ -40,15 +42,18 @@ def prepare():
     text = (ROOT / "pipelines" / "jobs" / "conversation-messages.toml").read_text()
     JOB.write_text(text.replace("derived/conversation-messages/{run_id}",
                                 "bench/conversation-messages/{run_id}"))
+    text = (ROOT / "pipelines" / "jobs" / "conversation-messages-validate.toml").read_text()
+    VALIDATE_JOB.write_text(text.replace("derived/conversation-messages-validate/{run_id}",
+                                         "bench/conversation-messages-validate/{run_id}"))
     raw = HOME / "store" / "raw" / "conversations"
     input_bytes = sum(p.stat().st_size for p in raw.glob("*.jsonl"))
     return raw, input_bytes
 
 
-def sluice_command(workers):
+def sluice_command(workers, job="main"):
     # A fresh run id per invocation, or the second run would be a no-op. "ray": --executor ray
-    # with a task per cluster CPU (bench/ray_executor.py).
-    return [sys.executable, str(Path(__file__)), "submit", str(workers)]
+    # with a task per cluster CPU (bench/ray_executor.py); job "validate": the validate job.
+    return [sys.executable, str(Path(__file__)), "submit", str(workers), job]
 
 
 def duckdb_command(raw, out):
@@ -86,6 +91,7 @@ def duckdb_job(raw, out):
 if __name__ == "__main__":
     if sys.argv[1] == "submit":
         how = ["--executor", "ray"] if sys.argv[2] == "ray" else ["--workers", sys.argv[2]]
-        run("submit", "--manifest", str(JOB), "--run-id", f"bench-{time.time_ns()}", *how)
+        job = VALIDATE_JOB if sys.argv[3:] == ["validate"] else JOB
+        run("submit", "--manifest", str(job), "--run-id", f"bench-{time.time_ns()}", *how)
     elif sys.argv[1] == "duckdb":
         duckdb_job(sys.argv[2], sys.argv[3])

@@ -1,6 +1,6 @@
 """`BENCH_ONLY=ray`: sluice's Ray executor against its local executor on the same data, in one
-run: TPC-H Q1 and Q18 (SF 1 by default, the TPC-H bench's data) and the main job (the pipeline
-bench's data), each with 2 tasks at a time. The Ray side is a local multi-node cluster
+run: TPC-H Q1 and Q18 (SF 1 by default, the TPC-H bench's data), the validate job (its first 50
+objects) and the main job (all 200 of the pipeline bench's objects), each with 2 tasks at a time. The Ray side is a local multi-node cluster
 (ray.cluster_utils.Cluster: a 0-CPU head and two 1-CPU worker nodes on loopback) that this
 process starts for the run.
 
@@ -56,7 +56,7 @@ def query_name(n):
     return f"ray-sf{tpch.SF}-q{n}"
 
 
-NAMES = ["ray-startup", *[query_name(n) for n in QUERIES], "ray-job"]
+NAMES = ["ray-startup", *[query_name(n) for n in QUERIES], "ray-validate-job", "ray-job"]
 
 
 def workloads(keep, Workload):
@@ -83,13 +83,15 @@ def workloads(keep, Workload):
             "sluice-local": [*me, "sluice-w2", str(n)],
             "sluice-ray": [*me, "sluice-ray", str(n)],
         }) for n in queries]
-    if keep("ray-job"):
+    for name, job in (("ray-validate-job", "validate"), ("ray-job", "main")):
+        if not keep(name):
+            continue
         env = env or ray_env()
         _, input_bytes = pipeline.prepare()
-        selected.append(Workload(name="ray-job", baseline="sluice-local", env=env,
-                                 input_bytes=input_bytes, commands={
-                                     "sluice-local": pipeline.sluice_command(2),
-                                     "sluice-ray": pipeline.sluice_command("ray"),
+        selected.append(Workload(name=name, baseline="sluice-local", env=env,
+                                 input_bytes=input_bytes if job == "main" else 0, commands={
+                                     "sluice-local": pipeline.sluice_command(2, job),
+                                     "sluice-ray": pipeline.sluice_command("ray", job),
                                  }))
     return selected
 
