@@ -44,7 +44,8 @@ def selector(only: str):
 
     import ray_executor
 
-    names = ["tpch-startup", *[query_name(n) for n in tpch.SUPPORTED], "pipeline", "blake3-512MiB",
+    names = ["tpch-startup", *[query_name(n) for n in tpch.SUPPORTED], limit_name(),
+             "pipeline", "blake3-512MiB",
              *functions.QUERIES, *ray_executor.NAMES,
              "tpcds-startup", *[tpcds.workload_name(n) for n in tpcds.NAMES]]
     if only in names:
@@ -56,6 +57,12 @@ def query_name(n: int) -> str:
     import tpch
 
     return f"tpch-sf{tpch.SF}-q{n}"
+
+
+def limit_name() -> str:
+    import tpch
+
+    return f"tpch-sf{tpch.SF}-limit5"
 
 
 def workloads(keep):
@@ -70,6 +77,9 @@ def workloads(keep):
         Workload(name=query_name(n), commands=tpch.commands(n), startup="tpch-startup")
         for n in tpch.SUPPORTED
     ]
+    # LIMIT without ORDER BY over lineitem: how soon each engine stops reading.
+    queries.append(Workload(name=limit_name(), commands=tpch.commands("limit5"),
+                            startup="tpch-startup"))
     queries = [w for w in queries if keep(w.name)]
     if queries or keep("tpch-startup"):
         tpch.prepare()

@@ -407,6 +407,37 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
   }
 }
 
+// True when rows leave `node` in an order a LIMIT above it must keep (an ORDER BY at the top
+// of its chain of row-wise operators).
+bool OrderedAtTop(const PlanNode& node) {
+  const PlanNode* n = &node;
+  while (n->kind == PlanNode::Kind::kProject || n->kind == PlanNode::Kind::kFilter) {
+    n = n->input.get();
+  }
+  return n->kind == PlanNode::Kind::kSort;
+}
+
+// The plan's first `rows` rows, read batch by batch: the plan is closed as soon as it has given
+// them, which stops its scans, so `LIMIT 5` over a large table reads little of it and holds a
+// few batches, not the table.
+arrow::Result<std::shared_ptr<arrow::Table>> FirstRows(ac::Declaration decl, int64_t rows) {
+  ARROW_ASSIGN_OR_RAISE(std::unique_ptr<arrow::RecordBatchReader> reader,
+                        ac::DeclarationToReader(std::move(decl)));
+  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+  int64_t have = 0;
+  while (have < rows) {
+    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::RecordBatch> batch, reader->Next());
+    if (batch == nullptr) break;
+    have += batch->num_rows();
+    batches.push_back(std::move(batch));
+  }
+  const std::shared_ptr<arrow::Schema> schema = reader->schema();
+  // Stopping a plan early ends it as cancelled; an error it met before that still counts.
+  arrow::Status closed = reader->Close();
+  if (!closed.ok() && !closed.IsCancelled()) return closed;
+  return arrow::Table::FromRecordBatches(schema, batches);
+}
+
 }  // namespace
 
 arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
@@ -420,7 +451,15 @@ arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
   if (probes != nullptr) {
     for (auto& [node, stats] : *probes) stats->start = start;
   }
-  ARROW_ASSIGN_OR_RAISE(auto table, ac::DeclarationToTable(std::move(decl)));
+  std::shared_ptr<arrow::Table> table;
+  if (plan.kind == PlanNode::Kind::kLimit && plan.count >= 0 && probes == nullptr &&
+      !OrderedAtTop(body)) {
+    // Rows in no particular order: any offset + count of them will do, so the input stops
+    // once it has given them.
+    ARROW_ASSIGN_OR_RAISE(table, FirstRows(std::move(decl), plan.offset + plan.count));
+  } else {
+    ARROW_ASSIGN_OR_RAISE(table, ac::DeclarationToTable(std::move(decl)));
+  }
   if (plan.kind == PlanNode::Kind::kLimit) {
     const int64_t offset = std::min(plan.offset, table->num_rows());
     const int64_t count = plan.count < 0 ? table->num_rows() - offset : plan.count;

@@ -867,3 +867,33 @@ def test_binary_columns_print_as_hex(tpch, tmp_path):
     sluice.run("query", "--format", "arrow", "-o", out, "select f from blobs", check=True)
     with pa.ipc.open_stream(out) as reader:
         assert reader.read_all().column(0).to_pylist() == [b"\x01\x02", b"\xfe\xff"]
+
+
+def test_limit_without_order_by_stops_reading_its_input(sluice, tmp_path):
+    """LIMIT over rows in no particular order stops the scan once it has its rows: a table of 40
+    JSONL files whose last one is broken answers `LIMIT 3` (the scan never reaches that file),
+    while every query that needs all the rows (a count, LIMIT under ORDER BY, an OFFSET past
+    the good files) fails naming it."""
+    import json
+
+    data = tmp_path / "store" / "j"
+    data.mkdir(parents=True)
+    for i in range(40):
+        with open(data / f"part-{i:03d}.jsonl", "w") as f:
+            for j in range(2000):
+                f.write(json.dumps({"k": i * 2000 + j, "s": None if j % 7 == 0 else "x"}) + "\n")
+    env = {"SLUICE_STORE": f"file://{tmp_path / 'store'}"}
+    sluice.run("query", "CREATE EXTERNAL TABLE j STORED AS JSONL LOCATION 'j'", env=env,
+               check=True)
+    (data / "part-039.jsonl").write_text('{"k": oops\n')
+    for sql, want in [("select k from j limit 3", ["0", "1", "2"]),
+                      ("select k, s from j where k % 2 = 1 limit 2 offset 3", ["7,", "9,\"x\""]),
+                      ("select k from j limit 0", [])]:
+        proc = sluice.run("query", "--format", "csv", sql, env=env)
+        assert proc.returncode == 0, (sql, proc.stderr.decode())
+        assert proc.stdout.decode().strip().splitlines()[1:] == want, sql
+    for sql in ["select count(*) from j", "select k from j order by k limit 3",
+                "select k from j limit 3 offset 79000"]:
+        proc = sluice.run("query", "--format", "csv", sql, env=env)
+        assert proc.returncode != 0, sql
+        assert "part-039.jsonl" in proc.stderr.decode(), (sql, proc.stderr.decode())
