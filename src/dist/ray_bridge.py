@@ -245,14 +245,32 @@ def _first(error):
     return text.split(" This can happen")[0].rstrip(".")
 
 
+def _unreachable(address, timeout=10):
+    """Why nothing answers at a plain host:port address, or None. Ray retries an address where
+    nothing listens for minutes; a refused or silent port is better said at once."""
+    import socket
+
+    if not address or "://" in address or address == "auto" or ":" not in address:
+        return None
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return None
+    except ValueError:
+        return f"'{address}' is not host:port"
+    except OSError as e:
+        return f"nothing answers at {address} ({e.strerror or e})"
+
+
 def main():
     config = json.loads(sys.argv[1])
-    # The bridge dies with the driver (SIGTERM when it goes, even by SIGKILL); Ray then ends the
-    # job's tasks, and each task's sluice worker dies with its Ray worker.
+    # The bridge dies with the driver, even one killed by SIGKILL; Ray then ends the job's tasks,
+    # and each task's sluice worker dies with its Ray worker. SIGKILL, because Ray handles
+    # SIGTERM only between its own blocking calls (a connect can block for minutes).
     try:
         import ctypes
 
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
     if config.get("driver_pid") and os.getppid() != config["driver_pid"]:
@@ -278,6 +296,10 @@ def main():
     import logging
 
     where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+    unreachable = _unreachable(address)
+    if unreachable:
+        replies.send({"error": f"cannot connect to {where}: {unreachable}"})
+        return 1
     try:
         kwargs = dict(logging_level=logging.ERROR, log_to_driver=False)
         if address is None:

@@ -1,6 +1,7 @@
 #include "dist/ray_executor.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -27,6 +28,9 @@ using json = nlohmann::json;
 
 // How long a closing bridge may take to cancel its tasks and leave Ray before it is killed.
 constexpr std::chrono::seconds kBridgeGrace{20};
+// How long the bridge may take to connect (or to start a local Ray, ~5 s on 2 cores) before the
+// run gives up on it: Ray itself retries an unanswered cluster for minutes.
+constexpr std::chrono::seconds kConnectTimeout{120};
 
 bool WriteAll(int fd, const std::string& bytes) {
   size_t done = 0;
@@ -109,6 +113,19 @@ arrow::Result<std::shared_ptr<RayExecutor>> RayExecutor::Start(RayOptions option
   }
   std::shared_ptr<RayExecutor> executor(
       new RayExecutor(std::move(options), pid, requests[1], replies[0]));
+  pollfd ready{executor->replies_fd_, POLLIN, 0};
+  int polled = 0;
+  do {
+    polled = poll(&ready, 1, static_cast<int>(std::chrono::milliseconds(kConnectTimeout).count()));
+  } while (polled < 0 && errno == EINTR);
+  if (polled == 0) {
+    kill(executor->pid_, SIGKILL);  // stuck inside Ray's connect: no clean exit to wait for
+    return arrow::Status::IOError("--executor ray: the Ray bridge did not connect to ",
+                                  executor->options_.address.empty()
+                                      ? std::string("a local Ray")
+                                      : "RAY_ADDRESS " + executor->options_.address,
+                                  " within ", kConnectTimeout.count(), " s");
+  }
   ARROW_ASSIGN_OR_RAISE(std::string hello_text, executor->ReadFrame());
   const json hello = json::parse(hello_text, nullptr, /*allow_exceptions=*/false);
   if (!hello.is_object()) {

@@ -5,7 +5,7 @@ share no disk. Every answer is compared with the local executor's on the same da
 killed under a running task; a data error fails the run once; no shuffle object is left behind."""
 
 import os
-import signal
+import socket
 import subprocess
 import sys
 import time
@@ -179,6 +179,15 @@ def test_an_unreachable_cluster_is_named_and_nothing_is_claimed(ray_home, tmp_pa
     proc = ray_home.run("query", "--executor", "ray", "--workers", "0", "select count(*) from "
                         "nation", env={"SLUICE_RAY_PYTHON": str(ROOT / "README.md")})
     assert proc.returncode != 0
+    # Ray would retry an address where nothing listens for minutes.
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        closed = f"{LOOPBACK}:{s.getsockname()[1]}"
+    proc = ray_home.run("query", "--executor", "ray", "select count(*) from nation",
+                        env={"RAY_ADDRESS": closed})
+    assert proc.returncode == 1
+    assert f"cannot connect to the Ray cluster at {closed}: nothing answers" in \
+        proc.stderr.decode(), proc.stderr.decode()
     proc = ray_home.run("submit", "--manifest", j, "--run-id", "no-cluster", "--executor", "ray",
                         "--workers", "0")
     assert proc.returncode != 0
