@@ -44,7 +44,7 @@ def selector(only: str):
 
     import ray_executor
 
-    names = ["tpch-startup", *[query_name(n) for n in tpch.SUPPORTED], limit_name(),
+    names = ["tpch-startup", *[query_name(n) for n in tpch.SUPPORTED], limit_name(), export_name(),
              "pipeline", "blake3-512MiB",
              *functions.QUERIES, *ray_executor.NAMES,
              "tpcds-startup", *[tpcds.workload_name(n) for n in tpcds.NAMES]]
@@ -65,6 +65,12 @@ def limit_name() -> str:
     return f"tpch-sf{tpch.SF}-limit5"
 
 
+def export_name() -> str:
+    import tpch
+
+    return f"tpch-sf{tpch.SF}-export-csv"
+
+
 def workloads(keep):
     """The workloads whose names `keep` accepts, each group's data prepared only when one of
     its workloads runs. A query's start-up workload runs whenever the query does."""
@@ -79,6 +85,9 @@ def workloads(keep):
     ]
     # LIMIT without ORDER BY over lineitem: how soon each engine stops reading.
     queries.append(Workload(name=limit_name(), commands=tpch.commands("limit5"),
+                            startup="tpch-startup"))
+    # The same columns without the LIMIT, written as CSV: results stream to the output.
+    queries.append(Workload(name=export_name(), commands=tpch.export_commands(),
                             startup="tpch-startup"))
     queries = [w for w in queries if keep(w.name)]
     if queries or keep("tpch-startup"):

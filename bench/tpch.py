@@ -40,8 +40,11 @@ def prepare():
                        stdout=subprocess.DEVNULL)
 
 
-# Not TPC-H: a LIMIT with no ORDER BY, which should stop reading lineitem after a few rows.
+# Not TPC-H: a LIMIT with no ORDER BY, which should stop reading lineitem after a few rows, and
+# the same query without it written out as CSV, which should stream (memory of a few batches).
 LIMIT_SQL = "select l_orderkey, l_comment from lineitem limit 5"
+EXPORT_SQL = "select l_orderkey, l_comment from lineitem"
+EXPORT_CSV = HERE / "data" / "export.csv"
 
 
 def sql(n):
@@ -50,6 +53,8 @@ def sql(n):
         return "select count(*) from region"
     if n == "limit5":
         return LIMIT_SQL
+    if n == "export":
+        return EXPORT_SQL
     return (QUERIES / f"q{n:02d}.sql").read_text()
 
 
@@ -64,8 +69,28 @@ def commands(n):
     }
 
 
+def export_commands():
+    """sluice and DuckDB writing EXPORT_SQL's 6M rows (at SF 1) as CSV to a file."""
+    me = [sys.executable, str(Path(__file__))]
+    return {"sluice": [*me, "sluice-export", "export"], "duckdb": [*me, "duckdb-export", "export"]}
+
+
 def run(engine, n):
     text = sql(n)
+    if engine == "sluice-export":
+        with open(EXPORT_CSV, "wb") as out:
+            subprocess.run([SLUICE, "query", "--format", "csv", text], env=env(), check=True,
+                           stdout=out)
+        return
+    if engine == "duckdb-export":
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute("SET threads = 2")
+        for t in TABLES:
+            con.execute(f"create view {t} as select * from read_parquet('{DATA}/{t}.parquet')")
+        con.execute(f"copy ({text}) to '{EXPORT_CSV}' (format csv, header)")
+        return
     if engine in ("sluice", "sluice-w2", "sluice-ray"):
         workers = ["--workers", str(WORKERS)] if engine != "sluice" else []
         if engine == "sluice-ray":  # bench/ray_executor.py: on the local Ray cluster
@@ -126,4 +151,4 @@ def explain(n):
 if __name__ == "__main__":
     if sys.argv[1] == "polars":
         os.environ["POLARS_MAX_THREADS"] = "2"
-    run(sys.argv[1], sys.argv[2] if sys.argv[2] == "limit5" else int(sys.argv[2]))
+    run(sys.argv[1], sys.argv[2] if sys.argv[2] in ("limit5", "export") else int(sys.argv[2]))

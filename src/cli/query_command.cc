@@ -83,8 +83,9 @@ void PrintTable(const arrow::Table& table) {
   std::vector<std::vector<std::string>> cells(static_cast<size_t>(table.num_columns()));
   std::vector<size_t> width(cells.size());
   for (int c = 0; c < table.num_columns(); ++c) {
-    auto column = table.column(c)->chunk(0);
     width[c] = table.field(c)->name().size();
+    if (table.num_rows() == 0) continue;  // no rows may mean no chunks
+    auto column = table.column(c)->chunk(0);
     for (int64_t r = 0; r < table.num_rows(); ++r) {
       cells[c].push_back(Cell(*column, r));
       width[c] = std::max(width[c], cells[c].back().size());
@@ -137,7 +138,7 @@ void PrintJson(const arrow::Table& table) {
   }
 }
 
-arrow::Status WriteBinary(const arrow::Table& table, const QueryOptions& o) {
+arrow::Status WriteBinary(arrow::RecordBatchReader* rows, const QueryOptions& o) {
   std::shared_ptr<arrow::io::OutputStream> out;
   // A file is written the way the object store writes: under a unique temporary name, renamed
   // into place on success, so a failed write never leaves a partial result at --output.
@@ -155,14 +156,50 @@ arrow::Status WriteBinary(const arrow::Table& table, const QueryOptions& o) {
     ARROW_ASSIGN_OR_RAISE(pending, dir->Create(path.filename().string()));
     out = std::shared_ptr<arrow::io::OutputStream>(std::shared_ptr<void>(), pending->stream());
   }
+  // Batch by batch, as they come: the writer holds one row group (Parquet) or nothing (IPC).
   if (o.format == "parquet") {
-    ARROW_RETURN_NOT_OK(parquet::arrow::WriteTable(table, arrow::default_memory_pool(), out));
+    ARROW_ASSIGN_OR_RAISE(auto writer, parquet::arrow::FileWriter::Open(
+                                           *rows->schema(), arrow::default_memory_pool(), out));
+    for (auto batch : *rows) {
+      ARROW_ASSIGN_OR_RAISE(auto b, std::move(batch));
+      ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*b));
+    }
+    ARROW_RETURN_NOT_OK(writer->Close());
   } else {
-    ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(out, table.schema()));
-    ARROW_RETURN_NOT_OK(writer->WriteTable(table));
+    ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(out, rows->schema()));
+    for (auto batch : *rows) {
+      ARROW_ASSIGN_OR_RAISE(auto b, std::move(batch));
+      ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*b));
+    }
     ARROW_RETURN_NOT_OK(writer->Close());
   }
   return pending != nullptr ? pending->Commit() : out->Close();
+}
+
+// Writes the rows as text (csv, json) batch by batch, each batch's binary columns as hex.
+arrow::Status WriteText(arrow::RecordBatchReader* rows, const std::string& format) {
+  std::shared_ptr<arrow::ipc::RecordBatchWriter> csv;
+  auto out = std::make_shared<arrow::io::StdoutStream>();
+  if (format == "csv") {
+    ARROW_ASSIGN_OR_RAISE(auto empty, arrow::Table::MakeEmpty(rows->schema()));
+    ARROW_ASSIGN_OR_RAISE(auto text_schema, TextForm(empty));
+    ARROW_ASSIGN_OR_RAISE(csv, arrow::csv::MakeCSVWriter(out, text_schema->schema(),
+                                                         arrow::csv::WriteOptions::Defaults()));
+  }
+  for (auto batch : *rows) {
+    ARROW_ASSIGN_OR_RAISE(auto b, std::move(batch));
+    if (b->num_rows() == 0) continue;
+    ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches({b}));
+    ARROW_ASSIGN_OR_RAISE(auto text, TextForm(table));
+    if (csv != nullptr) {
+      ARROW_RETURN_NOT_OK(csv->WriteTable(*text));
+    } else {
+      PrintJson(*text);
+    }
+  }
+  if (csv != nullptr) ARROW_RETURN_NOT_OK(csv->Close());
+  std::cout.flush();
+  return arrow::Status::OK();
 }
 
 arrow::Status RunQueryCommand(QueryOptions o) {
@@ -189,28 +226,28 @@ arrow::Status RunQueryCommand(QueryOptions o) {
   run.workers = o.workers;
   run.broadcast_limit_bytes = o.broadcast_limit;
   run.executor = o.executor;
+  // Results are written as they are computed, so memory holds a few batches, not the result.
+  run.stream = true;
   ARROW_ASSIGN_OR_RAISE(auto result, sql::RunQuery(config, o.sql, run));
   if (!result.message.empty()) {
     std::cout << result.message;
     if (result.message.back() != '\n') std::cout << "\n";
     return arrow::Status::OK();
   }
+  std::shared_ptr<arrow::RecordBatchReader> rows = result.stream;
+  if (rows == nullptr) rows = std::make_shared<arrow::TableBatchReader>(result.table);
   const std::string format =
       o.format.empty() ? (isatty(STDOUT_FILENO) ? "table" : "csv") : o.format;
   if (format == "parquet" || format == "arrow") {
     o.format = format;
-    return WriteBinary(*result.table, o);
+    return WriteBinary(rows.get(), o);
   }
-  ARROW_ASSIGN_OR_RAISE(auto text, TextForm(result.table));
-  if (format == "table") {
-    PrintTable(*text);
-  } else if (format == "csv") {
-    auto out = std::make_shared<arrow::io::StdoutStream>();
-    ARROW_RETURN_NOT_OK(
-        arrow::csv::WriteCSV(*text, arrow::csv::WriteOptions::Defaults(), out.get()));
-  } else {
-    PrintJson(*text);
-  }
+  if (format != "table") return WriteText(rows.get(), format);
+  // A table is laid out to its widest cell: it needs every row first.
+  ARROW_ASSIGN_OR_RAISE(auto table, rows->ToTable());
+  ARROW_ASSIGN_OR_RAISE(table, table->CombineChunks());
+  ARROW_ASSIGN_OR_RAISE(auto text, TextForm(table));
+  PrintTable(*text);
   std::cout.flush();
   return arrow::Status::OK();
 }

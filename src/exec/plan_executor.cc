@@ -407,59 +407,103 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
   }
 }
 
-// True when rows leave `node` in an order a LIMIT above it must keep (an ORDER BY at the top
-// of its chain of row-wise operators).
-bool OrderedAtTop(const PlanNode& node) {
-  const PlanNode* n = &node;
-  while (n->kind == PlanNode::Kind::kProject || n->kind == PlanNode::Kind::kFilter) {
-    n = n->input.get();
-  }
-  return n->kind == PlanNode::Kind::kSort;
-}
+// A plan's result as a stream: the columns the query names (hidden sort keys dropped) under
+// their names, and for a top LIMIT only its rows, after which the plan is closed, which stops
+// its scans. Acero's reader holds a bounded queue of batches, so neither a large result nor a
+// small LIMIT of a large table is ever materialized here.
+class ResultReader : public arrow::RecordBatchReader {
+ public:
+  ResultReader(std::unique_ptr<arrow::RecordBatchReader> plan,
+               std::shared_ptr<arrow::Schema> schema, int64_t offset, int64_t count)
+      : plan_(std::move(plan)), schema_(std::move(schema)), skip_(offset), left_(count) {}
+  ~ResultReader() override { (void)Close(); }
 
-// The plan's first `rows` rows, read batch by batch: the plan is closed as soon as it has given
-// them, which stops its scans, so `LIMIT 5` over a large table reads little of it and holds a
-// few batches, not the table.
-arrow::Result<std::shared_ptr<arrow::Table>> FirstRows(ac::Declaration decl, int64_t rows) {
-  ARROW_ASSIGN_OR_RAISE(std::unique_ptr<arrow::RecordBatchReader> reader,
-                        ac::DeclarationToReader(std::move(decl)));
-  std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
-  int64_t have = 0;
-  while (have < rows) {
-    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::RecordBatch> batch, reader->Next());
-    if (batch == nullptr) break;
-    have += batch->num_rows();
-    batches.push_back(std::move(batch));
+  std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* out) override {
+    *out = nullptr;
+    while (plan_ != nullptr && left_ != 0) {
+      std::shared_ptr<arrow::RecordBatch> batch;
+      ARROW_RETURN_NOT_OK(plan_->ReadNext(&batch));
+      if (batch == nullptr) break;
+      int64_t first = std::min(skip_, batch->num_rows());
+      skip_ -= first;
+      int64_t rows = batch->num_rows() - first;
+      if (left_ >= 0) {
+        rows = std::min(rows, left_);
+        left_ -= rows;
+      }
+      if (rows == 0) continue;
+      if (first > 0 || rows < batch->num_rows()) batch = batch->Slice(first, rows);
+      std::vector<std::shared_ptr<arrow::Array>> columns(
+          batch->columns().begin(), batch->columns().begin() + schema_->num_fields());
+      *out = arrow::RecordBatch::Make(schema_, batch->num_rows(), std::move(columns));
+      break;
+    }
+    // The LIMIT has its rows: the plan stops here, whatever it still had to read.
+    if (left_ == 0) ARROW_RETURN_NOT_OK(Close());
+    return arrow::Status::OK();
   }
-  const std::shared_ptr<arrow::Schema> schema = reader->schema();
-  // Stopping a plan early ends it as cancelled; an error it met before that still counts.
-  arrow::Status closed = reader->Close();
-  if (!closed.ok() && !closed.IsCancelled()) return closed;
-  return arrow::Table::FromRecordBatches(schema, batches);
-}
+
+  arrow::Status Close() override {
+    if (plan_ == nullptr) return arrow::Status::OK();
+    const bool stopped_early = left_ == 0;
+    arrow::Status closed = plan_->Close();
+    plan_.reset();
+    // A plan stopped before its end ends as cancelled; an error it met before that counts.
+    if (stopped_early && closed.IsCancelled()) return arrow::Status::OK();
+    return closed;
+  }
+
+ private:
+  std::unique_ptr<arrow::RecordBatchReader> plan_;
+  std::shared_ptr<arrow::Schema> schema_;
+  int64_t skip_;
+  int64_t left_;  // rows still to give; -1: all
+};
 
 }  // namespace
+
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ExecuteStream(
+    const PlanNode& plan, const std::vector<std::string>& names, const NodeInputs* inputs) {
+  // The top LIMIT is applied to the stream (keeping ORDER BY's order).
+  const bool limited = plan.kind == PlanNode::Kind::kLimit;
+  const PlanNode& body = limited ? *plan.input : plan;
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(body, nullptr, inputs));
+  ARROW_ASSIGN_OR_RAISE(std::unique_ptr<arrow::RecordBatchReader> reader,
+                        ac::DeclarationToReader(std::move(decl)));
+  const std::shared_ptr<arrow::Schema> body_schema = reader->schema();
+  if (static_cast<int>(names.size()) > body_schema->num_fields()) {
+    return arrow::Status::Invalid("internal: ", names.size(), " result names for ",
+                                  body_schema->num_fields(), " columns");
+  }
+  arrow::FieldVector fields;
+  for (size_t i = 0; i < names.size(); ++i) {
+    fields.push_back(body_schema->field(static_cast<int>(i))->WithName(names[i]));
+  }
+  return std::make_shared<ResultReader>(std::move(reader), arrow::schema(std::move(fields)),
+                                        limited ? plan.offset : 0, limited ? plan.count : -1);
+}
 
 arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
                                                      const std::vector<std::string>& names,
                                                      OperatorProbes* probes,
                                                      const NodeInputs* inputs) {
-  // The top LIMIT slices the finished rows here (keeping ORDER BY's order).
+  if (probes == nullptr) {
+    ARROW_ASSIGN_OR_RAISE(auto reader, ExecuteStream(plan, names, inputs));
+    ARROW_ASSIGN_OR_RAISE(auto table, reader->ToTable());
+    ARROW_RETURN_NOT_OK(reader->Close());
+    return table->CombineChunks();
+  }
+  // Under EXPLAIN ANALYZE every operator runs to its end, and the top LIMIT slices the
+  // finished rows here.
   const PlanNode& body = plan.kind == PlanNode::Kind::kLimit ? *plan.input : plan;
   ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(body, probes, inputs));
   const auto start = std::chrono::steady_clock::now();
   if (probes != nullptr) {
     for (auto& [node, stats] : *probes) stats->start = start;
   }
-  std::shared_ptr<arrow::Table> table;
-  if (plan.kind == PlanNode::Kind::kLimit && plan.count >= 0 && probes == nullptr &&
-      !OrderedAtTop(body)) {
-    // Rows in no particular order: any offset + count of them will do, so the input stops
-    // once it has given them.
-    ARROW_ASSIGN_OR_RAISE(table, FirstRows(std::move(decl), plan.offset + plan.count));
-  } else {
-    ARROW_ASSIGN_OR_RAISE(table, ac::DeclarationToTable(std::move(decl)));
-  }
+  ARROW_ASSIGN_OR_RAISE(auto table, ac::DeclarationToTable(std::move(decl)));
   if (plan.kind == PlanNode::Kind::kLimit) {
     const int64_t offset = std::min(plan.offset, table->num_rows());
     const int64_t count = plan.count < 0 ? table->num_rows() - offset : plan.count;

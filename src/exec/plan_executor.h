@@ -5,6 +5,7 @@
 #pragma once
 
 #include <arrow/acero/exec_plan.h>
+#include <arrow/record_batch.h>
 #include <arrow/result.h>
 #include <arrow/table.h>
 
@@ -29,6 +30,13 @@ using NodeInputs = std::map<const plan::PlanNode*, std::shared_ptr<arrow::Table>
 arrow::Result<arrow::acero::Declaration> ToDeclaration(const plan::PlanNode& node,
                                                        OperatorProbes* probes = nullptr,
                                                        const NodeInputs* inputs = nullptr);
+
+/// Runs a plan and streams its result with the given column names, batch by batch: memory holds
+/// a bounded queue of batches, not the result. A top LIMIT stops the plan (and its scans) once
+/// it has its rows. Errors met while running come from ReadNext.
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ExecuteStream(
+    const plan::PlanNode& plan, const std::vector<std::string>& names,
+    const NodeInputs* inputs = nullptr);
 
 /// Runs a plan and returns its result with the given column names.
 arrow::Result<std::shared_ptr<arrow::Table>> Execute(const plan::PlanNode& plan,

@@ -277,7 +277,13 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
     result.message += total;
     return result;
   }
-  ARROW_ASSIGN_OR_RAISE(result.table, exec::Execute(*bound.plan, bound.names));
+  if (!options.stream) {
+    ARROW_ASSIGN_OR_RAISE(result.table, exec::Execute(*bound.plan, bound.names));
+    return result;
+  }
+  // The rows stream to the caller; the plan they are computed from lives as long as they do.
+  result.stream_plan = std::shared_ptr<const PlanNode>(std::move(bound.plan));
+  ARROW_ASSIGN_OR_RAISE(result.stream, exec::ExecuteStream(*result.stream_plan, bound.names));
   return result;
 }
 

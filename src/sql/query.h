@@ -9,12 +9,18 @@
 #include <string>
 
 #include "common/config.h"
+#include "plan/plan_node.h"
 
 namespace sluice::sql {
 
 struct QueryResult {
-  /// Set for SELECT.
+  /// Set for SELECT, unless RunOptions::stream gave `stream` instead.
   std::shared_ptr<arrow::Table> table;
+  /// The plan `stream` runs; declared before it, so that the stream is destroyed first.
+  std::shared_ptr<const plan::PlanNode> stream_plan;
+  /// With RunOptions::stream, set for a SELECT run in this process: its rows as they are
+  /// computed, so that a caller writing them out holds a few batches, not the result.
+  std::shared_ptr<arrow::RecordBatchReader> stream;
   /// Set for DDL and EXPLAIN.
   std::string message;
 };
@@ -30,6 +36,9 @@ struct RunOptions {
   /// "local": stages run on worker processes here; "ray": as Ray tasks on the cluster at
   /// RAY_ADDRESS (dist/ray_executor.h), with workers 0 meaning one task per cluster CPU.
   std::string executor = "local";
+  /// An in-process SELECT returns its rows as QueryResult::stream instead of a table (an error
+  /// met while running then comes from reading it).
+  bool stream = false;
 };
 
 arrow::Result<QueryResult> RunQuery(const Config& config, const std::string& sql,

@@ -224,6 +224,25 @@ def test_output_formats_and_explain(tpch, tmp_path):
     failed = tmp_path / "failed.parquet"
     proc = sluice.run("query", "--format", "parquet", "-o", failed, "select 1 / 0 from nation")
     assert proc.returncode == 1 and not failed.exists()
+    # Rows are written as they are computed; a query that fails half-way through its rows (the
+    # key 300001 is in the middle of lineitem) still leaves no file, and says why.
+    midway = "select l_orderkey / (l_orderkey - 300001) as q from lineitem"
+    for fmt in ["parquet", "arrow"]:
+        failed = tmp_path / f"midway.{fmt}"
+        proc = sluice.run("query", "--format", fmt, "-o", failed, midway)
+        assert proc.returncode == 1 and not failed.exists(), proc.stderr.decode()
+        assert "divide by zero" in proc.stderr.decode()
+    proc = sluice.run("query", "--format", "csv", midway)
+    assert proc.returncode == 1 and "divide by zero" in proc.stderr.decode()
+    # No rows: a header, a table with its column names, no JSON lines, files with the schema.
+    none = "select n_name, n_nationkey from nation where n_nationkey > 100"
+    assert sluice.run("query", "--format", "csv", none, check=True).stdout.decode() == \
+        '"n_name","n_nationkey"\n'
+    assert "(0 rows)" in sluice.run("query", "--format", "table", none, check=True).stdout.decode()
+    assert sluice.run("query", "--format", "json", none, check=True).stdout == b""
+    sluice.run("query", "--format", "arrow", "-o", tmp_path / "none.arrow", none, check=True)
+    with pa.ipc.open_stream(tmp_path / "none.arrow") as reader:
+        assert reader.read_all().schema.names == ["n_name", "n_nationkey"]
     stdin = sluice.run("query", "-", input=sql.encode(), env=None, check=True).stdout.decode()
     assert "ALGERIA" in stdin
     explain = sluice.run("query", "explain " + (QUERIES / "q01.sql").read_text().split("\n", 1)[1],
