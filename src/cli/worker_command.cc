@@ -80,30 +80,6 @@ exec::TaskReport RunTask(const std::vector<uint8_t>& bytes, const exec::Progress
   return report;
 }
 
-// Reads exactly `size` bytes; false at EOF or on an error.
-bool ReadFully(int fd, void* out, size_t size) {
-  auto* p = static_cast<uint8_t*>(out);
-  while (size > 0) {
-    const ssize_t n = read(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool WriteFully(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // The long-lived loop: one framed fragment in, one framed report out, until EOF.
 arrow::Status ServeTasks(int report_fd, const exec::ProgressFn& progress) {
   // The requests and the reports stay the worker's own: a transform (or a child it starts)
@@ -119,15 +95,15 @@ arrow::Status ServeTasks(int report_fd, const exec::ProgressFn& progress) {
   close(report_fd);
   while (true) {
     uint8_t header[8];
-    if (!ReadFully(requests, header, sizeof(header))) return arrow::Status::OK();  // EOF: done
-    uint64_t size = 0;
-    for (int i = 0; i < 8; ++i) size |= uint64_t{header[i]} << (8 * i);
+    if (!dist::ReadFully(requests, header, sizeof(header)))
+      return arrow::Status::OK();  // EOF: done
+    const uint64_t size = dist::FrameLength(header);
     if (size == 0) return arrow::Status::OK();
     if (size > dist::kMaxFrameBytes) {
       return arrow::Status::IOError("worker: a request of ", size, " bytes is not a plan");
     }
     std::vector<uint8_t> bytes(size);
-    if (!ReadFully(requests, bytes.data(), bytes.size())) {
+    if (!dist::ReadFully(requests, bytes.data(), bytes.size())) {
       return arrow::Status::IOError("worker: the request ended early");
     }
     const std::string line = RunTask(bytes, progress).ToJsonLine();
@@ -137,7 +113,7 @@ arrow::Status ServeTasks(int report_fd, const exec::ProgressFn& progress) {
     }
     arrow::default_memory_pool()->ReleaseUnused();
     std::fflush(stdout);
-    if (!WriteFully(reports, dist::Frame(line.data(), line.size()))) {
+    if (!dist::WriteFully(reports, dist::Frame(line.data(), line.size()))) {
       return arrow::Status::IOError("worker: cannot write its report");
     }
   }

@@ -32,29 +32,6 @@ constexpr std::chrono::seconds kBridgeGrace{20};
 // run gives up on it: Ray itself retries an unanswered cluster for minutes.
 constexpr std::chrono::seconds kConnectTimeout{120};
 
-bool WriteAll(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool ReadAll(int fd, void* out, size_t size) {
-  auto* p = static_cast<uint8_t*>(out);
-  while (size > 0) {
-    const ssize_t n = read(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
 std::string GetEnv(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? value : fallback;
@@ -160,9 +137,9 @@ RayExecutor::~RayExecutor() {
 arrow::Result<std::string> RayExecutor::ReadFrame() {
   uint8_t header[8];
   uint64_t size = 0;
-  const bool got = ReadAll(replies_fd_, header, sizeof(header));
+  const bool got = ReadFully(replies_fd_, header, sizeof(header));
   if (got) {
-    for (int i = 0; i < 8; ++i) size |= uint64_t{header[i]} << (8 * i);
+    size = FrameLength(header);
   }
   if (!got || size == 0 || size > kMaxFrameBytes) {
     int status = 0;
@@ -177,7 +154,7 @@ arrow::Result<std::string> RayExecutor::ReadFrame() {
                                   "; its messages are above");
   }
   std::string bytes(size, '\0');
-  if (!ReadAll(replies_fd_, bytes.data(), bytes.size())) {
+  if (!ReadFully(replies_fd_, bytes.data(), bytes.size())) {
     return arrow::Status::IOError("--executor ray: a reply from the Ray bridge ended early");
   }
   return bytes;
@@ -193,7 +170,7 @@ arrow::Status RayExecutor::Send(int64_t id, const plan::Fragment& fragment,
                {"avoid_node", avoid_node}};
   std::string message = head.dump() + "\n";
   message.append(reinterpret_cast<const char*>(plan_bytes.data()), plan_bytes.size());
-  if (!WriteAll(requests_fd_, Frame(message.data(), message.size()))) {
+  if (!WriteFully(requests_fd_, Frame(message.data(), message.size()))) {
     return arrow::Status::IOError("--executor ray: cannot send task ", fragment.task_name(),
                                   " to the Ray bridge: it has exited");
   }
@@ -202,7 +179,7 @@ arrow::Status RayExecutor::Send(int64_t id, const plan::Fragment& fragment,
 
 arrow::Status RayExecutor::SendCancel() {
   const std::string message = json{{"op", "cancel"}}.dump();
-  if (!WriteAll(requests_fd_, Frame(message.data(), message.size()))) {
+  if (!WriteFully(requests_fd_, Frame(message.data(), message.size()))) {
     return arrow::Status::IOError("--executor ray: the Ray bridge has exited");
   }
   return arrow::Status::OK();

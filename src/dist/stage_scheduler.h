@@ -4,9 +4,10 @@
 // The stage cutter (stage_cutter.h) cuts a plan at its exchanges into stages, each naming the
 // earlier stages it reads. The scheduler runs every stage whose producers are done together, as
 // one wave (a join's two map stages, say, so that a stage of few tasks does not leave workers
-// idle), on one pool of long-lived workers for the whole run (worker_pool.h: retries of a lost task, time and memory limits). A stage's
-// fragments are built only when its wave starts, from its producers' reports: the next stage is
-// handed exactly the files of each task's successful attempt, never a file found by listing.
+// idle), on one pool of long-lived workers for the whole run (worker_pool.h: retries of a lost
+// task, time and memory limits). A stage's fragments are built only when its wave starts, from its
+// producers' reports: the next stage is handed exactly the files of each task's successful attempt,
+// never a file found by listing.
 //
 // Every report must name exactly the shuffle files its own attempt had to write, or the run
 // fails: the stage says which (a SQL task writes `<stage folder>/<task>-<attempt>/part-<p>.arrow`,

@@ -388,6 +388,35 @@ arrow::Result<ProcessResult> RunSupervised(const std::vector<std::string>& argv,
   return result;
 }
 
+bool ReadFully(int fd, void* out, size_t size) {
+  auto* p = static_cast<uint8_t*>(out);
+  while (size > 0) {
+    const ssize_t n = read(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool WriteFully(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+uint64_t FrameLength(const uint8_t* header) {
+  uint64_t size = 0;
+  for (int i = 0; i < 8; ++i) size |= uint64_t{header[i]} << (8 * i);
+  return size;
+}
+
 std::string Frame(const void* bytes, size_t size) {
   std::string out(8 + size, '\0');
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((uint64_t{size} >> (8 * i)) & 0xff);
@@ -508,8 +537,7 @@ ProcessResult SupervisedChild::Call(const std::vector<uint8_t>& request,
     if (p.reply_read.open() && !ReadAvailable(p.reply_read.get(), &reply)) p.reply_read.Close();
     p.ReadProgress(&result.last_progress);
     if (reply.size() >= 8) {
-      uint64_t size = 0;
-      for (int i = 0; i < 8; ++i) size |= uint64_t{static_cast<uint8_t>(reply[i])} << (8 * i);
+      const uint64_t size = FrameLength(reinterpret_cast<const uint8_t*>(reply.data()));
       if (size > kMaxFrameBytes || reply.size() > 8 + size) {
         broken = true;  // not our protocol: a reply we did not ask for, or garbage
         break;

@@ -90,6 +90,17 @@ inline constexpr uint64_t kMaxFrameBytes = uint64_t{1} << 30;
 /// A frame: `bytes` after their length as 8 bytes, little-endian.
 std::string Frame(const void* bytes, size_t size);
 
+/// The length a frame's 8-byte header gives.
+uint64_t FrameLength(const uint8_t* header);
+
+/// Reads exactly `size` bytes from a blocking descriptor, retrying interrupted reads; false at
+/// EOF or on an error. The frames on both sides of a pipe are read with it.
+bool ReadFully(int fd, void* out, size_t size);
+
+/// Writes all of `bytes` to a blocking descriptor, retrying interrupted writes; false when the
+/// other end is gone (the process must ignore SIGPIPE) or on an error.
+bool WriteFully(int fd, const std::string& bytes);
+
 /// A long-lived supervised child that answers requests one at a time. A request is framed
 /// (Frame) on its stdin; a zero length or EOF asks it to exit. It frames one reply per request on
 /// kReplyFd, a descriptor of its own, so nothing it or its children print can pass for a reply:
