@@ -138,10 +138,10 @@ arrow::Result<std::string> RayExecutor::ReadFrame() {
   uint8_t header[8];
   uint64_t size = 0;
   const bool got = ReadFully(replies_fd_, header, sizeof(header));
-  if (got) {
-    size = FrameLength(header);
-  }
+  if (got) size = FrameLength(header);
   if (!got || size == 0 || size > kMaxFrameBytes) {
+    // A bridge that broke the protocol is not trusted to end by itself.
+    if (got) kill(pid_, SIGKILL);
     int status = 0;
     std::string how = "closed its pipe";
     if (waitpid(pid_, &status, 0) == pid_) {
