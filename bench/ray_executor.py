@@ -143,7 +143,7 @@ def section(selected, results):
         for executor in ("local", "ray"):
             stages = breakdown(n, executor)
             if stages is None:
-                rows.append(f"| Q{n} | {executor} | failed | | |")
+                rows.append(f"| Q{n} | {executor} | failed | | | |")
                 continue
             for stage, wall, task in stages:
                 rows.append(f"| Q{n} | {executor} | stage {stage} | {wall:.0f} | {task:.0f} | "

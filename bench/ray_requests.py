@@ -65,10 +65,13 @@ def main():
     os.environ.update(AWS)
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     work = Path(tempfile.mkdtemp(prefix="sluice-ray-requests-"))
-    log = open(work / "moto.log", "w+")
+    # moto appends to its own handle; this process reads through another, so the offsets of the
+    # two never mix.
+    moto_log = open(work / "moto.log", "ab")
+    log = open(work / "moto.log", "r")
     port = free_port()
     moto = subprocess.Popen([str(VENV_BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=log, stderr=log)
+                            stdout=moto_log, stderr=moto_log)
     from ray.cluster_utils import Cluster
 
     node = dict(node_ip_address="127.0.0.1", object_store_memory=80 << 20)
@@ -113,7 +116,6 @@ def main():
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for q in [int(x) for x in args.queries.split(",")]:
             sql = (ROOT / "tests" / "tpch" / f"q{q:02d}.sql").read_text()
-            log.flush()
             before = log.seek(0, os.SEEK_END)
             start = time.perf_counter()
             proc = subprocess.run([SLUICE, "query", "--executor", "ray", "--workers",
@@ -124,7 +126,6 @@ def main():
                 print(f"| Q{q} | failed: {proc.stderr.strip()[-200:]} |")
                 continue
             time.sleep(0.5)
-            log.flush()
             log.seek(before)
             text = log.read()
             if os.environ.get("SHOW_LOG"):

@@ -1,7 +1,7 @@
 """sluice's Ray executor: the Python side of `--executor ray` (see src/dist/ray_executor.h).
 
 sluice's C++ driver starts this script with the interpreter named by SLUICE_RAY_PYTHON, as
-`python -c <this file> <config JSON>` (the text is compiled into the sluice binary, so the driver
+`python -c <this file>` (the text is compiled into the sluice binary, so the driver
 needs no copy of the repository, and Ray pickles the task function by value: nodes need only
 Ray, Python and the sluice binary). The driver keeps every scheduling decision: stage order,
 attempt numbers, which attempt's files count, and when to stop retrying. This bridge only turns
@@ -9,16 +9,20 @@ each task into a Ray task and says how it ended.
 
 Protocol, over the bridge's stdin and stdout, each message a frame (8-byte little-endian length,
 then the bytes; a zero length or EOF asks the bridge to finish):
+  driver -> bridge, first: the run's configuration as JSON (address, binary, the workers'
+                    environment, limits); it holds credentials, so it never goes on a command line
   bridge -> driver, once: {"cpus": N, "nodes": K, "ray": version} or {"error": "..."}
   driver -> bridge: a JSON line {"op": "run", "id", "task", "attempt", "avoid_node"}, a newline,
                     then the task's encoded plan fragment; or {"op": "cancel"} (kills every
                     task still running)
   bridge -> driver, once per run request:
       {"id", "outcome": "report", "report": <the worker's report line>, "node", "stderr"}
-      {"id", "outcome": "lost", "message", "node"}   retryable: the worker died by a signal or
-                                                     without a report, or its node died
-      {"id", "outcome": "limit", "message"}           the task passed its time or memory limit
-      {"id", "outcome": "failed", "message"}          anything else; not retried
+      {"id", "outcome": "lost", "message", "node", "stderr"}   retryable: the worker died by a
+                                                     signal or without a report, or its node died
+      {"id", "outcome": "limit", "message", "stderr"} the task passed its time or memory limit
+      {"id", "outcome": "failed", "message"}          anything else, such as a node without the
+                                                     binary or a cluster left with no CPU; not
+                                                     retried
       {"id", "outcome": "cancelled"}
 Nothing else may reach the driver's reply pipe: the bridge moves it off descriptor 1 before Ray
 is imported, and whatever Ray prints goes to stderr.
@@ -44,38 +48,47 @@ import time
 SAMPLE_SECONDS = 0.05
 # The most of a worker's stderr that travels back to the driver.
 STDERR_TAIL = 16 << 10
+# How often a memory-limited task's process group is listed again (a scan of /proc); its
+# members' memory is read every sample.
+MEMBERS_SECONDS = 1.0
+# How long tasks may wait on a cluster with no CPU left before they fail.
+NO_CPU_SECONDS = 60
 
 
-class WorkerLost(Exception):
-    """The worker died by a signal or exited without a report: the driver retries the task."""
+class TaskEnded(Exception):
+    """A task attempt that ended without a report. Every value stays in args, so that the
+    exception unpickles on the bridge's side."""
 
-    sluice_outcome = "lost"
+    sluice_outcome = "failed"
 
-    # Both values stay in args, so that the exception unpickles on the bridge's side.
-    def __init__(self, message, node):
-        super().__init__(message, node)
+    def __init__(self, message, node="", stderr=""):
+        super().__init__(message, node, stderr)
         self.node = node
+        self.stderr = stderr
 
     def __str__(self):
         return self.args[0]
 
 
-class TaskLimit(Exception):
+class WorkerLost(TaskEnded):
+    """The worker died by a signal or exited without a report: the driver retries the task."""
+
+    sluice_outcome = "lost"
+
+
+class TaskLimit(TaskEnded):
     """The task passed its time or memory limit: retrying would only do the same again."""
 
     sluice_outcome = "limit"
 
 
-class TaskFailed(Exception):
+class TaskFailed(TaskEnded):
     """The node cannot run the task at all (no sluice binary there): not retried."""
 
-    sluice_outcome = "failed"
 
-
-def _group_memory(pgid, page):
-    """The anonymous resident memory of every process in group `pgid`, as worker_process.h counts
-    it: resident minus shared pages, from /proc/<pid>/statm."""
-    total = 0
+def _group_members(pgid):
+    """The pids of process group `pgid`, from /proc (a scan of every process)."""
+    members = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -83,9 +96,19 @@ def _group_memory(pgid, page):
             with open(f"/proc/{pid}/stat", "rb") as f:
                 stat = f.read()
             # The fields after the command name, which may hold spaces and parentheses.
-            fields = stat[stat.rindex(b")") + 2:].split()
-            if int(fields[2]) != pgid:
-                continue
+            if int(stat[stat.rindex(b")") + 2:].split()[2]) == pgid:
+                members.append(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return members
+
+
+def _group_memory(members, page):
+    """The anonymous resident memory of `members`, as worker_process.h counts it: resident minus
+    shared pages, from /proc/<pid>/statm."""
+    total = 0
+    for pid in members:
+        try:
             with open(f"/proc/{pid}/statm", "rb") as f:
                 statm = f.read().split()
             total += (int(statm[1]) - int(statm[2])) * page
@@ -110,10 +133,16 @@ def run_worker(binary, plan, env, hide, task, timeout_s, memory_bytes):
     argv = [binary, "worker", "--parent-pid", str(os.getpid()), "--progress-fd", str(progress_w)]
     for path in hide:
         argv += ["--hide", path]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, cwd="/", pass_fds=(progress_w,),
-                            start_new_session=True)
-    os.close(progress_w)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env, cwd="/", pass_fds=(progress_w,),
+                                start_new_session=True)
+    except OSError as e:
+        os.close(progress_r)
+        raise TaskFailed(f"task {task}: node {node} cannot start {binary}: {e.strerror or e}",
+                         node)
+    finally:
+        os.close(progress_w)
     last_progress = [b""]
 
     def read_progress():
@@ -139,6 +168,7 @@ def run_worker(binary, plan, env, hide, task, timeout_s, memory_bytes):
     start = time.monotonic()
     page = os.sysconf("SC_PAGE_SIZE")
     peak = 0
+    members, listed = [], 0.0
     stdin = plan
     while True:
         try:
@@ -146,34 +176,47 @@ def run_worker(binary, plan, env, hide, task, timeout_s, memory_bytes):
             break
         except subprocess.TimeoutExpired:
             stdin = None  # communicate keeps feeding what it was first given
-        if timeout_s > 0 and time.monotonic() - start > timeout_s:
+        now = time.monotonic()
+        if timeout_s > 0 and now - start > timeout_s:
             kill_group()
-            proc.communicate()
+            _, err = proc.communicate()
             reader.join(1)
             raise TaskLimit(f"task {task} was killed after {timeout_s} s, its time limit "
-                            f"(dataflow.limits.task_timeout_seconds), on node {node}{doing()}")
+                            f"(dataflow.limits.task_timeout_seconds), on node {node}{doing()}",
+                            node, _tail(err))
         if memory_bytes > 0:
-            peak = max(peak, _group_memory(proc.pid, page))
+            if now - listed > MEMBERS_SECONDS:
+                members, listed = _group_members(proc.pid), now
+            peak = max(peak, _group_memory(members, page))
             if peak > memory_bytes:
                 kill_group()
-                proc.communicate()
+                _, err = proc.communicate()
                 reader.join(1)
                 raise TaskLimit(f"task {task} was killed when it used {-(-peak >> 20)} MiB, over "
                                 f"its memory limit of {-(-memory_bytes >> 20)} MiB "
-                                f"(dataflow.limits.task_memory_mb), on node {node}{doing()}")
+                                f"(dataflow.limits.task_memory_mb), on node {node}{doing()}",
+                                node, _tail(err))
     # Whatever the task left in its group is not the next task's.
     kill_group()
     reader.join(1)
-    err_tail = err[-STDERR_TAIL:].decode(errors="replace")
+    err_tail = _tail(err)
     if proc.returncode < 0:
         sig = -proc.returncode
-        raise WorkerLost(f"worker for task {task} was killed by signal {sig} "
-                         f"({signal.Signals(sig).name}) on node {node}{doing()}", node)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:  # a real-time signal has no name
+            name = f"SIGRTMIN+{sig - signal.SIGRTMIN}"
+        raise WorkerLost(f"worker for task {task} was killed by signal {sig} ({name}) on node "
+                         f"{node}{doing()}", node, err_tail)
     lines = [line for line in out.splitlines() if line.strip()]
     if proc.returncode != 0 or not lines:
         raise WorkerLost(f"worker for task {task} exited with status {proc.returncode} without a "
-                         f"report on node {node}{doing()}", node)
+                         f"report on node {node}{doing()}", node, err_tail)
     return lines[-1].decode(errors="replace"), node, err_tail
+
+
+def _tail(err):
+    return (err or b"")[-STDERR_TAIL:].decode(errors="replace")
 
 
 class Replies:
@@ -223,9 +266,8 @@ def outcome(ray, ref, task):
     except ray.exceptions.RayTaskError as e:
         cause = e.cause
         kind = getattr(cause, "sluice_outcome", "failed")
-        reply = {"outcome": kind, "message": str(cause) if cause is not None else str(e)}
-        if kind == "lost":
-            reply["node"] = getattr(cause, "node", "")
+        reply = {"outcome": kind, "message": str(cause) if cause is not None else str(e),
+                 "node": getattr(cause, "node", ""), "stderr": getattr(cause, "stderr", "")}
         return reply
     except ray.exceptions.OutOfMemoryError as e:
         return {"outcome": "limit",
@@ -263,7 +305,12 @@ def _unreachable(address, timeout=10):
 
 
 def main():
-    config = json.loads(sys.argv[1])
+    header = _read_exact(sys.stdin.buffer, 8)
+    size = struct.unpack("<Q", header)[0] if header else 0
+    body = _read_exact(sys.stdin.buffer, size) if size else None
+    if body is None:
+        return 1  # the driver went away before it said anything
+    config = json.loads(body)
     # The bridge dies with the driver, even one killed by SIGKILL; Ray then ends the job's tasks,
     # and each task's sluice worker dies with its Ray worker. SIGKILL, because Ray handles
     # SIGTERM only between its own blocking calls (a connect can block for minutes).
@@ -321,8 +368,9 @@ def main():
     remote = ray.remote(num_cpus=1, max_retries=0, retry_exceptions=False)(run_worker)
     requests = queue.Queue()
     threading.Thread(target=read_requests, args=(requests,), daemon=True).start()
-    pending = {}  # ObjectRef -> request id
+    pending = {}  # ObjectRef -> (request id, task)
     closing = False
+    checked, no_cpu_since = time.monotonic(), None
     while not (closing and not pending):
         try:
             message = requests.get(timeout=SAMPLE_SECONDS if pending else None)
@@ -348,6 +396,21 @@ def main():
                 message = requests.get_nowait()
             except queue.Empty:
                 message = False
+        now = time.monotonic()
+        if pending and now - checked > 5:
+            # Ray keeps a task waiting for a node that can run it, which with no CPU left in the
+            # cluster (every worker node lost) would be forever.
+            checked = now
+            cpus = ray.cluster_resources().get("CPU", 0)
+            no_cpu_since = None if cpus >= 1 else (no_cpu_since or now)
+            if no_cpu_since is not None and now - no_cpu_since > NO_CPU_SECONDS:
+                for ref, (request, task) in pending.items():
+                    ray.cancel(ref, force=True)
+                    replies.send({"id": request, "outcome": "failed",
+                                  "message": f"task {task} cannot be placed: {where} has had no "
+                                             f"CPU for {NO_CPU_SECONDS} s"})
+                pending.clear()
+                continue
         if pending:
             ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=SAMPLE_SECONDS)
             for ref in ready:

@@ -59,20 +59,24 @@ arrow::Result<std::shared_ptr<RayExecutor>> RayExecutor::Start(RayOptions option
                  {"memory_bytes", options.task_memory_bytes},
                  {"driver_pid", static_cast<int64_t>(getpid())}};
   int requests[2], replies[2];
-  if (pipe2(requests, O_CLOEXEC) != 0) return arrow::Status::IOError("ray: pipe failed");
+  if (pipe2(requests, O_CLOEXEC) != 0) {
+    return arrow::Status::IOError("--executor ray: pipe: ", std::strerror(errno));
+  }
   if (pipe2(replies, O_CLOEXEC) != 0) {
+    const int err = errno;
     close(requests[0]);
     close(requests[1]);
-    return arrow::Status::IOError("ray: pipe failed");
+    return arrow::Status::IOError("--executor ray: pipe: ", std::strerror(err));
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, requests[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, replies[1], STDOUT_FILENO);
   const std::string script = kRayBridgeScript;
-  const std::string config_text = config.dump();
-  std::vector<const char*> argv = {options.python.c_str(), "-c", script.c_str(),
-                                   config_text.c_str(), nullptr};
+  // The configuration holds the workers' environment, S3 credentials included: it goes down
+  // the pipe as the first frame, never on a command line that every user can read.
+  const std::string config_text = config.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::vector<const char*> argv = {options.python.c_str(), "-c", script.c_str(), nullptr};
   pid_t pid = -1;
   // The bridge needs the whole environment (RAY_*, the interpreter's own settings); it hands
   // the tasks only WorkerEnvironment's allow-list.
@@ -90,6 +94,9 @@ arrow::Result<std::shared_ptr<RayExecutor>> RayExecutor::Start(RayOptions option
   }
   std::shared_ptr<RayExecutor> executor(
       new RayExecutor(std::move(options), pid, requests[1], replies[0]));
+  if (!WriteFully(executor->requests_fd_, Frame(config_text.data(), config_text.size()))) {
+    return executor->ReadFrame().status();  // it died at once: say how
+  }
   pollfd ready{executor->replies_fd_, POLLIN, 0};
   int polled = 0;
   do {
@@ -106,7 +113,7 @@ arrow::Result<std::shared_ptr<RayExecutor>> RayExecutor::Start(RayOptions option
   ARROW_ASSIGN_OR_RAISE(std::string hello_text, executor->ReadFrame());
   const json hello = json::parse(hello_text, nullptr, /*allow_exceptions=*/false);
   if (!hello.is_object()) {
-    return arrow::Status::IOError("--executor ray: the bridge said something that is not JSON");
+    return arrow::Status::IOError("internal: --executor ray: the bridge's greeting is not JSON");
   }
   if (hello.contains("error")) {
     return arrow::Status::IOError("--executor ray: ", hello.value("error", std::string()));
@@ -117,21 +124,35 @@ arrow::Result<std::shared_ptr<RayExecutor>> RayExecutor::Start(RayOptions option
 }
 
 RayExecutor::~RayExecutor() {
-  // EOF asks the bridge to cancel what still runs and leave Ray.
+  // EOF asks the bridge to cancel what still runs and leave Ray. Replies it still sends are
+  // read and dropped, so that a full pipe never keeps it from exiting.
   if (requests_fd_ >= 0) close(requests_fd_);
   if (pid_ > 0) {
     const auto deadline = std::chrono::steady_clock::now() + kBridgeGrace;
     int status = 0;
+    char sink[1 << 16];
     while (waitpid(pid_, &status, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
         kill(pid_, SIGKILL);
         waitpid(pid_, &status, 0);
         break;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      pollfd ready{replies_fd_, POLLIN, 0};
+      if (poll(&ready, 1, 20) > 0 && read(replies_fd_, sink, sizeof(sink)) <= 0) {
+        // Its end is closed: it is exiting. Wait without spinning on the closed pipe.
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
     }
   }
   if (replies_fd_ >= 0) close(replies_fd_);
+}
+
+void RayExecutor::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
 }
 
 arrow::Result<std::string> RayExecutor::ReadFrame() {
@@ -187,15 +208,11 @@ arrow::Status RayExecutor::SendCancel() {
 
 arrow::Result<std::vector<exec::TaskReport>> RayExecutor::RunStage(
     std::vector<plan::Fragment> fragments, const ReportFn& on_report) {
+  if (pid_ <= 0) return arrow::Status::IOError("--executor ray: the Ray bridge is gone");
   std::vector<exec::TaskReport> reports(fragments.size());
-  // Request id -> the fragment it runs; ids are fragment indices, unique per attempt in flight.
+  // Request id -> the fragment it runs; ids are fragment indices, one attempt in flight each.
   std::map<int64_t, size_t> running;
-  for (size_t i = 0; i < fragments.size(); ++i) {
-    fragments[i].attempt = 1;
-    ARROW_RETURN_NOT_OK(Send(static_cast<int64_t>(i), fragments[i], ""));
-    running[static_cast<int64_t>(i)] = i;
-  }
-  // The first failure; the running tasks are then cancelled and their replies drained, so no
+  // The first failure. Every path after it cancels what runs and drains the replies, so no
   // task of this stage still writes when the caller cleans up.
   arrow::Status failure;
   auto fail = [&](arrow::Status st) {
@@ -203,13 +220,34 @@ arrow::Result<std::vector<exec::TaskReport>> RayExecutor::RunStage(
     failure = std::move(st);
     (void)SendCancel();
   };
+  auto send = [&](size_t index, const std::string& avoid_node) {
+    arrow::Status sent = Send(static_cast<int64_t>(index), fragments[index], avoid_node);
+    if (sent.ok()) {
+      running[static_cast<int64_t>(index)] = index;
+    } else {
+      fail(std::move(sent));
+    }
+  };
+  for (size_t i = 0; i < fragments.size() && failure.ok(); ++i) {
+    fragments[i].attempt = 1;
+    send(i, "");
+  }
   while (!running.empty()) {
-    ARROW_ASSIGN_OR_RAISE(std::string text, ReadFrame());
-    const json reply = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    auto text = ReadFrame();
+    if (!text.ok()) {
+      // The bridge is gone, and with it its Ray job and that job's tasks.
+      Kill();
+      return failure.ok() ? text.status() : failure;
+    }
+    const json reply = json::parse(*text, nullptr, /*allow_exceptions=*/false);
     if (!reply.is_object() || !reply.contains("id") || !reply["id"].is_number_integer() ||
         running.count(reply["id"].get<int64_t>()) == 0) {
-      return arrow::Status::IOError("--executor ray: the Ray bridge sent a reply for no task: ",
-                                    text.substr(0, 200));
+      // Not our protocol: nothing it says can be trusted, so it is ended, not drained.
+      Kill();
+      return arrow::Status::IOError(
+          "internal: --executor ray: the Ray bridge sent a reply for "
+          "no running task: ",
+          text->substr(0, 200));
     }
     const size_t index = running[reply["id"].get<int64_t>()];
     running.erase(reply["id"].get<int64_t>());
@@ -217,14 +255,15 @@ arrow::Result<std::vector<exec::TaskReport>> RayExecutor::RunStage(
     const std::string task = fragment.task_name() + " attempt " + std::to_string(fragment.attempt);
     const std::string outcome = reply.value("outcome", std::string());
     const std::string message = reply.value("message", std::string());
+    const std::string node = reply.value("node", std::string());
+    // What the worker wrote to stderr: locally it would have gone to ours.
+    const std::string err = reply.value("stderr", std::string());
+    if (!err.empty()) std::fprintf(stderr, "%s%s", err.c_str(), err.back() == '\n' ? "" : "\n");
     if (!failure.ok()) continue;  // draining after a failure
     if (outcome == "report") {
-      const std::string err = reply.value("stderr", std::string());
-      if (!err.empty()) std::fprintf(stderr, "%s", err.c_str());
       auto report = exec::TaskReport::FromJsonLine(reply.value("report", std::string()));
       if (!report.ok()) {
-        fail(arrow::Status::IOError("worker for task ", task, " on node ",
-                                    reply.value("node", std::string()),
+        fail(arrow::Status::IOError("worker for task ", task, " on node ", node,
                                     " sent a malformed report (", report.status().message(), ")"));
       } else if (report->status != "ok") {
         fail(arrow::Status::Invalid(report->error));
@@ -244,8 +283,7 @@ arrow::Result<std::vector<exec::TaskReport>> RayExecutor::RunStage(
       std::fprintf(stderr, "sluice: %s; retrying (attempt %d of %d)\n", message.c_str(),
                    fragment.attempt + 1, options_.max_attempts);
       ++fragment.attempt;
-      ARROW_RETURN_NOT_OK(Send(static_cast<int64_t>(index), fragment, reply.value("node", "")));
-      running[static_cast<int64_t>(index)] = index;
+      send(index, node);
     } else if (outcome == "limit") {
       fail(arrow::Status::Invalid(message, "; a task stopped at a limit is not retried"));
     } else if (outcome == "cancelled") {

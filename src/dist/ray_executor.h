@@ -26,6 +26,9 @@
 // version by name).
 //
 // Thread-safety: RunStage may be called from one thread at a time; on_report is called from it.
+// The bridge dies with the thread that started it (PR_SET_PDEATHSIG follows the thread), so Start
+// must be called from a thread that outlives the executor: the main thread, or the thread that
+// runs the whole query.
 #pragma once
 
 #include <arrow/result.h>
@@ -91,6 +94,8 @@ class RayExecutor {
 
  private:
   RayExecutor(RayOptions options, pid_t pid, int requests_fd, int replies_fd);
+  // Ends a bridge that broke the protocol or died: its Ray job, and so its tasks, end with it.
+  void Kill();
   arrow::Status Send(int64_t id, const plan::Fragment& fragment, const std::string& avoid_node);
   arrow::Status SendCancel();
   // The next reply, parsed; an IOError when the bridge has died or broke the protocol.

@@ -407,10 +407,74 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
   }
 }
 
+// How many bytes of finished batches a streamed plan may hold before its sources pause, and how
+// few before they resume. Acero's DeclarationToReader builds its sink without backpressure, so
+// a consumer slower than the plan (a pipe, a slow disk) would queue the whole result.
+constexpr uint64_t kStreamPauseBytes = uint64_t{64} << 20;
+constexpr uint64_t kStreamResumeBytes = uint64_t{16} << 20;
+
+// A started Acero plan read batch by batch through a sink with backpressure.
+class PlanStream : public arrow::RecordBatchReader {
+ public:
+  static arrow::Result<std::unique_ptr<PlanStream>> Start(ac::Declaration decl) {
+    std::unique_ptr<PlanStream> stream(new PlanStream());
+    ARROW_ASSIGN_OR_RAISE(stream->plan_, ac::ExecPlan::Make());
+    ac::Declaration sink{
+        "sink",
+        {std::move(decl)},
+        ac::SinkNodeOptions(&stream->batches_, &stream->schema_,
+                            ac::BackpressureOptions(kStreamResumeBytes, kStreamPauseBytes))};
+    ARROW_RETURN_NOT_OK(sink.AddToPlan(stream->plan_.get()).status());
+    ARROW_RETURN_NOT_OK(stream->plan_->Validate());
+    stream->plan_->StartProducing();
+    return stream;
+  }
+  ~PlanStream() override { (void)Close(); }
+
+  std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* out) override {
+    *out = nullptr;
+    if (plan_ == nullptr) return arrow::Status::OK();
+    arrow::Result<std::optional<cp::ExecBatch>> next = batches_().result();
+    if (!next.ok()) {
+      (void)Close();
+      return next.status();
+    }
+    if (!next->has_value()) {
+      // The end: the plan's own status says whether it got there cleanly.
+      arrow::Status finished = plan_->finished().status();
+      plan_.reset();
+      return finished;
+    }
+    ARROW_ASSIGN_OR_RAISE(*out, (*next)->ToRecordBatch(schema_));
+    return arrow::Status::OK();
+  }
+
+  // Stops the plan and waits for it; what it had queued is dropped. A plan stopped before its
+  // end ends as cancelled.
+  arrow::Status Close() override {
+    if (plan_ == nullptr) return arrow::Status::OK();
+    plan_->StopProducing();
+    while (true) {
+      arrow::Result<std::optional<cp::ExecBatch>> next = batches_().result();
+      if (!next.ok() || !next->has_value()) break;
+    }
+    arrow::Status finished = plan_->finished().status();
+    plan_.reset();
+    return finished;
+  }
+
+ private:
+  PlanStream() = default;
+  std::shared_ptr<ac::ExecPlan> plan_;
+  std::shared_ptr<arrow::Schema> schema_;
+  std::function<arrow::Future<std::optional<cp::ExecBatch>>()> batches_;
+};
+
 // A plan's result as a stream: the columns the query names (hidden sort keys dropped) under
-// their names, and for a top LIMIT only its rows, after which the plan is closed, which stops
-// its scans. Acero's reader holds a bounded queue of batches, so neither a large result nor a
-// small LIMIT of a large table is ever materialized here.
+// their names, and for a top LIMIT only its rows, after which the plan is stopped, which stops
+// its scans.
 class ResultReader : public arrow::RecordBatchReader {
  public:
   ResultReader(std::unique_ptr<arrow::RecordBatchReader> plan,
@@ -440,19 +504,17 @@ class ResultReader : public arrow::RecordBatchReader {
       *out = arrow::RecordBatch::Make(schema_, batch->num_rows(), std::move(columns));
       break;
     }
-    // The LIMIT has its rows: the plan stops here, whatever it still had to read.
-    if (left_ == 0) ARROW_RETURN_NOT_OK(Close());
+    // The LIMIT has its rows: the plan stops here, whatever it still had to read. How it ends
+    // does not matter any more (a scan past the rows taken may have failed, or been cancelled).
+    if (left_ == 0) (void)Close();
     return arrow::Status::OK();
   }
 
   arrow::Status Close() override {
     if (plan_ == nullptr) return arrow::Status::OK();
-    const bool stopped_early = left_ == 0;
     arrow::Status closed = plan_->Close();
     plan_.reset();
-    // A plan stopped before its end ends as cancelled; an error it met before that counts.
-    if (stopped_early && closed.IsCancelled()) return arrow::Status::OK();
-    return closed;
+    return left_ == 0 ? arrow::Status::OK() : closed;
   }
 
  private:
@@ -471,7 +533,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ExecuteStream(
   const PlanNode& body = limited ? *plan.input : plan;
   ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(body, nullptr, inputs));
   ARROW_ASSIGN_OR_RAISE(std::unique_ptr<arrow::RecordBatchReader> reader,
-                        ac::DeclarationToReader(std::move(decl)));
+                        PlanStream::Start(std::move(decl)));
   const std::shared_ptr<arrow::Schema> body_schema = reader->schema();
   if (static_cast<int>(names.size()) > body_schema->num_fields()) {
     return arrow::Status::Invalid("internal: ", names.size(), " result names for ",

@@ -247,6 +247,7 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
       return RunDistributedSelect(bound, stages, select, distributed);
     }
     std::fprintf(stderr, "sluice: running in-process: %s\n", stages.not_cut_reason.c_str());
+    ray.reset();  // nothing runs on Ray: leave it before the query does its work
   }
   if (select.explain) {
     ARROW_ASSIGN_OR_RAISE(auto decl, exec::ToDeclaration(*bound.plan));

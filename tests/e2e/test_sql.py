@@ -899,8 +899,8 @@ def test_limit_without_order_by_stops_reading_its_input(sluice, tmp_path):
     data.mkdir(parents=True)
     for i in range(40):
         with open(data / f"part-{i:03d}.jsonl", "w") as f:
-            for j in range(2000):
-                f.write(json.dumps({"k": i * 2000 + j, "s": None if j % 7 == 0 else "x"}) + "\n")
+            for j in range(5000):
+                f.write(json.dumps({"k": i * 5000 + j, "s": None if j % 7 == 0 else "x"}) + "\n")
     env = {"SLUICE_STORE": f"file://{tmp_path / 'store'}"}
     sluice.run("query", "CREATE EXTERNAL TABLE j STORED AS JSONL LOCATION 'j'", env=env,
                check=True)
@@ -912,7 +912,7 @@ def test_limit_without_order_by_stops_reading_its_input(sluice, tmp_path):
         assert proc.returncode == 0, (sql, proc.stderr.decode())
         assert proc.stdout.decode().strip().splitlines()[1:] == want, sql
     for sql in ["select count(*) from j", "select k from j order by k limit 3",
-                "select k from j limit 3 offset 79000"]:
+                "select k from j limit 3 offset 199000"]:
         proc = sluice.run("query", "--format", "csv", sql, env=env)
         assert proc.returncode != 0, sql
         assert "part-039.jsonl" in proc.stderr.decode(), (sql, proc.stderr.decode())
