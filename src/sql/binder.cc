@@ -2812,7 +2812,6 @@ arrow::Result<std::unique_ptr<PlanNode>> Binder::OrderAndLimit(
   if (select.contains("sortClause") && (top || limited)) {
     std::vector<cp::Expression> hidden;
     std::vector<std::string> hidden_ids;
-    std::vector<std::pair<std::string, std::string>> nulls_first_keys;  // is_valid id, key id
     std::vector<cp::SortKey> keys;
     for (const auto& s : select.at("sortClause")) {
       const auto& by = s.at("SortBy");
@@ -2844,40 +2843,24 @@ arrow::Result<std::unique_ptr<PlanNode>> Binder::OrderAndLimit(
       }
       const bool desc = by.value("sortby_dir", "") == "SORTBY_DESC";
       const std::string nulls = by.value("sortby_nulls", "SORTBY_NULLS_DEFAULT");
-      // PostgreSQL puts NULLs last ascending and first descending; Arrow puts them at one end
-      // for all keys, so a key whose NULLs go first is preceded by its is_valid (false first).
+      // PostgreSQL puts NULLs last ascending and first descending, each key on its own (Arrow's
+      // sort keys carry their NULL placement, so no extra key column is needed).
       const bool nulls_first =
           nulls == "SORTBY_NULLS_DEFAULT" ? desc : nulls == "SORTBY_NULLS_FIRST";
 #pragma GCC diagnostic push
       // GCC 12 reports a false maybe-uninitialized inside FieldRef's std::variant move.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-      if (nulls_first) {
-        const std::string valid = ctx_.NewId("nulls_first");
-        nulls_first_keys.emplace_back(valid, target);
-        keys.emplace_back(arrow::FieldRef(valid), cp::SortOrder::Ascending);
-      }
       keys.emplace_back(arrow::FieldRef(target),
-                        desc ? cp::SortOrder::Descending : cp::SortOrder::Ascending);
+                        desc ? cp::SortOrder::Descending : cp::SortOrder::Ascending,
+                        nulls_first ? cp::NullPlacement::AtStart : cp::NullPlacement::AtEnd);
 #pragma GCC diagnostic pop
     }
-    // Expression keys are computed by the select list's projection; NULL-placement keys read
-    // the finished key columns.
+    // Expression keys are computed by the select list's projection.
     if (main != nullptr && main->kind == PlanNode::Kind::kProject) {
       for (size_t i = 0; i < hidden.size(); ++i) {
         main->expressions.push_back(hidden[i]);
         main->names.push_back(hidden_ids[i]);
       }
-    }
-    if (!nulls_first_keys.empty()) {
-      auto p = std::make_unique<PlanNode>();
-      p->kind = PlanNode::Kind::kProject;
-      p->keep_input = true;
-      for (const auto& [valid, target] : nulls_first_keys) {
-        p->expressions.push_back(cp::is_valid(cp::field_ref(target)));
-        p->names.push_back(valid);
-      }
-      p->input = std::move(plan);
-      plan = std::move(p);
     }
     auto sort = std::make_unique<PlanNode>();
     sort->kind = PlanNode::Kind::kSort;
