@@ -16,6 +16,8 @@
 #include <mutex>
 #include <optional>
 
+#include "exec/deferred_source.h"
+#include "exec/top_n.h"
 #include "exec/window.h"
 #include "plan/compute_init.h"
 #include "plan/library_functions.h"
@@ -180,66 +182,16 @@ ac::Declaration Aggregate(ac::Declaration input, const std::vector<std::string>&
       {std::move(input), {"aggregate", ac::AggregateNodeOptions(aggregates, keys)}});
 }
 
-// `table`'s columns cast to `schema`'s types (a scan's dictionaries to their values, as the plan
-// types them), so that batches fit the schema a source node declares.
-arrow::Result<std::shared_ptr<arrow::Table>> Conform(std::shared_ptr<arrow::Table> table,
-                                                     const std::shared_ptr<arrow::Schema>& schema) {
-  if (table->num_columns() != schema->num_fields()) {
-    return arrow::Status::Invalid("internal: ", table->num_columns(),
-                                  " columns where the plan has ", schema->num_fields());
-  }
-  arrow::ChunkedArrayVector columns;
-  for (int i = 0; i < table->num_columns(); ++i) {
-    auto column = table->column(i);
-    if (!column->type()->Equals(*schema->field(i)->type())) {
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum cast, cp::Cast(column, schema->field(i)->type()));
-      column = cast.chunked_array();
-    }
-    columns.push_back(std::move(column));
-  }
-  return arrow::Table::Make(schema, std::move(columns), table->num_rows());
-}
-
 // An operator that needs all of its input first (window functions, a LIMIT below the top):
-// `input` runs when the plan around it asks for the first batch (never while a plan is only
-// built, as for EXPLAIN), then `finish` turns its rows into the node's, typed as `schema`.
+// `input` runs when the plan around it asks for the first batch, then `finish` turns its rows
+// into the node's, typed as `schema`.
 ac::Declaration Materialized(
     ac::Declaration input, std::shared_ptr<arrow::Schema> schema,
     std::function<arrow::Result<std::shared_ptr<arrow::Table>>(std::shared_ptr<arrow::Table>)>
         finish) {
-  struct State {
-    std::optional<ac::Declaration> input;
-    arrow::Future<std::vector<cp::ExecBatch>> batches;
-    size_t next = 0;
-  };
-  auto state = std::make_shared<State>();
-  state->input = std::move(input);
-  auto generator = [state, schema, finish]() -> arrow::Future<std::optional<cp::ExecBatch>> {
-    if (state->input.has_value()) {
-      auto rows = ac::DeclarationToTableAsync(std::move(*state->input));
-      state->input.reset();
-      state->batches = rows.Then([schema, finish](const std::shared_ptr<arrow::Table>& table)
-                                     -> arrow::Result<std::vector<cp::ExecBatch>> {
-        ARROW_ASSIGN_OR_RAISE(auto done, finish(table));
-        ARROW_ASSIGN_OR_RAISE(done, Conform(std::move(done), schema));
-        std::vector<cp::ExecBatch> out;
-        arrow::TableBatchReader reader(*done);
-        std::shared_ptr<arrow::RecordBatch> batch;
-        while (true) {
-          ARROW_RETURN_NOT_OK(reader.ReadNext(&batch));
-          if (batch == nullptr) break;
-          out.emplace_back(*batch);
-        }
-        return out;
-      });
-    }
-    return state->batches.Then(
-        [state](const std::vector<cp::ExecBatch>& batches) -> std::optional<cp::ExecBatch> {
-          if (state->next >= batches.size()) return std::nullopt;
-          return batches[state->next++];
-        });
-  };
-  return ac::Declaration("source", ac::SourceNodeOptions(std::move(schema), std::move(generator)));
+  return DeferredSource(std::move(schema), [input = std::move(input), finish]() mutable {
+    return ac::DeclarationToTableAsync(std::move(input)).Then(finish);
+  });
 }
 
 ac::JoinType AceroJoinType(JoinType type) {
@@ -263,6 +215,8 @@ ac::JoinType AceroJoinType(JoinType type) {
 namespace {
 arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, OperatorProbes* probes,
                                                    const NodeInputs* inputs);
+arrow::Result<ac::Declaration> LimitInput(const PlanNode& limit, OperatorProbes* probes,
+                                          const NodeInputs* inputs);
 }  // namespace
 
 arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node, OperatorProbes* probes,
@@ -292,7 +246,7 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
   if (node.kind == PlanNode::Kind::kLimit) {
     // Below the top of a plan (a subquery's LIMIT): its input's rows, sliced. (Execute slices
     // the top one itself.)
-    ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*node.input, probes, inputs));
+    ARROW_ASSIGN_OR_RAISE(ac::Declaration input, LimitInput(node, probes, inputs));
     ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(node));
     const int64_t offset = node.offset, count = node.count;
     return Materialized(std::move(input), std::move(schema),
@@ -405,6 +359,26 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
     default:
       return arrow::Status::Invalid("internal: unexpected plan node");
   }
+}
+
+// The plan under a LIMIT: an ORDER BY below a LIMIT of few enough rows becomes a top-N, which
+// holds about LIMIT + OFFSET rows at a time rather than its whole input.
+arrow::Result<ac::Declaration> LimitInput(const PlanNode& limit, OperatorProbes* probes,
+                                          const NodeInputs* inputs) {
+  const PlanNode& body = *limit.input;
+  const bool given = inputs != nullptr && inputs->count(&body) > 0;
+  if (given || body.kind != PlanNode::Kind::kSort || limit.count < 0 || limit.offset < 0 ||
+      limit.count > kTopNMaxRows || limit.offset > kTopNMaxRows - limit.count) {
+    return ToDeclaration(body, probes, inputs);
+  }
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*body.input, probes, inputs));
+  ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(body));
+  ac::Declaration decl =
+      TopN(std::move(input), std::move(schema), body.sort_keys, limit.offset + limit.count);
+  if (probes == nullptr) return decl;
+  auto stats = std::make_shared<OperatorStats>();
+  (*probes)[&body] = stats;
+  return WithProbe(std::move(decl), std::move(stats));
 }
 
 // How many bytes of finished batches a streamed plan may hold before its sources pause, and how
@@ -530,8 +504,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ExecuteStream(
     const PlanNode& plan, const std::vector<std::string>& names, const NodeInputs* inputs) {
   // The top LIMIT is applied to the stream (keeping ORDER BY's order).
   const bool limited = plan.kind == PlanNode::Kind::kLimit;
-  const PlanNode& body = limited ? *plan.input : plan;
-  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(body, nullptr, inputs));
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, limited ? LimitInput(plan, nullptr, inputs)
+                                                      : ToDeclaration(plan, nullptr, inputs));
   ARROW_ASSIGN_OR_RAISE(std::unique_ptr<arrow::RecordBatchReader> reader,
                         PlanStream::Start(std::move(decl)));
   const std::shared_ptr<arrow::Schema> body_schema = reader->schema();
@@ -559,8 +533,9 @@ arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
   }
   // Under EXPLAIN ANALYZE every operator runs to its end, and the top LIMIT slices the
   // finished rows here.
-  const PlanNode& body = plan.kind == PlanNode::Kind::kLimit ? *plan.input : plan;
-  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(body, probes, inputs));
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, plan.kind == PlanNode::Kind::kLimit
+                                                  ? LimitInput(plan, probes, inputs)
+                                                  : ToDeclaration(plan, probes, inputs));
   const auto start = std::chrono::steady_clock::now();
   if (probes != nullptr) {
     for (auto& [node, stats] : *probes) stats->start = start;

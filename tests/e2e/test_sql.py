@@ -434,6 +434,28 @@ ORACLE = [
     "order by o_orderkey nulls first, c_custkey limit 10",
     "select c_custkey, o_orderkey from customer left join orders on c_custkey = o_custkey "
     "order by o_orderkey desc nulls last, c_custkey limit 10",
+    # ORDER BY under LIMIT is a top-N over lineitem's 600K rows (it sorts runs and prunes rows
+    # against the N-th): decimal, date, string and double keys, both directions, NULLs at
+    # either end, OFFSET, a LIMIT past the rows, a top-N inside a subquery
+    "select l_orderkey, l_linenumber, l_comment from lineitem "
+    "order by l_extendedprice desc, l_orderkey, l_linenumber limit 7 offset 3",
+    "select l_orderkey, l_linenumber from lineitem "
+    "order by l_shipdate, l_orderkey desc, l_linenumber limit 20",
+    "select l_comment, l_orderkey, l_linenumber from lineitem "
+    "order by l_comment desc, l_orderkey, l_linenumber limit 5",
+    "select l_orderkey, l_linenumber, case when l_linenumber = 1 then null else l_discount end "
+    "as d from lineitem order by d desc nulls first, l_orderkey, l_linenumber limit 9",
+    "select l_orderkey, l_linenumber, case when l_linenumber = 1 then null else l_discount end "
+    "as d from lineitem order by d nulls first, l_orderkey, l_linenumber limit 9",
+    "select l_orderkey, l_linenumber, case when l_linenumber > 1 then null else l_tax end "
+    "as t from lineitem order by t desc nulls last, l_orderkey desc, l_linenumber limit 9",
+    "select l_orderkey, l_linenumber, cast(l_extendedprice as double) * 0.5 as p "
+    "from lineitem order by p desc, l_orderkey, l_linenumber limit 6",
+    "select n_name from nation order by n_name desc limit 100",
+    "select count(*), sum(l_quantity), min(l_orderkey) from (select l_quantity, l_orderkey "
+    "from lineitem order by l_extendedprice, l_orderkey, l_linenumber limit 1000) as t",
+    "select l_orderkey, l_linenumber from lineitem "
+    "order by l_receiptdate desc, l_orderkey, l_linenumber limit 150000 offset 1000",
     # one aggregate spelled three times is computed once
     "select o_orderstatus, avg(o_totalprice) as a from orders group by o_orderstatus "
     "having avg(o_totalprice) > 100 order by avg(o_totalprice) desc",
