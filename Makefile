@@ -30,7 +30,7 @@ demo: build
 	@scripts/demo
 
 bench: build
-	BENCH_ONLY="$(BENCH_ONLY)" $(PY) bench/run.py
+	BENCH_ONLY="$(BENCH_ONLY)" BENCH_SCALE="$(BENCH_SCALE)" $(PY) bench/run.py
 
 # Unit and end-to-end tests under AddressSanitizer and UndefinedBehaviorSanitizer, in their own
 # build folder: the e2e suite drives the sanitized binary (and its worker processes).

@@ -1,7 +1,8 @@
 """`make bench`: generates benchmark data (never committed) and runs every workload against its
 peers in one run. Later issues add workloads (pipeline throughput, TPC-H, TPC-DS) here.
 
-Output: bench/out/report.md and bench/out/ratios.png.
+Output: bench/out/report.md, bench/out/ratios.png and bench/out/tpch-net-ratios.png;
+`make bench BENCH_SCALE=10` writes bench/out/scale-sf10/report.md instead (scale()).
 """
 
 import os
@@ -44,13 +45,17 @@ def selector(only: str):
 
     import ray_executor
 
-    names = ["tpch-startup", *[query_name(n) for n in tpch.SUPPORTED], limit_name(), export_name(),
-             "pipeline", "blake3-512MiB",
+    names = ["tpch-startup", *[query_name(n) for n in tpch.SUPPORTED], limit_name(), topn_name(),
+             export_name(),
+             "pipeline", LARGE_PIPELINE, "blake3-512MiB",
              *functions.QUERIES, *ray_executor.NAMES,
              "tpcds-startup", *[tpcds.workload_name(n) for n in tpcds.NAMES]]
     if only in names:
         return lambda name: name == only
     return lambda name: only in name
+
+
+LARGE_PIPELINE = "pipeline-1000-objects"
 
 
 def query_name(n: int) -> str:
@@ -63,6 +68,12 @@ def limit_name() -> str:
     import tpch
 
     return f"tpch-sf{tpch.SF}-limit5"
+
+
+def topn_name() -> str:
+    import tpch
+
+    return f"tpch-sf{tpch.SF}-topn5"
 
 
 def export_name() -> str:
@@ -86,6 +97,9 @@ def workloads(keep):
     # LIMIT without ORDER BY over lineitem: how soon each engine stops reading.
     queries.append(Workload(name=limit_name(), commands=tpch.commands("limit5"),
                             startup="tpch-startup"))
+    # ORDER BY under the LIMIT: a top-N reads every row and keeps few.
+    queries.append(Workload(name=topn_name(), commands=tpch.commands("topn5"),
+                            startup="tpch-startup"))
     # The same columns without the LIMIT, written as CSV: results stream to the output.
     queries.append(Workload(name=export_name(), commands=tpch.export_commands(),
                             startup="tpch-startup"))
@@ -94,19 +108,17 @@ def workloads(keep):
         tpch.prepare()
         # Start-up cost of each engine's process (Python + import for the peers), then the queries.
         selected += [Workload(name="tpch-startup", commands=tpch.commands(0)), *queries]
-    if keep("pipeline"):
-        raw, input_bytes = pipeline.prepare()
+    for name, objects in (("pipeline", pipeline.OBJECTS), (LARGE_PIPELINE, pipeline.LARGE_OBJECTS)):
+        if not keep(name):
+            continue
+        raw, input_bytes = pipeline.prepare(objects)
         # The main job: JSONL -> extract -> dedup -> Parquet, sluice with 1 and 2 workers
         # against DuckDB doing the same in SQL with 2 threads.
-        selected.append(Workload(
-            name="pipeline",
-            commands={
-                "sluice": pipeline.sluice_command(2),
-                "sluice-1-worker": pipeline.sluice_command(1),
-                "duckdb": pipeline.duckdb_command(raw, DATA / "duckdb-out.parquet"),
-            },
-            input_bytes=input_bytes,
-        ))
+        commands = {"sluice": pipeline.sluice_command(2, objects=objects)}
+        if objects == pipeline.OBJECTS:
+            commands["sluice-1-worker"] = pipeline.sluice_command(1, objects=objects)
+        commands["duckdb"] = pipeline.duckdb_command(raw, DATA / "duckdb-out.parquet")
+        selected.append(Workload(name=name, commands=commands, input_bytes=input_bytes))
     if keep("blake3-512MiB"):
         blob = str(make_blob(DATA / "blob-512MiB.bin", 512 << 20))
         # BLAKE3 over a large file: sluice's C implementation with SIMD dispatch (one thread)
@@ -227,8 +239,9 @@ def distributed(selected, results) -> str:
     )
 
 
-def abi_overhead() -> str:
-    """The transform ABI against an in-process identity (src/exec/batch_transform_benchmark.cc)."""
+def abi_overhead() -> tuple[float, str]:
+    """The transform ABI against an in-process identity (src/exec/batch_transform_benchmark.cc):
+    the report's section and the ABI's ratio."""
     import json
     import subprocess
 
@@ -240,7 +253,7 @@ def abi_overhead() -> str:
     direct, abi = rows["BM_InProcessIdentity"], rows["BM_AbiIdentity"]
     extract = rows["BM_ConversationExtract"]
     ratio = abi["real_time"] / direct["real_time"]
-    return (
+    return ratio, (
         "## Transform ABI overhead (1M rows, 64K-row batches)\n\n"
         "| path | ms per 1M rows | rows/s | ratio |\n|---|---:|---:|---:|\n"
         f"| in-process identity (decode + validate) | {direct['real_time']:.1f} | "
@@ -254,6 +267,75 @@ def abi_overhead() -> str:
     )
 
 
+def scale(sf: str) -> None:
+    """`make bench BENCH_SCALE=10`: tpch.SCALE_QUERIES at SF 1 and at SF `sf`, in sluice
+    (in-process) and DuckDB, each with its start-up workload, and a section on how time and peak
+    RSS grow with the data. Runs under a time and memory guard: at SF 10 a plan that holds its
+    input shows as a failed run, not as a machine out of memory."""
+    import tpch
+
+    from harness import net
+
+    engines = ("sluice", "duckdb")
+    factors = ["1", sf] if sf != "1" else ["1"]
+    limits = dict(timeout=1800, max_rss_mib=20 * 1024)
+    selected, size = [], {}
+    for f in factors:
+        print(f"  TPC-H SF {f}: data ...", file=sys.stderr, flush=True)
+        tpch.prepare(f)
+        size[f] = tpch.data_bytes(f)
+        env = {"BENCH_TPCH_SF": f}
+        pick = lambda n: {e: c for e, c in tpch.commands(n).items() if e in engines}  # noqa: E731
+        selected.append(Workload(name=f"tpch-sf{f}-startup", commands=pick(0), env=env, **limits))
+        selected += [Workload(name=f"tpch-sf{f}-q{n}", commands=pick(n), env=env,
+                              startup=f"tpch-sf{f}-startup", **limits)
+                     for n in tpch.SCALE_QUERIES]
+
+    def growth(results):
+        def find(name, engine):
+            return next((r for r in results if r.workload == name and r.engine == engine
+                         and r.seconds), None)
+
+        big = factors[-1]
+        lines = [f"| query | engine | SF 1 net s | SF {big} net s | time x | SF 1 peak MiB | "
+                 f"SF {big} peak MiB | RSS x | s per GB at SF {big} | MiB per GB at SF {big} |",
+                 "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        gb = size[big] / 1e9
+        for n in tpch.SCALE_QUERIES:
+            for e in engines:
+                small, large = find(f"tpch-sf1-q{n}", e), find(f"tpch-sf{big}-q{n}", e)
+                ws = {w.name: w for w in selected}
+                ns = net(small, ws[f"tpch-sf1-q{n}"], results) if small else float("nan")
+                nl = net(large, ws[f"tpch-sf{big}-q{n}"], results) if large else float("nan")
+                ms = small.peak_rss_mib if small else float("nan")
+                ml = large.peak_rss_mib if large else float("nan")
+                lines.append(f"| Q{n} | {e} | {ns:.3f} | {nl:.3f} | {nl / ns:.1f} | {ms:.0f} | "
+                             f"{ml:.0f} | {ml / ms:.1f} | {nl / gb:.3f} | {ml / gb:.0f} |")
+        ratio_lines = ["| query | time sluice / DuckDB (net) | peak RSS sluice / DuckDB "
+                       "(target <= 2.0) |", "|---|---:|---:|"]
+        for n in tpch.SCALE_QUERIES:
+            name = f"tpch-sf{big}-q{n}"
+            s, d = find(name, "sluice"), find(name, "duckdb")
+            if not s or not d:
+                ratio_lines.append(f"| Q{n} | failed | failed |")
+                continue
+            w = next(w for w in selected if w.name == name)
+            rss = s.peak_rss_mib / d.peak_rss_mib
+            ratio_lines.append(f"| Q{n} | {net(s, w, results) / net(d, w, results):.2f} | "
+                               f"{rss:.2f} ({'met' if rss <= 2.0 else 'missed'}) |")
+        sizes = ", ".join(f"SF {f}: {size[f] / 1e9:.2f} GB" for f in factors)
+        return (f"## Cost against data size\n\nParquet data: {sizes}. 'x' is SF {big} over "
+                "SF 1 for the same engine; a linear engine shows the data's ratio.\n\n"
+                + "\n".join(lines) + f"\n\n## SF {big}: sluice against DuckDB\n\n"
+                + "\n".join(ratio_lines) + "\n\n")
+
+    notes = (f"Machine: {os.cpu_count()} cores. Median of 3 runs after one warm-up; both engines "
+             "limited to 2 threads; net subtracts each engine's start-up median at that scale.")
+    md = report(selected, OUT / f"scale-sf{sf}", f"sluice at TPC-H SF {sf}", notes, growth)
+    print(md.read_text())
+    print(f"report: {md}")
+
+
 def main():
     # BENCH_ONLY=tpch or tpcds (a substring of workload names) runs just those workloads; an
     # exact name (tpch-sf1-q1, tpcds-sf1-q01) runs that one alone.
@@ -261,6 +343,10 @@ def main():
     import ray_executor
     import tpcds
 
+    import targets
+
+    if os.environ.get("BENCH_SCALE"):
+        return scale(os.environ["BENCH_SCALE"])
     only = os.environ.get("BENCH_ONLY", "")
     selected = workloads(selector(only))
     notes = (
@@ -271,11 +357,20 @@ def main():
         "process start, imports, catalog). sluice-w2 is sluice with `--workers 2` "
         "(distributed), sluice the default (in-process)."
     )
-    md = report(selected, OUT, "sluice benchmarks", notes,
-                lambda results: distributed(selected, results) + functions.section(results) +
+    # The ABI's micro-benchmark runs with the whole bench only (it is not a workload).
+    abi_ratio, abi_md = abi_overhead() if not only else (None, "")
+    chart = OUT / "tpch-net-ratios.png"
+
+    def sections(results):
+        text = targets.section(selected, results, abi_ratio)
+        if targets.chart(selected, results, chart):
+            text += f"![TPC-H net ratios]({chart.name})\n\n"
+        return (text + distributed(selected, results) + functions.section(results) +
                 ray_executor.section(selected, results) + tpcds.section(results))
-    if not only:
-        md.write_text(md.read_text() + "\n" + abi_overhead())
+
+    md = report(selected, OUT, "sluice benchmarks", notes, sections)
+    if abi_md:
+        md.write_text(md.read_text() + "\n" + abi_md)
     print(md.read_text())
     print(f"report: {md}")
 

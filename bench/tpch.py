@@ -1,10 +1,12 @@
 """TPC-H at SF 1 (tpchgen-cli Parquet): the queries sluice runs, in sluice (in-process and with
 `--workers 2`), DuckDB, DataFusion and Polars, each limited to 2 threads, on the same files. Run
 through bench/run.py. BENCH_TPCH_SF=0.1 runs the same at another scale factor (its own data
-folder; the workloads are named after it), for trying the bench out on a small machine."""
+folder; the workloads are named after it), for trying the bench out on a small machine.
+`make bench BENCH_SCALE=10` runs SCALE_QUERIES at SF 1 and SF 10 (bench/run.py, scale())."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +15,18 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SLUICE = str(ROOT / "build" / "sluice")
 SF = os.environ.get("BENCH_TPCH_SF", "1")
-DATA = HERE / "data" / f"tpch-sf{SF}"
-HOME = HERE / "data" / ("tpch-home" if SF == "1" else f"tpch-home-sf{SF}")
+
+
+def data_dir(sf):
+    return HERE / "data" / f"tpch-sf{sf}"
+
+
+def home_dir(sf):
+    return HERE / "data" / ("tpch-home" if sf == "1" else f"tpch-home-sf{sf}")
+
+
+DATA = data_dir(SF)
+HOME = home_dir(SF)
 # The workers of the distributed variant ("sluice-w2"); 2, like every engine's threads.
 WORKERS = 2
 QUERIES = ROOT / "tests" / "tpch"
@@ -23,26 +35,45 @@ SUPPORTED = list(range(1, 23))
 TABLES = ["customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier"]
 
 
-def env():
+# The queries `make bench BENCH_SCALE=10` runs at SF 1 and at that scale, in sluice and DuckDB.
+SCALE_QUERIES = [1, 3, 9, 18, 21]
+
+
+def env(sf=None):
+    sf = sf or SF
     e = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_") or k == "SLUICE_RAY_PYTHON"}
-    e["SLUICE_HOME"] = str(HOME)
-    e["SLUICE_STORE"] = f"file://{DATA}"
+    e["SLUICE_HOME"] = str(home_dir(sf))
+    e["SLUICE_STORE"] = f"file://{data_dir(sf)}"
     return e
 
 
-def prepare():
-    if not all((DATA / f"{t}.parquet").exists() for t in TABLES):
-        subprocess.run([str(Path(sys.executable).parent / "tpchgen-cli"), "parquet", "-s", SF,
-                        "--output-dir", str(DATA)], check=True)
+def data_bytes(sf=None):
+    """The Parquet files' size at a scale factor: what the scale report divides by."""
+    return sum((data_dir(sf or SF) / f"{t}.parquet").stat().st_size for t in TABLES)
+
+
+def prepare(sf=None):
+    sf = sf or SF
+    data = data_dir(sf)
+    if not all((data / f"{t}.parquet").exists() for t in TABLES):
+        # Generated into a temporary folder and renamed: an interrupted run leaves no half set.
+        tmp = data.with_name(data.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run([str(Path(sys.executable).parent / "tpchgen-cli"), "parquet", "-s", sf,
+                        "--output-dir", str(tmp)], check=True)
+        shutil.rmtree(data, ignore_errors=True)
+        tmp.rename(data)
     for t in TABLES:
         subprocess.run([SLUICE, "query", f"CREATE EXTERNAL TABLE {t} STORED AS PARQUET "
-                        f"LOCATION '{t}.parquet'"], env=env(), check=True,
+                        f"LOCATION '{t}.parquet'"], env=env(sf), check=True,
                        stdout=subprocess.DEVNULL)
 
 
 # Not TPC-H: a LIMIT with no ORDER BY, which should stop reading lineitem after a few rows, and
 # the same query without it written out as CSV, which should stream (memory of a few batches).
 LIMIT_SQL = "select l_orderkey, l_comment from lineitem limit 5"
+# ORDER BY under the LIMIT (a top-N): every row is read, few are kept.
+TOPN_SQL = "select l_orderkey, l_comment from lineitem order by l_extendedprice desc limit 5"
 EXPORT_SQL = "select l_orderkey, l_comment from lineitem"
 EXPORT_CSV = HERE / "data" / "export.csv"
 
@@ -53,6 +84,8 @@ def sql(n):
         return "select count(*) from region"
     if n == "limit5":
         return LIMIT_SQL
+    if n == "topn5":
+        return TOPN_SQL
     if n == "export":
         return EXPORT_SQL
     return (QUERIES / f"q{n:02d}.sql").read_text()
@@ -151,4 +184,5 @@ def explain(n):
 if __name__ == "__main__":
     if sys.argv[1] == "polars":
         os.environ["POLARS_MAX_THREADS"] = "2"
-    run(sys.argv[1], sys.argv[2] if sys.argv[2] in ("limit5", "export") else int(sys.argv[2]))
+    run(sys.argv[1], sys.argv[2] if sys.argv[2] in ("limit5", "topn5", "export")
+        else int(sys.argv[2]))
