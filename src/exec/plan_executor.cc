@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "exec/deferred_source.h"
+#include "exec/join_gate.h"
 #include "exec/top_n.h"
 #include "exec/window.h"
 #include "plan/compute_init.h"
@@ -270,10 +271,12 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
       if (node.join_type == JoinType::kFull) type = ac::JoinType::FULL_OUTER;
       ac::HashJoinNodeOptions options(type, right, left, node.join_filter);
       if (node.null_equal_keys) options.key_cmp.assign(right.size(), ac::JoinKeyCmp::IS);
+      ARROW_RETURN_NOT_OK(GateProbeOnBuild(/*probe=*/&build, /*build=*/&probe));
       return ac::Declaration("hashjoin", {std::move(build), std::move(probe)}, std::move(options));
     }
     ac::HashJoinNodeOptions options(AceroJoinType(node.join_type), left, right, node.join_filter);
     if (node.null_equal_keys) options.key_cmp.assign(left.size(), ac::JoinKeyCmp::IS);
+    ARROW_RETURN_NOT_OK(GateProbeOnBuild(&probe, &build));
     return ac::Declaration("hashjoin", {std::move(probe), std::move(build)}, std::move(options));
   }
   if (node.kind == PlanNode::Kind::kWindow) {
