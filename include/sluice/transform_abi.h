@@ -32,6 +32,10 @@ extern "C" {
 /* The same, as text, for the identity (see below). */
 #define SLUICE_TRANSFORM_ABI_VERSION_TEXT "1"
 
+/* Arrow's C stream interface (arrow/c/abi.h), used by the optional Arrow C data entry below;
+ * a library that implements it includes Arrow's definition. */
+struct ArrowArrayStream;
+
 /* Return values of transform_batch. */
 #define SLUICE_TRANSFORM_OK 0
 #define SLUICE_TRANSFORM_ERROR 1
@@ -50,6 +54,14 @@ typedef struct sluice_transform_host {
   int32_t (*emit)(void* ctx, const uint8_t* bytes, size_t len);
   /* Records an error message (UTF-8, not NUL-terminated); the last call wins. */
   void (*set_error)(void* ctx, const char* message, size_t len);
+  /* --- Appended (Arrow C data): present when struct_size covers it. --- */
+  /* Hands one output stream to the host as Arrow C stream (struct ArrowArrayStream of Arrow's C
+   * stream interface, arrow/c/abi.h). The host takes the stream (moves it), reads every batch
+   * before it returns, validates each one, and releases the stream. The arrays it keeps are
+   * released later, possibly after the transform returned; the library stays loaded until then.
+   * Returns 0 when accepted; non-zero as for emit. Outputs of emit and emit_arrow keep the order
+   * in which they were emitted. */
+  int32_t (*emit_arrow)(void* ctx, struct ArrowArrayStream* stream);
 } sluice_transform_host;
 
 /* The two symbols every transform library exports. */
@@ -58,6 +70,17 @@ typedef struct sluice_transform_host {
 
 typedef int32_t (*sluice_transform_batch_fn)(const uint8_t* input, size_t len,
                                             const sluice_transform_host* host);
+
+/* Optional, appended to version 1: the same transform over Arrow's C data interface, for a host
+ * that runs the library in its own process. Nothing is encoded or copied on the way in or out.
+ * The library takes the input stream (moves it, releases it); its arrays were validated by the
+ * host, which is the process the library runs in. The host passes a host struct whose
+ * struct_size covers emit_arrow, and may still receive outputs through emit. A host calls
+ * transform_batch (bytes) for a library without this symbol, and whenever the input must cross
+ * a process boundary. */
+#define SLUICE_TRANSFORM_BATCH_ARROW_SYMBOL "transform_batch_arrow"
+typedef int32_t (*sluice_transform_batch_arrow_fn)(struct ArrowArrayStream* input,
+                                                  const sluice_transform_host* host);
 
 /* The identity: static data that tools read from the ELF file without loading it.
  * It lives in its own section and is also exported as a symbol. Its bytes are the magic line

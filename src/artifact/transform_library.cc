@@ -33,6 +33,9 @@ arrow::Result<std::shared_ptr<TransformLibrary>> TransformLibrary::Open(const st
   if (lib->fn_ == nullptr) {
     return arrow::Status::Invalid(where, ": does not export '", SLUICE_TRANSFORM_BATCH_SYMBOL, "'");
   }
+  // Optional: libraries built before the Arrow C data entry existed have only the bytes one.
+  lib->arrow_fn_ = reinterpret_cast<sluice_transform_batch_arrow_fn>(
+      dlsym(handle, SLUICE_TRANSFORM_BATCH_ARROW_SYMBOL));
   auto* identity = static_cast<const char*>(dlsym(handle, SLUICE_TRANSFORM_IDENTITY_SYMBOL));
   if (identity == nullptr) {
     return arrow::Status::Invalid(where, ": does not export its identity '",

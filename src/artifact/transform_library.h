@@ -30,6 +30,8 @@ class TransformLibrary {
   uint32_t abi_version() const { return abi_version_; }
   const TransformIdentity& identity() const { return identity_; }
   sluice_transform_batch_fn function() const { return fn_; }
+  /// The optional Arrow C data entry (transform_batch_arrow), or null.
+  sluice_transform_batch_arrow_fn arrow_function() const { return arrow_fn_; }
 
  private:
   TransformLibrary() = default;
@@ -37,6 +39,7 @@ class TransformLibrary {
   void* handle_ = nullptr;
   uint32_t abi_version_ = 0;
   sluice_transform_batch_fn fn_ = nullptr;
+  sluice_transform_batch_arrow_fn arrow_fn_ = nullptr;
   TransformIdentity identity_;
 };
 

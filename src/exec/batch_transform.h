@@ -1,9 +1,12 @@
 // Calls a batch transform through its C ABI and checks what comes back.
 //
-// The host owns every byte: outputs are copied in emit() before the library's buffer can go
-// away. Every emitted stream is decoded with ValidateFull() and, when the stage declares one,
-// checked against the output schema, before anything downstream sees it. Every error names the
-// transform.
+// Through bytes (Call), the host owns every byte: outputs are copied in emit() before the
+// library's buffer can go away, and every emitted stream is decoded with ValidateFull(). Through
+// Arrow C data (CallBatches, for a library with transform_batch_arrow), nothing is encoded or
+// copied: the host takes the library's arrays, which keep the library loaded, and validates each
+// column in full unless it is an unchanged view of an input column. Either way every output is
+// checked against the stage's output schema, when it declares one, before anything downstream
+// sees it, and every error names the transform.
 //
 // Thread-safety: Call() may run concurrently from several threads; each call has its own host
 // struct and state.
@@ -32,6 +35,14 @@ class BatchTransform {
   /// emission order.
   arrow::Result<std::vector<storage::IpcStream>> Call(
       const std::shared_ptr<arrow::Buffer>& input) const;
+
+  /// Runs the transform on `batches` (the host's own, validated, all with `schema`): through
+  /// Arrow C data when the library has that entry, else encoded as one IPC stream (into
+  /// `scratch`, when given) through Call.
+  arrow::Result<std::vector<storage::IpcStream>> CallBatches(
+      const std::shared_ptr<arrow::Schema>& schema,
+      const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches,
+      const std::shared_ptr<arrow::ResizableBuffer>& scratch = nullptr) const;
 
   /// Runs the transform and returns the emitted bytes as they are, unvalidated. For tests and
   /// for lanes that forward bytes elsewhere.

@@ -3,7 +3,9 @@
 #include "exec/batch_transform.h"
 
 #include <arrow/api.h>
+#include <arrow/array/array_base.h>
 #include <arrow/io/file.h>
+#include <arrow/json/from_string.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -136,6 +138,93 @@ TEST(BatchTransform, ExampleTransformRefusesInputWithTheWrongSchema) {
       << out.status().message();
   EXPECT_NE(out.status().message().find("got [request_id: int64, name: string]"), std::string::npos)
       << out.status().message();
+}
+
+// Through Arrow C data (CallBatches): the SDK's libraries export transform_batch_arrow.
+arrow::Result<std::vector<storage::IpcStream>> CallArrow(
+    const BatchTransform& transform, const std::vector<std::shared_ptr<arrow::RecordBatch>>& b) {
+  return transform.CallBatches(b.front()->schema(), b);
+}
+
+TEST(BatchTransformArrow, IdentityHandsBackTheSameArrays) {
+  auto a = Batch("id", 10), b = Batch("id", 3);
+  auto transform = Load(TEST_IDENTITY_SO);
+  auto out = CallArrow(transform, {a, b});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->size(), 1u);
+  ASSERT_EQ((*out)[0].batches.size(), 2u);
+  EXPECT_TRUE((*out)[0].batches[0]->Equals(*a));
+  EXPECT_TRUE((*out)[0].batches[1]->Equals(*b));
+  // Nothing was copied: the output's strings are the input's memory.
+  EXPECT_EQ((*out)[0].batches[0]->column_data(1)->buffers[2]->address(),
+            a->column_data(1)->buffers[2]->address());
+}
+
+TEST(BatchTransformArrow, FaultsAreTheSameErrorsAsThroughBytes) {
+  auto expect = [](const std::string& mode, const std::string& message,
+                   std::shared_ptr<arrow::Schema> schema = nullptr) {
+    auto out = CallArrow(Load(TEST_FAULTY_SO, schema), {Batch(mode, 3)});
+    ASSERT_FALSE(out.ok()) << mode;
+    EXPECT_NE(out.status().ToString().find(message), std::string::npos)
+        << mode << ": " << out.status().ToString();
+  };
+  expect("error", "transform 'test-faulty' failed: Invalid: row 7 has no conversation_id");
+  expect("throw", "transform 'test-faulty' failed: uncaught exception: transform blew up");
+  expect("throw_int", "transform 'test-faulty' failed: uncaught exception of unknown type");
+  // Bytes emitted with EmitBytes still arrive through emit(), decoded and validated as ever.
+  expect("garbage", "transform 'test-faulty' output stream 1 of 1");
+  expect("truncated", "transform 'test-faulty' output stream 1 of 1");
+  expect("wrong_schema", "output stream 1 of 1",
+         arrow::schema({arrow::field("wrong_schema", arrow::int64())}));
+  auto none = CallArrow(Load(TEST_FAULTY_SO), {Batch("none", 4)});
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty());
+  auto twice = CallArrow(Load(TEST_FAULTY_SO), {Batch("twice", 4)});
+  ASSERT_TRUE(twice.ok()) << twice.status().ToString();
+  ASSERT_EQ(twice->size(), 2u);
+  EXPECT_EQ((*twice)[1].num_rows(), 4);
+}
+
+TEST(BatchTransformArrow, ALibraryWithoutTheEntryIsCalledThroughBytes) {
+  auto transform = Load(TEST_FROZEN_V1_SO);
+  auto out = CallArrow(transform, {Batch("id", 5)});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_TRUE((*out)[0].batches[0]->Equals(*Batch("id", 5)));
+}
+
+TEST(BatchTransformArrow, NewArraysAreValidatedInFull) {
+  // A plain C library whose second string is not UTF-8: the host refuses the column.
+  auto out = CallArrow(Load(TEST_ARROW_C_BAD_SO), {Batch("id", 2)});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().ToString().find(
+                "transform 'test-arrow-c' output stream 1 of 1 batch 0 column 's': "),
+            std::string::npos)
+      << out.status().ToString();
+  // The same library with good offsets is accepted.
+  auto good = CallArrow(Load(TEST_ARROW_C_SO), {Batch("id", 2)});
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ((*good)[0].batches[0]->column(0)->ToString(),
+            arrow::json::ArrayFromJSONString(arrow::utf8(), R"(["abc", "def"])")
+                .ValueOrDie()
+                ->ToString());
+}
+
+TEST(BatchTransformArrow, KeptArraysKeepTheLibraryLoaded) {
+  // The arrays point into the library's static data and release through its code: they stay
+  // usable after the transform and the last handle on the library are gone.
+  std::vector<storage::IpcStream> out;
+  {
+    auto lib = artifact::TransformLibrary::Open(TEST_ARROW_C_SO);
+    ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+    BatchTransform transform(*lib, nullptr);
+    auto result = CallArrow(transform, {Batch("id", 2)});
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    out = *std::move(result);
+  }
+  auto strings = std::static_pointer_cast<arrow::StringArray>(out[0].batches[0]->column(0));
+  EXPECT_EQ(strings->GetString(1), "def");
+  out.clear();  // releases through the library, which is unloaded only now
 }
 
 TEST(BatchTransform, ConcurrentCallsAreIndependent) {

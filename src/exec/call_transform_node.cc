@@ -49,8 +49,9 @@ class CallTransformNode : public ChunkNode {
     // The declared output schema; for an `any` output, the first stream emitted fixes it.
     std::shared_ptr<arrow::Schema> output_schema = call_.output_schema;
     BatchTransform transform(library, call_.output_schema);
-    // Each object's input stream is encoded into the same memory: the transform's outputs are
-    // copies, so nothing refers to an input once its call returns.
+    // Through bytes (a library without the Arrow C data entry), each object's input stream is
+    // encoded into the same memory: those outputs are copies, so nothing refers to an input once
+    // its call returns. Through Arrow C data an output may share the input's arrays.
     ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::ResizableBuffer> input_bytes,
                           arrow::AllocateResizableBuffer(0));
     for (ObjectChunk& chunk : chunks) {
@@ -67,9 +68,7 @@ class CallTransformNode : public ChunkNode {
         ARROW_RETURN_NOT_OK(
             storage::CheckSchema(*declared_input, *chunk.schema, stage + " input from " + object));
       }
-      ARROW_ASSIGN_OR_RAISE(auto input,
-                            storage::WriteIpcStream(chunk.schema, chunk.batches, input_bytes));
-      auto outputs = transform.Call(input);
+      auto outputs = transform.CallBatches(chunk.schema, chunk.batches, input_bytes);
       if (!outputs.ok()) {
         return arrow::Status::Invalid(stage, " on ", object, ": ", outputs.status().message());
       }

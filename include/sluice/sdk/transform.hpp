@@ -9,10 +9,13 @@
 // the input stream's schema and every emitted stream's schema against them.
 // sluice::sdk::AnySchema skips the check and has no Arrow schema.
 //
-// The macro exports the ABI symbols and the identity (include/sluice/transform_abi.h). The SDK
-// decodes the input IPC stream and validates every batch with ValidateFull() before the
-// transform sees it, encodes each Emit() as one IPC stream, and turns a non-OK Status or any
-// exception into set_error(), so no exception ever crosses the C ABI.
+// The macro exports the ABI symbols and the identity (include/sluice/transform_abi.h). Through
+// transform_batch (bytes) the SDK decodes the input IPC stream and validates every batch with
+// ValidateFull() before the transform sees it, and encodes each Emit() as one IPC stream.
+// Through transform_batch_arrow (Arrow C data, for a host in the same process) the input arrays
+// are the host's own, already validated, and each Emit() hands the batches over as they are:
+// nothing is encoded, copied or validated twice. Either way a non-OK Status or any exception
+// becomes set_error(), so no exception ever crosses the C ABI.
 //
 // Why a generated header: the identity is static data that `transform check` reads from the
 // ELF file without loading it, but a record's Arrow schema is only built at run time. So
@@ -24,12 +27,15 @@
 #pragma once
 
 #include <arrow/api.h>
+#include <arrow/c/abi.h>
+#include <arrow/c/bridge.h>
 #include <arrow/io/memory.h>
 #include <arrow/ipc/api.h>
 #include <arrow/util/byte_size.h>
 #include <sluice/transform_abi.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -62,9 +68,11 @@ class Emitter {
  public:
   using SchemaCheck = std::function<arrow::Status(const arrow::Schema&, std::string_view)>;
 
-  /// `check_output`, when set, vets every stream's schema before it is emitted.
-  explicit Emitter(const sluice_transform_host* host, SchemaCheck check_output = nullptr)
-      : host_(host), check_output_(std::move(check_output)) {}
+  /// `check_output`, when set, vets every stream's schema before it is emitted. `arrow`: the
+  /// host took the Arrow C data entry and has emit_arrow, so batches are handed over as they are.
+  explicit Emitter(const sluice_transform_host* host, SchemaCheck check_output = nullptr,
+                   bool arrow = false)
+      : host_(host), check_output_(std::move(check_output)), arrow_(arrow) {}
 
   /// Emits one IPC stream holding `batches`, which must all have `schema`. No batches is a
   /// valid stream (schema only).
@@ -73,6 +81,7 @@ class Emitter {
     if (check_output_) {
       ARROW_RETURN_NOT_OK(check_output_(*schema, "output stream " + std::to_string(emitted_ + 1)));
     }
+    if (arrow_) return EmitArrow(schema, batches);
     // Size the buffer up front: growing it by doubling would copy a large stream several times.
     int64_t estimate = 64 * 1024;
     for (const auto& batch : batches) estimate += arrow::util::TotalBufferSize(*batch);
@@ -118,8 +127,22 @@ class Emitter {
   int64_t streams_emitted() const { return emitted_; }
 
  private:
+  arrow::Status EmitArrow(const std::shared_ptr<arrow::Schema>& schema,
+                          const std::vector<std::shared_ptr<arrow::RecordBatch>>& batches) {
+    auto reader = arrow::RecordBatchReader::Make(batches, schema);
+    if (!reader.ok()) return reader.status();
+    struct ArrowArrayStream stream;
+    ARROW_RETURN_NOT_OK(arrow::ExportRecordBatchReader(*reader, &stream));
+    const int32_t rc = host_->emit_arrow(host_->ctx, &stream);
+    if (stream.release != nullptr) stream.release(&stream);  // not taken by the host
+    if (rc != 0) return arrow::Status::Cancelled("the host refused output stream ", emitted_ + 1);
+    ++emitted_;
+    return arrow::Status::OK();
+  }
+
   const sluice_transform_host* host_;
   SchemaCheck check_output_;
+  bool arrow_;
   int64_t emitted_ = 0;
 };
 
@@ -285,6 +308,26 @@ int WriteSchemaHeader(int argc, char** argv) {
   return 0;
 }
 
+/// Checks the input's schema and runs the transform on it; nothing thrown escapes.
+template <typename In, typename Out>
+int32_t RunChecked(RunFn run, std::shared_ptr<arrow::RecordBatchReader> input,
+                   const sluice_transform_host* host, bool arrow) {
+  if (auto check = SchemaCheckFor<In>()) {
+    arrow::Status st = check(*input->schema(), "input stream");
+    if (!st.ok()) {
+      SetError(host, st.ToString());
+      return SLUICE_TRANSFORM_ERROR;
+    }
+  }
+  Emitter out(host, SchemaCheckFor<Out>(), arrow);
+  arrow::Status st = run(std::move(input), out);
+  if (!st.ok()) {
+    SetError(host, st.ToString());
+    return SLUICE_TRANSFORM_ERROR;
+  }
+  return SLUICE_TRANSFORM_OK;
+}
+
 /// The body of the exported transform_batch: nothing thrown escapes it.
 template <typename In, typename Out>
 int32_t Invoke(RunFn run, const uint8_t* input, size_t len,
@@ -301,20 +344,43 @@ int32_t Invoke(RunFn run, const uint8_t* input, size_t len,
       SetError(host, "invalid input IPC stream: " + opened.status().message());
       return SLUICE_TRANSFORM_ERROR;
     }
-    if (auto check = SchemaCheckFor<In>()) {
-      arrow::Status st = check(*(*opened)->schema(), "input stream");
-      if (!st.ok()) {
-        SetError(host, st.ToString());
-        return SLUICE_TRANSFORM_ERROR;
-      }
+    return RunChecked<In, Out>(run, std::make_shared<ValidatingReader>(*std::move(opened)), host,
+                               false);
+  } catch (const std::exception& e) {
+    SetError(host, std::string("uncaught exception: ") + e.what());
+  } catch (...) {
+    SetError(host, "uncaught exception of unknown type");
+  }
+  return SLUICE_TRANSFORM_ERROR;
+}
+
+/// The body of the exported transform_batch_arrow: takes `input` on every path, and nothing
+/// thrown escapes it.
+template <typename In, typename Out>
+int32_t InvokeArrow(RunFn run, struct ArrowArrayStream* input,
+                    const sluice_transform_host* host) noexcept {
+  struct Release {  // the input is the library's to release, whatever happens
+    struct ArrowArrayStream* stream;
+    ~Release() {
+      if (stream != nullptr && stream->release != nullptr) stream->release(stream);
     }
-    Emitter out(host, SchemaCheckFor<Out>());
-    arrow::Status st = run(std::make_shared<ValidatingReader>(*std::move(opened)), out);
-    if (!st.ok()) {
-      SetError(host, st.ToString());
+  } release{input};
+  if (host == nullptr || host->emit == nullptr || host->set_error == nullptr) {
+    return SLUICE_TRANSFORM_ERROR;
+  }
+  if (host->struct_size < offsetof(sluice_transform_host, emit_arrow) + sizeof(host->emit_arrow) ||
+      host->emit_arrow == nullptr || input == nullptr) {
+    SetError(host, "transform_batch_arrow needs an input stream and a host with emit_arrow");
+    return SLUICE_TRANSFORM_ERROR;
+  }
+  try {
+    auto imported = arrow::ImportRecordBatchReader(input);
+    if (!imported.ok()) {
+      SetError(host, "invalid input Arrow stream: " + imported.status().message());
       return SLUICE_TRANSFORM_ERROR;
     }
-    return SLUICE_TRANSFORM_OK;
+    // The host's arrays: validated by the host when they entered it.
+    return RunChecked<In, Out>(run, *std::move(imported), host, true);
   } catch (const std::exception& e) {
     SetError(host, std::string("uncaught exception: ") + e.what());
   } catch (...) {
@@ -375,6 +441,10 @@ int32_t Invoke(RunFn run, const uint8_t* input, size_t len,
   __attribute__((visibility("default"))) int32_t transform_batch(                                \
       const uint8_t* input, size_t len, const sluice_transform_host* host) {                     \
     return ::sluice::sdk::internal::Invoke<INPUT, OUTPUT>(&RUN, input, len, host);               \
+  }                                                                                              \
+  __attribute__((visibility("default"))) int32_t transform_batch_arrow(                          \
+      struct ArrowArrayStream* input, const sluice_transform_host* host) {                       \
+    return ::sluice::sdk::internal::InvokeArrow<INPUT, OUTPUT>(&RUN, input, host);               \
   }                                                                                              \
   }
 
