@@ -56,6 +56,10 @@ function(sluice_add_transform name)
     target_link_libraries(${test_target} PRIVATE arrow::arrow arrow::compute blake3
       nlohmann_json::nlohmann_json
       GTest::gtest GTest::gtest_main ${CMAKE_DL_LIBS})
+    # Loaded like the host loads the library: with Arrow's core and compute libraries already
+    # in the process (the library has no RPATH), even where the test itself uses no compute
+    # symbol and the linker would drop an unused one.
+    target_link_options(${test_target} PRIVATE "LINKER:--no-as-needed")
     target_compile_definitions(${test_target} PRIVATE SLUICE_TRANSFORM_SO="$<TARGET_FILE:${name}>")
     add_dependencies(${test_target} ${name})
     gtest_discover_tests(${test_target} DISCOVERY_TIMEOUT 60 TEST_PREFIX "${name}.")
