@@ -1,13 +1,18 @@
 /* The batch transform C ABI, version 1.
  *
  * A batch transform is a shared library that takes one Arrow IPC stream and emits zero or more
- * Arrow IPC streams. Only plain C crosses this boundary: bytes, lengths and function pointers,
+ * Arrow IPC streams. Only plain C crosses this boundary: bytes, lengths and function pointers
+ * (and, through the optional Arrow C data entry below, the Arrow C stream interface's structs),
  * never Arrow or C++ types, so a library built with another compiler or Arrow version still
  * works, and the same bytes can cross a pipe (a sandboxed subprocess) or WASM memory later.
  *
  * Rules that both sides keep:
  *   - No pointer crosses for the other side to free. The input bytes belong to the host and are
- *     valid only during the call; emit() copies the output bytes before it returns.
+ *     valid only during the call; emit() copies the output bytes before it returns. (Through the
+ *     Arrow C data entry, ownership follows the C data interface instead: each side calls the
+ *     release callbacks of what it was given, and the host keeps the library loaded while it
+ *     holds arrays the library made. Buffer sizes do not cross that interface: a library must
+ *     not emit offsets past its own buffers, which the host cannot see.)
  *   - No C++ exception crosses. A library reports failure with set_error() and a non-zero return.
  *   - Zero outputs is a valid result.
  *   - The ABI only grows: new fields go at the end of structs, and v1 offsets never change
@@ -32,8 +37,9 @@ extern "C" {
 /* The same, as text, for the identity (see below). */
 #define SLUICE_TRANSFORM_ABI_VERSION_TEXT "1"
 
-/* Arrow's C stream interface (arrow/c/abi.h), used by the optional Arrow C data entry below;
- * a library that implements it includes Arrow's definition. */
+/* Arrow's C stream interface, used by the optional Arrow C data entry below. Declared only, so
+ * that this header stands alone: a library that implements the entry includes the definition
+ * (sluice/arrow_c_data.h, or Arrow's arrow/c/abi.h). */
 struct ArrowArrayStream;
 
 /* Return values of transform_batch. */

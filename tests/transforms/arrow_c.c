@@ -2,43 +2,12 @@
  * library: it ignores its input and emits one stream of one batch, a struct of one utf8 column
  * "s" with two rows, built from static data. With SLUICE_TEST_BAD_UTF8 its second string is not
  * UTF-8, which the host must refuse. The host tests also use
- * it to check that arrays the host keeps keep the library loaded: releasing them runs this code. */
+ * it to check that arrays the host keeps keep the library loaded: releasing them runs this code.
+ * The Arrow C structures come with the ABI header (sluice/arrow_c_data.h). */
 #include <stddef.h>
 #include <stdint.h>
+#include <sluice/arrow_c_data.h>
 #include <sluice/transform_abi.h>
-
-struct ArrowSchema {
-  const char* format;
-  const char* name;
-  const char* metadata;
-  int64_t flags;
-  int64_t n_children;
-  struct ArrowSchema** children;
-  struct ArrowSchema* dictionary;
-  void (*release)(struct ArrowSchema*);
-  void* private_data;
-};
-
-struct ArrowArray {
-  int64_t length;
-  int64_t null_count;
-  int64_t offset;
-  int64_t n_buffers;
-  int64_t n_children;
-  const void** buffers;
-  struct ArrowArray** children;
-  struct ArrowArray* dictionary;
-  void (*release)(struct ArrowArray*);
-  void* private_data;
-};
-
-struct ArrowArrayStream {
-  int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
-  int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
-  const char* (*get_last_error)(struct ArrowArrayStream*);
-  void (*release)(struct ArrowArrayStream*);
-  void* private_data;
-};
 
 __attribute__((visibility("default"))) const uint32_t transform_batch_abi_version =
     SLUICE_TRANSFORM_ABI_VERSION;
