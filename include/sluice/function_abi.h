@@ -30,7 +30,6 @@
 extern "C" {
 #endif
 
-
 #define SLUICE_FUNCTION_ABI_VERSION 1u
 #define SLUICE_FUNCTION_ABI_VERSION_TEXT "1"
 

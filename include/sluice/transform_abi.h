@@ -75,7 +75,7 @@ typedef struct sluice_transform_host {
 #define SLUICE_TRANSFORM_BATCH_SYMBOL "transform_batch"
 
 typedef int32_t (*sluice_transform_batch_fn)(const uint8_t* input, size_t len,
-                                            const sluice_transform_host* host);
+                                             const sluice_transform_host* host);
 
 /* Optional, appended to version 1: the same transform over Arrow's C data interface, for a host
  * that runs the library in its own process. Nothing is encoded or copied on the way in or out.
@@ -86,7 +86,7 @@ typedef int32_t (*sluice_transform_batch_fn)(const uint8_t* input, size_t len,
  * a process boundary. */
 #define SLUICE_TRANSFORM_BATCH_ARROW_SYMBOL "transform_batch_arrow"
 typedef int32_t (*sluice_transform_batch_arrow_fn)(struct ArrowArrayStream* input,
-                                                  const sluice_transform_host* host);
+                                                   const sluice_transform_host* host);
 
 /* The identity: static data that tools read from the ELF file without loading it.
  * It lives in its own section and is also exported as a symbol. Its bytes are the magic line
