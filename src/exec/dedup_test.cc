@@ -36,6 +36,44 @@ TEST(Dedup, KeepsTheFirstRowInSequenceOrder) {
   EXPECT_TRUE((*ra)->Equals(*expected)) << (*ra)->ToString();
 }
 
+TEST(Dedup, RowsAlreadyInSequenceOrderGiveTheSameAnswerAcrossChunks) {
+  // In __seq order and in three chunks (the shape a shuffle read gives), with NULL keys, which
+  // are never duplicates of each other: the in-place path. The same rows in reverse take the
+  // sorting path; both keep the same rows in the same order.
+  std::vector<std::pair<std::string, int64_t>> rows;
+  for (int64_t i = 0; i < 30; ++i) rows.push_back({"k" + std::to_string(i % 7), i});
+  auto whole = Rows(rows);
+  arrow::TableBatchReader reader(*whole);
+  reader.set_chunksize(11);
+  auto chunked = *arrow::Table::FromRecordBatchReader(&reader);
+  ASSERT_EQ(chunked->column(0)->num_chunks(), 3);
+  std::vector<std::pair<std::string, int64_t>> reversed(rows.rbegin(), rows.rend());
+  int64_t dropped_a = 0, dropped_b = 0;
+  auto in_order = DedupFirst(chunked, "k", &dropped_a);
+  auto sorted = DedupFirst(Rows(reversed), "k", &dropped_b);
+  ASSERT_TRUE(in_order.ok()) << in_order.status().ToString();
+  ASSERT_TRUE(sorted.ok()) << sorted.status().ToString();
+  EXPECT_EQ(dropped_a, 23);
+  EXPECT_EQ(dropped_b, 23);
+  EXPECT_TRUE((*in_order)->Equals(**sorted)) << (*in_order)->ToString();
+  EXPECT_TRUE((*in_order)->Equals(
+      *Rows({{"k0", 0}, {"k1", 1}, {"k2", 2}, {"k3", 3}, {"k4", 4}, {"k5", 5}, {"k6", 6}})));
+
+  // NULL keys are all kept, in either path.
+  arrow::StringBuilder keys;
+  arrow::Int64Builder seqs;
+  for (int64_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE((i % 2 ? keys.Append("a") : keys.AppendNull()).ok());
+    ASSERT_TRUE(seqs.Append(i).ok());
+  }
+  auto with_nulls = arrow::Table::Make(whole->schema(), {*keys.Finish(), *seqs.Finish()});
+  int64_t dropped = 0;
+  auto out = DedupFirst(with_nulls, "k", &dropped);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)->num_rows(), 3);
+  EXPECT_EQ(dropped, 1);
+}
+
 TEST(Dedup, UnknownOrUnsupportedKeyIsAnError) {
   int64_t dropped = 0;
   auto missing = DedupFirst(Rows({{"x", 1}}), "nope", &dropped);
