@@ -239,21 +239,45 @@ arrow::Result<std::vector<std::shared_ptr<arrow::Buffer>>> BatchTransform::CallR
   return out;
 }
 
-arrow::Result<std::vector<storage::IpcStream>> BatchTransform::Call(
-    const std::shared_ptr<arrow::Buffer>& input) const {
-  ARROW_ASSIGN_OR_RAISE(auto raw, CallRaw(input->data(), static_cast<size_t>(input->size())));
+namespace {
+
+// The emitted outputs as checked streams, in emission order: bytes decoded and validated in full,
+// imported arrays validated except where they are unchanged views of `inputs`, and each checked
+// against `expected` when the stage declares it.
+arrow::Result<std::vector<storage::IpcStream>> CheckedOutputs(
+    std::vector<Output> outputs, const InputColumns& inputs, const std::string& transform,
+    const std::shared_ptr<arrow::Schema>& expected) {
   std::vector<storage::IpcStream> out;
-  out.reserve(raw.size());
-  for (size_t i = 0; i < raw.size(); ++i) {
-    const std::string what = "transform '" + name() + "' output stream " + std::to_string(i + 1) +
-                             " of " + std::to_string(raw.size());
-    ARROW_ASSIGN_OR_RAISE(storage::IpcStream stream, storage::ReadIpcStream(raw[i], what));
-    if (expected_output_ != nullptr) {
-      ARROW_RETURN_NOT_OK(storage::CheckSchema(*expected_output_, *stream.schema, what));
+  out.reserve(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string what = "transform '" + transform + "' output stream " +
+                             std::to_string(i + 1) + " of " + std::to_string(outputs.size());
+    storage::IpcStream stream;
+    if (outputs[i].imported.has_value()) {
+      stream = std::move(*outputs[i].imported);
+      for (size_t b = 0; b < stream.batches.size(); ++b) {
+        ARROW_RETURN_NOT_OK(
+            ValidateImported(*stream.batches[b], inputs, what + " batch " + std::to_string(b)));
+      }
+    } else {
+      ARROW_ASSIGN_OR_RAISE(stream, storage::ReadIpcStream(outputs[i].bytes, what));
+    }
+    if (expected != nullptr) {
+      ARROW_RETURN_NOT_OK(storage::CheckSchema(*expected, *stream.schema, what));
     }
     out.push_back(std::move(stream));
   }
   return out;
+}
+
+}  // namespace
+
+arrow::Result<std::vector<storage::IpcStream>> BatchTransform::Call(
+    const std::shared_ptr<arrow::Buffer>& input) const {
+  ARROW_ASSIGN_OR_RAISE(auto raw, CallRaw(input->data(), static_cast<size_t>(input->size())));
+  std::vector<Output> outputs;
+  for (auto& bytes : raw) outputs.push_back({std::move(bytes), std::nullopt});
+  return CheckedOutputs(std::move(outputs), {}, name(), expected_output_);
 }
 
 arrow::Result<std::vector<storage::IpcStream>> BatchTransform::CallBatches(
@@ -280,27 +304,7 @@ arrow::Result<std::vector<storage::IpcStream>> BatchTransform::CallBatches(
   for (const auto& batch : batches) {
     for (const auto& column : batch->column_data()) inputs.emplace(ViewKey(*column), column.get());
   }
-  std::vector<storage::IpcStream> out;
-  out.reserve(state.outputs.size());
-  for (size_t i = 0; i < state.outputs.size(); ++i) {
-    const std::string what = "transform '" + name() + "' output stream " + std::to_string(i + 1) +
-                             " of " + std::to_string(state.outputs.size());
-    storage::IpcStream stream;
-    if (state.outputs[i].imported.has_value()) {
-      stream = std::move(*state.outputs[i].imported);
-      for (size_t b = 0; b < stream.batches.size(); ++b) {
-        ARROW_RETURN_NOT_OK(
-            ValidateImported(*stream.batches[b], inputs, what + " batch " + std::to_string(b)));
-      }
-    } else {
-      ARROW_ASSIGN_OR_RAISE(stream, storage::ReadIpcStream(state.outputs[i].bytes, what));
-    }
-    if (expected_output_ != nullptr) {
-      ARROW_RETURN_NOT_OK(storage::CheckSchema(*expected_output_, *stream.schema, what));
-    }
-    out.push_back(std::move(stream));
-  }
-  return out;
+  return CheckedOutputs(std::move(state.outputs), inputs, name(), expected_output_);
 }
 
 }  // namespace sluice::exec
