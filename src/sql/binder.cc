@@ -1313,17 +1313,43 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
   const std::string id = std::to_string(ctx_.next_id++);
   const std::string result = "__agg" + id;
   std::string input;
+  const bool statistic = name.rfind("stddev", 0) == 0 || name.rfind("var", 0) == 0;
   if (!star) {
     input = "__in" + id;
-    agg_inputs_.push_back(arg);
-    agg_input_names_.push_back(input);
+    // sum(x) and avg(x) read one input column (a statistic changes its own, so keeps it).
+    for (size_t i = 0; i < agg_inputs_.size() && !statistic; ++i) {
+      if (agg_inputs_[i].Equals(arg)) input = agg_input_names_[i];
+    }
+    if (input == "__in" + id) {
+      agg_inputs_.push_back(arg);
+      agg_input_names_.push_back(input);
+    }
   }
   auto part = [&](const std::string& suffix) { return "__p" + id + suffix; };
+  // The final output of `partial_fn` over the input merged by `final_fn`: an existing one
+  // where another aggregate computes the same (sum(x) of avg(x) and of sum(x)), else new.
+  // count(x) of a column that cannot be null is count(*).
+  const arrow::FieldRef* column = star ? nullptr : arg.field_ref();
+  const auto column_field = column != nullptr ? column->GetOneOrNone(RowSchema()) : nullptr;
+  const bool never_null =
+      column_field.ok() && *column_field != nullptr && !(*column_field)->nullable();
+  auto step = [&](const std::string& partial_fn, const std::string& final_fn,
+                  const std::string& suffix) {
+    const bool all = partial_fn == "count_all" || (partial_fn == "count" && never_null);
+    const std::string fn = all ? "count_all" : partial_fn, in = all ? "" : input;
+    for (const auto& p : partial_) {
+      if (p.function != fn || p.input != in) continue;
+      for (const auto& f : final_) {
+        if (f.function == final_fn && f.input == p.output) return f.output;
+      }
+    }
+    partial_.push_back({fn, in, part(suffix)});
+    final_.push_back({final_fn, part(suffix), result + suffix});
+    return result + suffix;
+  };
   cp::Expression out;
   if (star) {
-    partial_.push_back({"count_all", "", part("")});
-    final_.push_back({"sum", part(""), result});
-    out = cp::field_ref(result);
+    out = cp::field_ref(step("count_all", "sum", ""));
   } else if (distinct) {
     if (name != "count") return Unsupported(call, name + "(DISTINCT ...)");
     // A distinct count cannot be merged from partial counts: the partial step keeps the
@@ -1333,25 +1359,18 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
     final_.push_back({"count_distinct", input, result});
     out = cp::field_ref(result);
   } else if (name == "sum" || name == "min" || name == "max") {
-    partial_.push_back({name, input, part("")});
-    final_.push_back({name, part(""), result});
-    out = cp::field_ref(result);
+    out = cp::field_ref(step(name, name, ""));
   } else if (name == "count") {
-    partial_.push_back({"count", input, part("")});
-    final_.push_back({"sum", part(""), result});
-    out = cp::field_ref(result);
+    out = cp::field_ref(step("count", "sum", ""));
   } else if (name == "avg") {
     // avg = sum / count, both merged across partials; computed in double as PostgreSQL returns
     // a floating result for float inputs (and DuckDB for every input).
-    partial_.push_back({"sum", input, part("s")});
-    partial_.push_back({"count", input, part("c")});
-    final_.push_back({"sum", part("s"), result + "s"});
-    final_.push_back({"sum", part("c"), result + "c"});
+    const std::string sum = step("sum", "sum", "s"), count = step("count", "sum", "c");
     out = cp::call(
         "divide",
-        {cp::call("cast", {cp::field_ref(result + "s")}, cp::CastOptions::Safe(arrow::float64())),
-         cp::call("cast", {cp::field_ref(result + "c")}, cp::CastOptions::Safe(arrow::float64()))});
-  } else if (name.rfind("stddev", 0) == 0 || name.rfind("var", 0) == 0) {
+        {cp::call("cast", {cp::field_ref(sum)}, cp::CastOptions::Safe(arrow::float64())),
+         cp::call("cast", {cp::field_ref(count)}, cp::CastOptions::Safe(arrow::float64()))});
+  } else if (statistic) {
     // From the merged count, sum and sum of squares in double precision; a sample needs two
     // values, a population one.
     const cp::Expression in =
