@@ -21,6 +21,7 @@
 #include "exec/top_n.h"
 #include "exec/window.h"
 #include "plan/compute_init.h"
+#include "plan/decimal_kernels.h"
 #include "plan/library_functions.h"
 #include "plan/table_provider.h"
 
@@ -157,12 +158,21 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node) {
       {std::move(scan), {"project", ac::ProjectNodeOptions(exprs, node.names)}});
 }
 
-ac::Declaration Aggregate(ac::Declaration input, const std::vector<std::string>& key_names,
+// `input_schema`: the types of the aggregate's input, which pick a decimal sum's kernel.
+ac::Declaration Aggregate(ac::Declaration input, const arrow::Schema& input_schema,
+                          const std::vector<std::string>& key_names,
                           const std::vector<AggregateCall>& calls) {
   std::vector<cp::Aggregate> aggregates;
   const bool grouped = !key_names.empty();
   for (const auto& a : calls) {
-    const std::string function = (grouped ? "hash_" : "") + a.function;
+    std::string function = a.function;
+    if (function == "sum") {
+      const auto field = input_schema.GetFieldByName(a.input);
+      if (field != nullptr && field->type()->id() == arrow::Type::DECIMAL128) {
+        function = plan::kDecimalSumFunction;
+      }
+    }
+    function = (grouped ? "hash_" : "") + function;
     std::shared_ptr<cp::FunctionOptions> options;
     if (a.function == "count" || a.function == "count_distinct") {
       options = std::make_shared<cp::CountOptions>(cp::CountOptions::ONLY_VALID);
@@ -333,13 +343,16 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
       }
     }
     ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*partial.input, probes, inputs));
-    return Aggregate(std::move(input), node.keys, fused);
+    ARROW_ASSIGN_OR_RAISE(auto input_schema, plan::OutputSchema(*partial.input));
+    return Aggregate(std::move(input), *input_schema, node.keys, fused);
   }
   ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*node.input, probes, inputs));
+  ARROW_ASSIGN_OR_RAISE(auto input_schema, plan::OutputSchema(*node.input));
   switch (node.kind) {
     case PlanNode::Kind::kFilter:
-      return ac::Declaration::Sequence(
-          {std::move(input), {"filter", ac::FilterNodeOptions(node.predicate)}});
+      return ac::Declaration::Sequence({std::move(input),
+                                        {"filter", ac::FilterNodeOptions(plan::WithDecimalKernels(
+                                                       node.predicate, *input_schema))}});
     case PlanNode::Kind::kProject: {
       std::vector<cp::Expression> expressions;
       std::vector<std::string> names;
@@ -349,13 +362,15 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
           names.push_back(n);
         }
       }
-      expressions.insert(expressions.end(), node.expressions.begin(), node.expressions.end());
+      for (const auto& e : node.expressions) {
+        expressions.push_back(plan::WithDecimalKernels(e, *input_schema));
+      }
       names.insert(names.end(), node.names.begin(), node.names.end());
       return ac::Declaration::Sequence(
           {std::move(input), {"project", ac::ProjectNodeOptions(expressions, names)}});
     }
     case PlanNode::Kind::kAggregate:
-      return Aggregate(std::move(input), node.keys, node.aggregates);
+      return Aggregate(std::move(input), *input_schema, node.keys, node.aggregates);
     case PlanNode::Kind::kSort:
       return ac::Declaration::Sequence(
           {std::move(input), {"order_by", ac::OrderByNodeOptions(cp::Ordering(node.sort_keys))}});

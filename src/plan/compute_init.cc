@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "plan/decimal_kernels.h"
 #include "sluice/schemas/codec.hpp"
 
 namespace sluice::plan {
@@ -93,6 +94,7 @@ arrow::Status RegisterSluiceFunctions() {
   ARROW_RETURN_NOT_OK(add_months->AddKernel(
       {cp::InputType(arrow::date32()), cp::InputType(arrow::int64())}, arrow::date32(), AddMonths));
   ARROW_RETURN_NOT_OK(cp::GetFunctionRegistry()->AddFunction(std::move(add_months)));
+  ARROW_RETURN_NOT_OK(RegisterDecimalKernels(cp::GetFunctionRegistry()));
   auto function = std::make_shared<cp::ScalarFunction>(
       std::string(kAtMostOneRowFunction), cp::Arity::Binary(),
       cp::FunctionDoc("Fails where a scalar subquery returned more than one row",

@@ -1,0 +1,428 @@
+#include "plan/decimal_kernels.h"
+
+#include <arrow/array/array_decimal.h>
+#include <arrow/buffer.h>
+#include <arrow/compute/api_aggregate.h>
+#include <arrow/compute/api_scalar.h>
+#include <arrow/compute/cast.h>
+#include <arrow/compute/function.h>
+#include <arrow/compute/kernel.h>
+#include <arrow/scalar.h>
+#include <arrow/type.h>
+#include <arrow/util/bit_util.h>
+#include <arrow/util/decimal.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sluice::plan {
+
+namespace {
+
+namespace cp = arrow::compute;
+
+__extension__ typedef __int128 Int128;
+
+constexpr int32_t kMaxPrecision = 38;
+
+Int128 Load(const uint8_t* p) {
+  Int128 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+void Store(uint8_t* p, Int128 v) { std::memcpy(p, &v, sizeof(v)); }
+
+Int128 FromDecimal(const arrow::Decimal128& d) {
+  return static_cast<Int128>((static_cast<unsigned __int128>(d.high_bits()) << 64) | d.low_bits());
+}
+
+arrow::Decimal128 ToDecimal(Int128 v) {
+  const auto u = static_cast<unsigned __int128>(v);
+  return arrow::Decimal128(static_cast<int64_t>(u >> 64), static_cast<uint64_t>(u));
+}
+
+// 10^38: a decimal128 of 38 digits is strictly smaller in magnitude.
+Int128 MaxMagnitude() {
+  Int128 v = 1;
+  for (int i = 0; i < kMaxPrecision; ++i) v *= 10;
+  return v;
+}
+
+// --- add, subtract, multiply ---
+
+enum class Op { kAdd, kSubtract, kMultiply };
+
+const char* OpName(Op op) {
+  return op == Op::kAdd ? "add" : op == Op::kSubtract ? "subtract" : "multiply";
+}
+
+arrow::Result<std::shared_ptr<arrow::DataType>> ResultType(Op op, const arrow::DataType& a,
+                                                           const arrow::DataType& b) {
+  if (a.id() != arrow::Type::DECIMAL128 || b.id() != arrow::Type::DECIMAL128) {
+    return arrow::Status::TypeError("internal: decimal kernel of ", a.ToString(), " and ",
+                                    b.ToString());
+  }
+  const auto& l = static_cast<const arrow::Decimal128Type&>(a);
+  const auto& r = static_cast<const arrow::Decimal128Type&>(b);
+  int32_t precision, scale;
+  if (op == Op::kMultiply) {
+    precision = l.precision() + r.precision() + 1;
+    scale = l.scale() + r.scale();
+  } else {
+    if (l.scale() != r.scale()) {
+      return arrow::Status::TypeError("internal: decimal ", OpName(op), " of scales ", l.scale(),
+                                      " and ", r.scale());
+    }
+    scale = l.scale();
+    precision = std::max(l.precision() - scale, r.precision() - scale) + scale + 1;
+  }
+  if (precision > kMaxPrecision) {
+    return arrow::Status::Invalid("decimal ", OpName(op), " of ", a.ToString(), " and ",
+                                  b.ToString(), " needs ", precision,
+                                  " digits, more than decimal128's 38");
+  }
+  return arrow::decimal128(precision, scale);
+}
+
+template <Op kOp>
+arrow::Result<arrow::TypeHolder> ResolveArithmetic(cp::KernelContext*,
+                                                   const std::vector<arrow::TypeHolder>& types) {
+  ARROW_ASSIGN_OR_RAISE(auto type, ResultType(kOp, *types[0].type, *types[1].type));
+  return arrow::TypeHolder(std::move(type));
+}
+
+template <Op kOp>
+bool Apply(Int128 a, Int128 b, Int128* out) {
+  if constexpr (kOp == Op::kAdd) return __builtin_add_overflow(a, b, out);
+  if constexpr (kOp == Op::kSubtract) return __builtin_sub_overflow(a, b, out);
+  return __builtin_mul_overflow(a, b, out);
+}
+
+// One operand: an array's values, or a scalar's one value for every row.
+struct Operand {
+  const uint8_t* values = nullptr;  // null for a scalar
+  Int128 scalar = 0;
+  const arrow::ArraySpan* array = nullptr;
+  bool scalar_valid = true;
+
+  explicit Operand(const cp::ExecValue& v) {
+    if (v.is_scalar()) {
+      const auto& s = static_cast<const arrow::Decimal128Scalar&>(*v.scalar);
+      scalar_valid = s.is_valid;
+      if (s.is_valid) scalar = FromDecimal(s.value);
+    } else {
+      array = &v.array;
+      values = v.array.buffers[1].data + v.array.offset * 16;
+    }
+  }
+  Int128 At(int64_t i) const { return values != nullptr ? Load(values + i * 16) : scalar; }
+  bool Valid(int64_t i) const { return array != nullptr ? array->IsValid(i) : scalar_valid; }
+};
+
+template <Op kOp>
+arrow::Status ExecArithmetic(cp::KernelContext*, const cp::ExecSpan& batch, cp::ExecResult* out) {
+  const Operand a(batch[0]), b(batch[1]);
+  arrow::ArraySpan* result = out->array_span_mutable();
+  uint8_t* dest = result->buffers[1].data + result->offset * 16;
+  const int64_t n = batch.length;
+  bool overflow = false;
+  for (int64_t i = 0; i < n; ++i) {
+    Int128 v;
+    overflow |= Apply<kOp>(a.At(i), b.At(i), &v);
+    Store(dest + i * 16, v);
+  }
+  if (overflow) {
+    // A null slot's bytes are arbitrary: only a valid row's overflow is an error.
+    for (int64_t i = 0; i < n; ++i) {
+      Int128 v;
+      if (a.Valid(i) && b.Valid(i) && Apply<kOp>(a.At(i), b.At(i), &v)) {
+        return arrow::Status::Invalid("overflow in decimal ", OpName(kOp), " of ",
+                                      ToDecimal(a.At(i)).ToIntegerString(), " and ",
+                                      ToDecimal(b.At(i)).ToIntegerString(), " (unscaled)");
+      }
+    }
+  }
+  return arrow::Status::OK();
+}
+
+template <Op kOp>
+arrow::Status AddArithmetic(cp::FunctionRegistry* registry, const char* name) {
+  auto function = std::make_shared<cp::ScalarFunction>(
+      name, cp::Arity::Binary(),
+      cp::FunctionDoc(std::string("decimal128 ") + OpName(kOp),
+                      "Arrow's checked decimal arithmetic on native 128-bit integers.",
+                      {"x", "y"}));
+  cp::ScalarKernel kernel(
+      {cp::InputType(arrow::Type::DECIMAL128), cp::InputType(arrow::Type::DECIMAL128)},
+      cp::OutputType(ResolveArithmetic<kOp>), ExecArithmetic<kOp>);
+  ARROW_RETURN_NOT_OK(function->AddKernel(std::move(kernel)));
+  return registry->AddFunction(std::move(function));
+}
+
+// --- sum ---
+
+const cp::ScalarAggregateOptions& SumOptions(const cp::FunctionOptions* options) {
+  static const cp::ScalarAggregateOptions kDefaults = cp::ScalarAggregateOptions::Defaults();
+  return options != nullptr ? static_cast<const cp::ScalarAggregateOptions&>(*options) : kDefaults;
+}
+
+arrow::Result<arrow::TypeHolder> ResolveSum(cp::KernelContext*,
+                                            const std::vector<arrow::TypeHolder>& types) {
+  const auto& t = static_cast<const arrow::Decimal128Type&>(*types[0].type);
+  return arrow::TypeHolder(arrow::decimal128(kMaxPrecision, t.scale()));
+}
+
+// One running sum per group (a scalar aggregate has one group).
+struct SumState : cp::KernelState {
+  cp::ScalarAggregateOptions options;
+  std::shared_ptr<arrow::DataType> out_type;
+  std::vector<Int128> sums;
+  std::vector<int64_t> counts;  // valid values seen
+  std::vector<uint8_t> saw_null;
+  bool overflow = false;
+
+  void Resize(int64_t groups) {
+    if (static_cast<size_t>(groups) <= sums.size()) return;
+    sums.resize(static_cast<size_t>(groups), 0);
+    counts.resize(static_cast<size_t>(groups), 0);
+    saw_null.resize(static_cast<size_t>(groups), 0);
+  }
+
+  void Add(uint32_t g, Int128 v, int64_t count) {
+    overflow |= __builtin_add_overflow(sums[g], v, &sums[g]);
+    counts[g] += count;
+  }
+
+  // values[i] into groups[i], or into group 0 where `groups` is null.
+  void Consume(const cp::ExecValue& input, int64_t length, const uint32_t* groups) {
+    if (input.is_scalar()) {
+      const auto& s = static_cast<const arrow::Decimal128Scalar&>(*input.scalar);
+      for (int64_t i = 0; i < length; ++i) {
+        const uint32_t g = groups != nullptr ? groups[i] : 0;
+        if (!s.is_valid) {
+          saw_null[g] = 1;
+        } else {
+          Add(g, FromDecimal(s.value), 1);
+        }
+      }
+      return;
+    }
+    const arrow::ArraySpan& a = input.array;
+    const uint8_t* values = a.buffers[1].data + a.offset * 16;
+    if (a.GetNullCount() == 0) {
+      if (groups == nullptr) {
+        Int128 total = 0;
+        for (int64_t i = 0; i < length; ++i) {
+          overflow |= __builtin_add_overflow(total, Load(values + i * 16), &total);
+        }
+        Add(0, total, length);
+      } else {
+        for (int64_t i = 0; i < length; ++i) Add(groups[i], Load(values + i * 16), 1);
+      }
+      return;
+    }
+    for (int64_t i = 0; i < length; ++i) {
+      const uint32_t g = groups != nullptr ? groups[i] : 0;
+      if (a.IsValid(i)) {
+        Add(g, Load(values + i * 16), 1);
+      } else {
+        saw_null[g] = 1;
+      }
+    }
+  }
+
+  void Merge(const SumState& other, const uint32_t* mapping) {
+    for (size_t i = 0; i < other.sums.size(); ++i) {
+      const uint32_t g = mapping != nullptr ? mapping[i] : 0;
+      Add(g, other.sums[i], other.counts[i]);
+      saw_null[g] |= other.saw_null[i];
+    }
+    overflow |= other.overflow;
+  }
+
+  arrow::Status CheckOverflow() const {
+    static const Int128 kLimit = MaxMagnitude();
+    bool out_of_range = overflow;
+    for (const Int128 s : sums) out_of_range |= s >= kLimit || s <= -kLimit;
+    if (out_of_range) {
+      return arrow::Status::Invalid("overflow in sum: the total does not fit in ",
+                                    out_type->ToString());
+    }
+    return arrow::Status::OK();
+  }
+
+  bool Valid(size_t g) const {
+    if (!options.skip_nulls && saw_null[g]) return false;
+    return counts[g] >= static_cast<int64_t>(options.min_count);
+  }
+};
+
+arrow::Result<std::unique_ptr<cp::KernelState>> InitSum(cp::KernelContext*,
+                                                        const cp::KernelInitArgs& args) {
+  auto state = std::make_unique<SumState>();
+  state->options = SumOptions(args.options);
+  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveSum(nullptr, args.inputs));
+  state->out_type = resolved.GetSharedPtr();
+  return state;
+}
+
+arrow::Status ScalarSumConsume(cp::KernelContext* ctx, const cp::ExecSpan& batch) {
+  auto* s = static_cast<SumState*>(ctx->state());
+  s->Resize(1);
+  s->Consume(batch[0], batch.length, nullptr);
+  return arrow::Status::OK();
+}
+
+arrow::Status ScalarSumMerge(cp::KernelContext*, cp::KernelState&& other, cp::KernelState* dst) {
+  auto* into = static_cast<SumState*>(dst);
+  auto& from = static_cast<SumState&>(other);
+  into->Resize(1);
+  from.Resize(1);
+  into->Merge(from, nullptr);
+  return arrow::Status::OK();
+}
+
+arrow::Status ScalarSumFinalize(cp::KernelContext* ctx, arrow::Datum* out) {
+  auto* s = static_cast<SumState*>(ctx->state());
+  s->Resize(1);
+  ARROW_RETURN_NOT_OK(s->CheckOverflow());
+  if (!s->Valid(0)) {
+    *out = arrow::MakeNullScalar(s->out_type);
+  } else {
+    *out = std::make_shared<arrow::Decimal128Scalar>(ToDecimal(s->sums[0]), s->out_type);
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Status HashSumResize(cp::KernelContext* ctx, int64_t groups) {
+  static_cast<SumState*>(ctx->state())->Resize(groups);
+  return arrow::Status::OK();
+}
+
+arrow::Status HashSumConsume(cp::KernelContext* ctx, const cp::ExecSpan& batch) {
+  auto* s = static_cast<SumState*>(ctx->state());
+  const uint32_t* groups = batch[1].array.GetValues<uint32_t>(1);
+  s->Consume(batch[0], batch.length, groups);
+  return arrow::Status::OK();
+}
+
+arrow::Status HashSumMerge(cp::KernelContext* ctx, cp::KernelState&& other,
+                           const arrow::ArrayData& mapping) {
+  auto* s = static_cast<SumState*>(ctx->state());
+  const uint32_t* groups = mapping.GetValues<uint32_t>(1);
+  for (int64_t i = 0; i < mapping.length; ++i) s->Resize(int64_t{groups[i]} + 1);
+  s->Merge(static_cast<SumState&>(other), groups);
+  return arrow::Status::OK();
+}
+
+arrow::Status HashSumFinalize(cp::KernelContext* ctx, arrow::Datum* out) {
+  auto* s = static_cast<SumState*>(ctx->state());
+  ARROW_RETURN_NOT_OK(s->CheckOverflow());
+  const auto n = static_cast<int64_t>(s->sums.size());
+  ARROW_ASSIGN_OR_RAISE(auto values, arrow::AllocateBuffer(n * 16, ctx->memory_pool()));
+  ARROW_ASSIGN_OR_RAISE(auto validity, arrow::AllocateEmptyBitmap(n, ctx->memory_pool()));
+  int64_t nulls = 0;
+  for (int64_t g = 0; g < n; ++g) {
+    const bool valid = s->Valid(static_cast<size_t>(g));
+    Store(values->mutable_data() + g * 16, valid ? s->sums[static_cast<size_t>(g)] : 0);
+    if (valid) {
+      arrow::bit_util::SetBit(validity->mutable_data(), g);
+    } else {
+      ++nulls;
+    }
+  }
+  *out = arrow::ArrayData::Make(s->out_type, n, {std::move(validity), std::move(values)}, nulls);
+  return arrow::Status::OK();
+}
+
+arrow::Status AddSum(cp::FunctionRegistry* registry) {
+  static const cp::ScalarAggregateOptions kDefaults = cp::ScalarAggregateOptions::Defaults();
+  const cp::FunctionDoc doc("decimal128 sum",
+                            "Arrow's decimal sum on native 128-bit integers, with overflow "
+                            "checks.",
+                            {"x"}, "ScalarAggregateOptions");
+  auto scalar = std::make_shared<cp::ScalarAggregateFunction>(kDecimalSumFunction,
+                                                              cp::Arity::Unary(), doc, &kDefaults);
+  ARROW_RETURN_NOT_OK(scalar->AddKernel(cp::ScalarAggregateKernel(
+      {cp::InputType(arrow::Type::DECIMAL128)}, cp::OutputType(ResolveSum), InitSum,
+      ScalarSumConsume, ScalarSumMerge, ScalarSumFinalize,
+      /*ordered=*/false)));
+  ARROW_RETURN_NOT_OK(registry->AddFunction(std::move(scalar)));
+  auto hash = std::make_shared<cp::HashAggregateFunction>(
+      std::string("hash_") + kDecimalSumFunction, cp::Arity::Binary(), doc, &kDefaults);
+  ARROW_RETURN_NOT_OK(hash->AddKernel(cp::HashAggregateKernel(
+      {cp::InputType(arrow::Type::DECIMAL128), cp::InputType(arrow::uint32())},
+      cp::OutputType(ResolveSum), InitSum, HashSumConsume, HashSumResize, HashSumMerge,
+      HashSumFinalize, /*ordered=*/false)));
+  return registry->AddFunction(std::move(hash));
+}
+
+// --- the executor's rewrite ---
+
+std::optional<Op> ArithmeticOp(const std::string& name) {
+  if (name == "add" || name == "add_checked") return Op::kAdd;
+  if (name == "subtract" || name == "subtract_checked") return Op::kSubtract;
+  if (name == "multiply" || name == "multiply_checked") return Op::kMultiply;
+  return std::nullopt;
+}
+
+const char* FunctionFor(Op op) {
+  return op == Op::kAdd        ? kDecimalAddFunction
+         : op == Op::kSubtract ? kDecimalSubtractFunction
+                               : kDecimalMultiplyFunction;
+}
+
+}  // namespace
+
+arrow::Status RegisterDecimalKernels(cp::FunctionRegistry* registry) {
+  ARROW_RETURN_NOT_OK(AddArithmetic<Op::kAdd>(registry, kDecimalAddFunction));
+  ARROW_RETURN_NOT_OK(AddArithmetic<Op::kSubtract>(registry, kDecimalSubtractFunction));
+  ARROW_RETURN_NOT_OK(AddArithmetic<Op::kMultiply>(registry, kDecimalMultiplyFunction));
+  return AddSum(registry);
+}
+
+cp::Expression WithDecimalKernels(const cp::Expression& expression, const arrow::Schema& schema) {
+  const cp::Expression::Call* call = expression.call();
+  if (call == nullptr) return expression;
+  std::vector<cp::Expression> args;
+  args.reserve(call->arguments.size());
+  for (const auto& a : call->arguments) args.push_back(WithDecimalKernels(a, schema));
+  std::string name = call->function_name;
+  if (const auto op = ArithmeticOp(name); op && args.size() == 2) {
+    // Replaced only where the operands bind as they are to decimal128s whose result type is
+    // the one Arrow's function gives (it rescales differing scales by implicit casts first).
+    auto l = args[0].Bind(schema);
+    auto r = args[1].Bind(schema);
+    auto original = expression.Bind(schema);
+    if (l.ok() && r.ok() && original.ok() && l->type()->id() == arrow::Type::DECIMAL128 &&
+        r->type()->id() == arrow::Type::DECIMAL128) {
+      std::vector<cp::Expression> operands = args;
+      const auto* lt = static_cast<const arrow::Decimal128Type*>(l->type());
+      const auto* rt = static_cast<const arrow::Decimal128Type*>(r->type());
+      std::shared_ptr<arrow::DataType> types[2] = {l->type()->GetSharedPtr(),
+                                                   r->type()->GetSharedPtr()};
+      if (*op != Op::kMultiply && lt->scale() != rt->scale()) {
+        // As Arrow does: the operand of the smaller scale is widened to the larger, with as
+        // many more digits.
+        const int low = lt->scale() < rt->scale() ? 0 : 1;
+        const auto* from = low == 0 ? lt : rt;
+        const int32_t shift = std::max(lt->scale(), rt->scale()) - from->scale();
+        if (from->precision() + shift <= kMaxPrecision) {
+          types[low] = arrow::decimal128(from->precision() + shift, from->scale() + shift);
+          operands[low] = cp::call("cast", {operands[low]}, cp::CastOptions::Safe(types[low]));
+        }
+      }
+      auto ours = ResultType(*op, *types[0], *types[1]);
+      if (ours.ok() && (*ours)->Equals(*original->type())) {
+        return cp::call(FunctionFor(*op), std::move(operands));
+      }
+    }
+  }
+  return cp::call(std::move(name), std::move(args), call->options);
+}
+
+}  // namespace sluice::plan

@@ -1,0 +1,227 @@
+#include "plan/decimal_kernels.h"
+
+#include <arrow/acero/api.h>
+#include <arrow/api.h>
+#include <arrow/compute/api.h>
+#include <arrow/json/from_string.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "plan/compute_init.h"
+
+namespace sluice::plan {
+namespace {
+
+namespace cp = arrow::compute;
+namespace ac = arrow::acero;
+
+std::shared_ptr<arrow::Array> Json(const std::shared_ptr<arrow::DataType>& type,
+                                   const std::string& json) {
+  return arrow::json::ArrayFromJSONString(type, json).ValueOrDie();
+}
+
+// Random decimals of `digits` digits (unscaled), with about one NULL in seven.
+std::shared_ptr<arrow::Array> RandomDecimals(int32_t precision, int32_t scale, int64_t n,
+                                             int digits, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  int64_t bound = 1;
+  for (int i = 0; i < digits; ++i) bound *= 10;
+  std::uniform_int_distribution<int64_t> value(-bound + 1, bound - 1);
+  arrow::Decimal128Builder b(arrow::decimal128(precision, scale));
+  for (int64_t i = 0; i < n; ++i) {
+    if (rng() % 7 == 0) {
+      EXPECT_TRUE(b.AppendNull().ok());
+    } else {
+      EXPECT_TRUE(b.Append(arrow::Decimal128(value(rng))).ok());
+    }
+  }
+  return b.Finish().ValueOrDie();
+}
+
+class DecimalKernels : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(EnsureComputeInitialized().ok()); }
+};
+
+TEST_F(DecimalKernels, ArithmeticMatchesArrowOnArraysSlicesAndScalars) {
+  const auto a = RandomDecimals(15, 2, 1000, 12, 1);
+  const auto b = RandomDecimals(12, 2, 1000, 10, 2);
+  const auto c = RandomDecimals(7, 4, 1000, 6, 3);
+  const arrow::Datum scalar(
+      std::make_shared<arrow::Decimal128Scalar>(arrow::Decimal128(-125), arrow::decimal128(3, 2)));
+  const std::vector<std::pair<std::string, std::string>> ops = {
+      {"add_checked", kDecimalAddFunction},
+      {"subtract_checked", kDecimalSubtractFunction},
+      {"multiply_checked", kDecimalMultiplyFunction}};
+  const std::vector<std::pair<arrow::Datum, arrow::Datum>> operands = {
+      {a, b}, {a->Slice(3, 900), b->Slice(7, 900)}, {scalar, a}, {b, scalar}};
+  for (const auto& [arrow_name, ours] : ops) {
+    for (const auto& [l, r] : operands) {
+      auto want = cp::CallFunction(arrow_name, {l, r});
+      auto got = cp::CallFunction(ours, {l, r});
+      ASSERT_TRUE(want.ok()) << want.status().ToString();
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_TRUE(got->type()->Equals(*want->type())) << ours;
+      EXPECT_TRUE(got->Equals(*want)) << ours << ": " << got->ToString();
+    }
+  }
+  // Products of other scales, as Arrow types them.
+  auto want = cp::CallFunction("multiply_checked", {a, c});
+  auto got = cp::CallFunction(kDecimalMultiplyFunction, {a, c});
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(got->Equals(*want));
+}
+
+TEST_F(DecimalKernels, OverflowOfAValidRowFailsAndOfANullSlotDoesNot) {
+  const auto type = arrow::decimal128(38, 0);
+  const std::string big = "\"99999999999999999999999999999999999999\"";
+  const auto huge = Json(type, "[" + big + ", \"1\"]");
+  const auto two = Json(arrow::decimal128(1, 0), "[\"2\", \"2\"]");
+  // The precision check fails at typing (38 + 1 + 1 digits), as Arrow's does.
+  auto typed = cp::CallFunction(kDecimalMultiplyFunction, {huge, two});
+  ASSERT_FALSE(typed.ok());
+  EXPECT_NE(typed.status().message().find("more than decimal128's 38"), std::string::npos);
+
+  // Values past their declared precision (untrusted files can hold them) overflow at run time:
+  // 2^64 squared does not fit 128 bits.
+  arrow::Decimal128Builder b(arrow::decimal128(18, 0));
+  ASSERT_TRUE(b.Append(arrow::Decimal128(/*high=*/1, /*low=*/0)).ok());
+  ASSERT_TRUE(b.Append(arrow::Decimal128(3)).ok());
+  auto x = b.Finish().ValueOrDie();
+  auto overflow = cp::CallFunction(kDecimalMultiplyFunction, {x, x});
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_NE(overflow.status().message().find("overflow in decimal multiply"), std::string::npos)
+      << overflow.status().ToString();
+  // The same overflow in a row that is NULL on the other side is not an error.
+  auto mask = Json(arrow::decimal128(18, 0), "[null, \"3\"]");
+  auto masked = cp::CallFunction(kDecimalMultiplyFunction, {x, mask});
+  ASSERT_TRUE(masked.ok()) << masked.status().ToString();
+  EXPECT_TRUE(masked->make_array()->IsNull(0));
+  EXPECT_EQ(masked->make_array()->GetScalar(1).ValueOrDie()->ToString(), "9");
+}
+
+// Runs an aggregate over `table` through Acero, as the executor does.
+arrow::Result<std::shared_ptr<arrow::Table>> Aggregate(std::shared_ptr<arrow::Table> table,
+                                                       const std::string& function,
+                                                       std::vector<arrow::FieldRef> keys,
+                                                       uint32_t min_count = 1) {
+  const bool grouped = !keys.empty();
+  auto options = std::make_shared<cp::ScalarAggregateOptions>(/*skip_nulls=*/true, min_count);
+  std::vector<cp::Aggregate> aggs = {
+      {(grouped ? "hash_" : "") + function, options, arrow::FieldRef("v"), "s"}};
+  ac::Declaration plan = ac::Declaration::Sequence(
+      {{"table_source", ac::TableSourceNodeOptions(std::move(table), /*max_batch_size=*/64)},
+       {"aggregate", ac::AggregateNodeOptions(std::move(aggs), std::move(keys))}});
+  return ac::DeclarationToTable(std::move(plan), /*use_threads=*/true);
+}
+
+TEST_F(DecimalKernels, SumsMatchArrowGroupedAndNot) {
+  const int64_t n = 5000;
+  const auto v = RandomDecimals(15, 2, n, 12, 4);
+  arrow::Int32Builder kb;
+  std::mt19937 rng(5);
+  for (int64_t i = 0; i < n; ++i) ASSERT_TRUE(kb.Append(static_cast<int32_t>(rng() % 37)).ok());
+  auto k = kb.Finish().ValueOrDie();
+  auto table = arrow::Table::Make(
+      arrow::schema({arrow::field("k", arrow::int32()), arrow::field("v", v->type())}), {k, v});
+  for (const bool grouped : {false, true}) {
+    std::vector<arrow::FieldRef> keys;
+    if (grouped) keys.emplace_back("k");
+    auto want = Aggregate(table, "sum", keys);
+    auto got = Aggregate(table, kDecimalSumFunction, keys);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    auto sort = [](const std::shared_ptr<arrow::Table>& t) {
+      if (t->num_columns() < 2) return t;
+      auto order = cp::SortIndices(t, cp::SortOptions({cp::SortKey("k")})).ValueOrDie();
+      return cp::Take(t, order).ValueOrDie().table();
+    };
+    auto w = sort(*want), g = sort(*got);
+    EXPECT_TRUE(g->schema()->Equals(*w->schema())) << g->schema()->ToString();
+    EXPECT_TRUE(g->Equals(*w)) << g->ToString() << "\n" << w->ToString();
+  }
+}
+
+TEST_F(DecimalKernels, SumOfNoValidRowsIsNullAndOverflowFails) {
+  const auto type = arrow::decimal128(15, 2);
+  auto nulls = arrow::Table::Make(
+      arrow::schema({arrow::field("k", arrow::int32()), arrow::field("v", type)}),
+      {Json(arrow::int32(), "[1, 1, 2]"), Json(type, "[null, null, \"1.50\"]")});
+  auto grouped = Aggregate(nulls, kDecimalSumFunction, {arrow::FieldRef("k")});
+  ASSERT_TRUE(grouped.ok()) << grouped.status().ToString();
+  auto sums = (*grouped)->GetColumnByName("s");
+  auto keys = (*grouped)->GetColumnByName("k");
+  for (int64_t i = 0; i < (*grouped)->num_rows(); ++i) {
+    const auto key = std::static_pointer_cast<arrow::Int32Scalar>(keys->GetScalar(i).ValueOrDie());
+    const auto sum = sums->GetScalar(i).ValueOrDie();
+    if (key->value == 1) {
+      EXPECT_FALSE(sum->is_valid);
+    } else {
+      EXPECT_EQ(sum->ToString(), "1.50");
+    }
+  }
+  // min_count = 0: a sum of nothing is 0.
+  auto zero = Aggregate(nulls->Slice(0, 2), kDecimalSumFunction, {}, /*min_count=*/0);
+  ASSERT_TRUE(zero.ok());
+  EXPECT_EQ((*zero)->column(0)->GetScalar(0).ValueOrDie()->ToString(), "0.00");
+
+  // 100 values of 37 nines pass 38 digits: an error, never a wrapped total.
+  const auto wide = arrow::decimal128(38, 0);
+  std::string json = "[";
+  for (int i = 0; i < 100; ++i) {
+    json += std::string(i ? "," : "") + "\"" + std::string(37, '9') + "\"";
+  }
+  json += "]";
+  arrow::Int32Builder kb;
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(kb.Append(i % 2).ok());
+  auto table = arrow::Table::Make(
+      arrow::schema({arrow::field("k", arrow::int32()), arrow::field("v", wide)}),
+      {kb.Finish().ValueOrDie(), Json(wide, json)});
+  for (const bool grouped_sum : {false, true}) {
+    std::vector<arrow::FieldRef> keys;
+    if (grouped_sum) keys.emplace_back("k");
+    auto result = Aggregate(table, kDecimalSumFunction, keys);
+    ASSERT_FALSE(result.ok());
+    EXPECT_NE(result.status().message().find("overflow in sum"), std::string::npos)
+        << result.status().ToString();
+  }
+}
+
+TEST_F(DecimalKernels, RewriteReplacesDecimalArithmeticOnlyWhereTypesAgree) {
+  const auto schema = arrow::schema(
+      {arrow::field("p", arrow::decimal128(15, 2)), arrow::field("d", arrow::decimal128(15, 2)),
+       arrow::field("i", arrow::int64()), arrow::field("f", arrow::float64())});
+  const auto one = cp::literal(
+      std::make_shared<arrow::Decimal128Scalar>(arrow::Decimal128(1), arrow::decimal128(1, 0)));
+  auto e = cp::call("multiply_checked",
+                    {cp::field_ref("p"), cp::call("subtract_checked", {one, cp::field_ref("d")})});
+  auto rewritten = WithDecimalKernels(e, *schema);
+  const std::string text = rewritten.ToString();
+  EXPECT_NE(text.find(kDecimalMultiplyFunction), std::string::npos) << text;
+  EXPECT_NE(text.find(kDecimalSubtractFunction), std::string::npos) << text;
+  // Same type as Arrow's, and the same values.
+  auto want = e.Bind(*schema).ValueOrDie();
+  auto got = rewritten.Bind(*schema).ValueOrDie();
+  EXPECT_TRUE(got.type()->Equals(*want.type()));
+  auto batch = arrow::RecordBatch::Make(
+      schema, 3,
+      {Json(arrow::decimal128(15, 2), "[\"10.00\", null, \"-3.25\"]"),
+       Json(arrow::decimal128(15, 2), "[\"0.05\", \"0.10\", \"1.50\"]"),
+       Json(arrow::int64(), "[1, 2, 3]"), Json(arrow::float64(), "[1, 2, 3]")});
+  auto input = cp::ExecBatch(*batch);
+  auto a = cp::ExecuteScalarExpression(want, input).ValueOrDie();
+  auto b = cp::ExecuteScalarExpression(got, input).ValueOrDie();
+  EXPECT_TRUE(a.Equals(b)) << b.ToString();
+
+  // Integers and floats stay with Arrow's kernels.
+  for (const char* column : {"i", "f"}) {
+    auto other = cp::call("add", {cp::field_ref(column), cp::field_ref(column)});
+    EXPECT_EQ(WithDecimalKernels(other, *schema).ToString(), other.ToString());
+  }
+}
+
+}  // namespace
+}  // namespace sluice::plan
