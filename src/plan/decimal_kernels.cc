@@ -10,6 +10,7 @@
 #include <arrow/scalar.h>
 #include <arrow/type.h>
 #include <arrow/util/bit_util.h>
+#include <arrow/util/bitmap_generate.h>
 #include <arrow/util/decimal.h>
 
 #include <algorithm>
@@ -160,6 +161,46 @@ arrow::Status AddArithmetic(cp::FunctionRegistry* registry, const char* name) {
       {cp::InputType(arrow::Type::DECIMAL128), cp::InputType(arrow::Type::DECIMAL128)},
       cp::OutputType(ResolveArithmetic<kOp>), ExecArithmetic<kOp>);
   ARROW_RETURN_NOT_OK(function->AddKernel(std::move(kernel)));
+  return registry->AddFunction(std::move(function));
+}
+
+// --- comparisons ---
+
+enum class Cmp { kEqual, kNotEqual, kLess, kLessEqual, kGreater, kGreaterEqual };
+
+template <Cmp kCmp>
+bool Compare(Int128 a, Int128 b) {
+  if constexpr (kCmp == Cmp::kEqual) return a == b;
+  if constexpr (kCmp == Cmp::kNotEqual) return a != b;
+  if constexpr (kCmp == Cmp::kLess) return a < b;
+  if constexpr (kCmp == Cmp::kLessEqual) return a <= b;
+  if constexpr (kCmp == Cmp::kGreater) return a > b;
+  return a >= b;
+}
+
+// Operands of one scale (the rewrite widens the other first), so unscaled values compare.
+template <Cmp kCmp>
+arrow::Status ExecCompare(cp::KernelContext*, const cp::ExecSpan& batch, cp::ExecResult* out) {
+  const Operand a(batch[0]), b(batch[1]);
+  arrow::ArraySpan* result = out->array_span_mutable();
+  int64_t i = 0;
+  arrow::internal::GenerateBitsUnrolled(result->buffers[1].data, result->offset, batch.length, [&] {
+    const bool v = Compare<kCmp>(a.At(i), b.At(i));
+    ++i;
+    return v;
+  });
+  return arrow::Status::OK();
+}
+
+template <Cmp kCmp>
+arrow::Status AddCompare(cp::FunctionRegistry* registry, const char* name) {
+  auto function = std::make_shared<cp::ScalarFunction>(
+      name, cp::Arity::Binary(),
+      cp::FunctionDoc("decimal128 comparison of one scale",
+                      "Arrow's decimal comparison on native 128-bit integers.", {"x", "y"}));
+  ARROW_RETURN_NOT_OK(function->AddKernel(
+      {cp::InputType(arrow::Type::DECIMAL128), cp::InputType(arrow::Type::DECIMAL128)},
+      arrow::boolean(), ExecCompare<kCmp>));
   return registry->AddFunction(std::move(function));
 }
 
@@ -370,6 +411,20 @@ std::optional<Op> ArithmeticOp(const std::string& name) {
   return std::nullopt;
 }
 
+// Arrow's comparison functions and ours, in Cmp's order.
+constexpr const char* kArrowComparisons[] = {"equal",      "not_equal", "less",
+                                             "less_equal", "greater",   "greater_equal"};
+constexpr const char* kComparisons[] = {kDecimalEqualFunction,   kDecimalNotEqualFunction,
+                                        kDecimalLessFunction,    kDecimalLessEqualFunction,
+                                        kDecimalGreaterFunction, kDecimalGreaterEqualFunction};
+
+std::optional<size_t> ComparisonIndex(const std::string& name) {
+  for (size_t i = 0; i < std::size(kArrowComparisons); ++i) {
+    if (name == kArrowComparisons[i]) return i;
+  }
+  return std::nullopt;
+}
+
 const char* FunctionFor(Op op) {
   return op == Op::kAdd        ? kDecimalAddFunction
          : op == Op::kSubtract ? kDecimalSubtractFunction
@@ -382,6 +437,12 @@ arrow::Status RegisterDecimalKernels(cp::FunctionRegistry* registry) {
   ARROW_RETURN_NOT_OK(AddArithmetic<Op::kAdd>(registry, kDecimalAddFunction));
   ARROW_RETURN_NOT_OK(AddArithmetic<Op::kSubtract>(registry, kDecimalSubtractFunction));
   ARROW_RETURN_NOT_OK(AddArithmetic<Op::kMultiply>(registry, kDecimalMultiplyFunction));
+  ARROW_RETURN_NOT_OK(AddCompare<Cmp::kEqual>(registry, kDecimalEqualFunction));
+  ARROW_RETURN_NOT_OK(AddCompare<Cmp::kNotEqual>(registry, kDecimalNotEqualFunction));
+  ARROW_RETURN_NOT_OK(AddCompare<Cmp::kLess>(registry, kDecimalLessFunction));
+  ARROW_RETURN_NOT_OK(AddCompare<Cmp::kLessEqual>(registry, kDecimalLessEqualFunction));
+  ARROW_RETURN_NOT_OK(AddCompare<Cmp::kGreater>(registry, kDecimalGreaterFunction));
+  ARROW_RETURN_NOT_OK(AddCompare<Cmp::kGreaterEqual>(registry, kDecimalGreaterEqualFunction));
   return AddSum(registry);
 }
 
@@ -392,35 +453,43 @@ cp::Expression WithDecimalKernels(const cp::Expression& expression, const arrow:
   args.reserve(call->arguments.size());
   for (const auto& a : call->arguments) args.push_back(WithDecimalKernels(a, schema));
   std::string name = call->function_name;
-  if (const auto op = ArithmeticOp(name); op && args.size() == 2) {
-    // Replaced only where the operands bind as they are to decimal128s whose result type is
-    // the one Arrow's function gives (it rescales differing scales by implicit casts first).
-    auto l = args[0].Bind(schema);
-    auto r = args[1].Bind(schema);
-    auto original = expression.Bind(schema);
-    if (l.ok() && r.ok() && original.ok() && l->type()->id() == arrow::Type::DECIMAL128 &&
-        r->type()->id() == arrow::Type::DECIMAL128) {
-      std::vector<cp::Expression> operands = args;
-      const auto* lt = static_cast<const arrow::Decimal128Type*>(l->type());
-      const auto* rt = static_cast<const arrow::Decimal128Type*>(r->type());
-      std::shared_ptr<arrow::DataType> types[2] = {l->type()->GetSharedPtr(),
-                                                   r->type()->GetSharedPtr()};
-      if (*op != Op::kMultiply && lt->scale() != rt->scale()) {
-        // As Arrow does: the operand of the smaller scale is widened to the larger, with as
-        // many more digits.
-        const int low = lt->scale() < rt->scale() ? 0 : 1;
-        const auto* from = low == 0 ? lt : rt;
-        const int32_t shift = std::max(lt->scale(), rt->scale()) - from->scale();
-        if (from->precision() + shift <= kMaxPrecision) {
-          types[low] = arrow::decimal128(from->precision() + shift, from->scale() + shift);
-          operands[low] = cp::call("cast", {operands[low]}, cp::CastOptions::Safe(types[low]));
-        }
-      }
-      auto ours = ResultType(*op, *types[0], *types[1]);
-      if (ours.ok() && (*ours)->Equals(*original->type())) {
-        return cp::call(FunctionFor(*op), std::move(operands));
-      }
+  const auto op = ArithmeticOp(name);
+  const auto comparison = ComparisonIndex(name);
+  if ((!op && !comparison) || args.size() != 2) {
+    return cp::call(std::move(name), std::move(args), call->options);
+  }
+  // Replaced only where the operands bind as they are to decimal128s and the result type is
+  // the one Arrow's function gives.
+  auto l = args[0].Bind(schema);
+  auto r = args[1].Bind(schema);
+  auto original = expression.Bind(schema);
+  if (!l.ok() || !r.ok() || !original.ok() || l->type()->id() != arrow::Type::DECIMAL128 ||
+      r->type()->id() != arrow::Type::DECIMAL128) {
+    return cp::call(std::move(name), std::move(args), call->options);
+  }
+  std::vector<cp::Expression> operands = args;
+  const auto* lt = static_cast<const arrow::Decimal128Type*>(l->type());
+  const auto* rt = static_cast<const arrow::Decimal128Type*>(r->type());
+  std::shared_ptr<arrow::DataType> types[2] = {l->type()->GetSharedPtr(),
+                                               r->type()->GetSharedPtr()};
+  if (op != Op::kMultiply && lt->scale() != rt->scale()) {
+    // As Arrow does: the operand of the smaller scale is widened to the larger, with as many
+    // more digits.
+    const int low = lt->scale() < rt->scale() ? 0 : 1;
+    const auto* from = low == 0 ? lt : rt;
+    const int32_t shift = std::max(lt->scale(), rt->scale()) - from->scale();
+    if (from->precision() + shift > kMaxPrecision) {
+      return cp::call(std::move(name), std::move(args), call->options);
     }
+    types[low] = arrow::decimal128(from->precision() + shift, from->scale() + shift);
+    operands[low] = cp::call("cast", {operands[low]}, cp::CastOptions::Safe(types[low]));
+  }
+  if (comparison) {
+    return cp::call(kComparisons[*comparison], std::move(operands));
+  }
+  auto ours = ResultType(*op, *types[0], *types[1]);
+  if (ours.ok() && (*ours)->Equals(*original->type())) {
+    return cp::call(FunctionFor(*op), std::move(operands));
   }
   return cp::call(std::move(name), std::move(args), call->options);
 }

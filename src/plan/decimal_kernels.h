@@ -22,11 +22,21 @@ inline constexpr const char* kDecimalAddFunction = "sluice_decimal_add";
 inline constexpr const char* kDecimalSubtractFunction = "sluice_decimal_subtract";
 inline constexpr const char* kDecimalMultiplyFunction = "sluice_decimal_multiply";
 
+/// Comparisons of two decimal128 values of one scale, as Arrow's equal, not_equal, less,
+/// less_equal, greater and greater_equal.
+inline constexpr const char* kDecimalEqualFunction = "sluice_decimal_equal";
+inline constexpr const char* kDecimalNotEqualFunction = "sluice_decimal_not_equal";
+inline constexpr const char* kDecimalLessFunction = "sluice_decimal_less";
+inline constexpr const char* kDecimalLessEqualFunction = "sluice_decimal_less_equal";
+inline constexpr const char* kDecimalGreaterFunction = "sluice_decimal_greater";
+inline constexpr const char* kDecimalGreaterEqualFunction = "sluice_decimal_greater_equal";
+
 /// Adds the functions above to `registry`.
 arrow::Status RegisterDecimalKernels(arrow::compute::FunctionRegistry* registry);
 
-/// `expression` with each add, subtract and multiply (checked or not) of two decimal128
-/// operands of `schema` replaced by the functions above, where they give the same type. Parts
+/// `expression` with each add, subtract and multiply (checked or not) and each comparison of
+/// two decimal128 operands of `schema` replaced by the functions above, where they give the
+/// same type (an operand of a smaller scale is widened first, as Arrow does). Parts
 /// that do not bind against `schema` are left as they are. For the executor: plans keep Arrow's
 /// names, so plan bytes do not change.
 arrow::compute::Expression WithDecimalKernels(const arrow::compute::Expression& expression,

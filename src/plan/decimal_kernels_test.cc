@@ -75,6 +75,30 @@ TEST_F(DecimalKernels, ArithmeticMatchesArrowOnArraysSlicesAndScalars) {
   EXPECT_TRUE(got->Equals(*want));
 }
 
+TEST_F(DecimalKernels, ComparisonsMatchArrowOnArraysSlicesAndScalars) {
+  // One scale, other precisions; values often equal so that every outcome occurs.
+  const auto a = RandomDecimals(15, 2, 1000, 1, 6);
+  const auto b = RandomDecimals(4, 2, 1000, 1, 7);
+  const arrow::Datum scalar(
+      std::make_shared<arrow::Decimal128Scalar>(arrow::Decimal128(3), arrow::decimal128(3, 2)));
+  const arrow::Datum null_scalar(arrow::MakeNullScalar(arrow::decimal128(3, 2)));
+  const std::vector<std::pair<std::string, std::string>> ops = {
+      {"equal", kDecimalEqualFunction},     {"not_equal", kDecimalNotEqualFunction},
+      {"less", kDecimalLessFunction},       {"less_equal", kDecimalLessEqualFunction},
+      {"greater", kDecimalGreaterFunction}, {"greater_equal", kDecimalGreaterEqualFunction}};
+  const std::vector<std::pair<arrow::Datum, arrow::Datum>> operands = {
+      {a, b}, {a->Slice(5, 990), b->Slice(1, 990)}, {scalar, a}, {b, scalar}, {a, null_scalar}};
+  for (const auto& [arrow_name, ours] : ops) {
+    for (const auto& [l, r] : operands) {
+      auto want = cp::CallFunction(arrow_name, {l, r});
+      auto got = cp::CallFunction(ours, {l, r});
+      ASSERT_TRUE(want.ok()) << want.status().ToString();
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_TRUE(got->Equals(*want)) << ours << ": " << got->ToString();
+    }
+  }
+}
+
 TEST_F(DecimalKernels, OverflowOfAValidRowFailsAndOfANullSlotDoesNot) {
   const auto type = arrow::decimal128(38, 0);
   const std::string big = "\"99999999999999999999999999999999999999\"";
@@ -215,6 +239,18 @@ TEST_F(DecimalKernels, RewriteReplacesDecimalArithmeticOnlyWhereTypesAgree) {
   auto a = cp::ExecuteScalarExpression(want, input).ValueOrDie();
   auto b = cp::ExecuteScalarExpression(got, input).ValueOrDie();
   EXPECT_TRUE(a.Equals(b)) << b.ToString();
+
+  // A comparison with an operand of another scale: the smaller is widened, as Arrow does.
+  const auto half = cp::literal(
+      std::make_shared<arrow::Decimal128Scalar>(arrow::Decimal128(5), arrow::decimal128(2, 1)));
+  for (const char* fn : {"less", "greater_equal", "equal"}) {
+    auto compare = cp::call(fn, {cp::field_ref("d"), half});
+    auto ours = WithDecimalKernels(compare, *schema);
+    EXPECT_NE(ours.ToString().find("sluice_decimal_"), std::string::npos) << ours.ToString();
+    auto w = cp::ExecuteScalarExpression(compare.Bind(*schema).ValueOrDie(), input).ValueOrDie();
+    auto g = cp::ExecuteScalarExpression(ours.Bind(*schema).ValueOrDie(), input).ValueOrDie();
+    EXPECT_TRUE(w.Equals(g)) << fn << ": " << g.ToString();
+  }
 
   // Integers and floats stay with Arrow's kernels.
   for (const char* column : {"i", "f"}) {
