@@ -839,8 +839,41 @@ DECIMALS = [
 ]
 
 
+# Aggregates joined to filtered keys, which the aggregate_reduction pass semi joins to those keys
+# before grouping (sql/optimizer/aggregate_reduction.h): derived tables, correlated scalar
+# subqueries of one and two keys, joins on some of the group keys, IN and NOT IN of a grouped
+# subquery with HAVING, and a left join that pads; and an INTERSECT (keys that match NULLs) of
+# distinct rows, which it leaves alone.
+REDUCTIONS = [
+    "select p_partkey, s, c from part join (select l_partkey, sum(l_quantity) s, count(*) c "
+    "from lineitem group by l_partkey) a on p_partkey = l_partkey where p_size < 5 order by 1",
+    "select ps_partkey, ps_suppkey, q from partsupp join (select l_partkey, l_suppkey, "
+    "sum(l_quantity) q from lineitem group by 1, 2) a on ps_partkey = l_partkey "
+    "and ps_suppkey = l_suppkey where ps_availqty < 100 order by 1, 2",
+    "select p_partkey, count(*), sum(q) from part join (select l_partkey, l_suppkey, "
+    "sum(l_quantity) q from lineitem group by 1, 2) a on p_partkey = l_partkey where p_size = 7 "
+    "group by 1 order by 1",
+    "select p_partkey from part where p_size < 3 and p_partkey not in (select l_partkey "
+    "from lineitem group by l_partkey having sum(l_quantity) > 100) order by 1",
+    "select p_partkey from part where p_size < 3 and p_partkey in (select l_partkey "
+    "from lineitem group by l_partkey having count(*) > 30) order by 1",
+    "select p_partkey, a.s from part left join (select l_partkey, sum(l_extendedprice) s "
+    "from lineitem where l_quantity > 45 group by 1) a on p_partkey = a.l_partkey "
+    "where p_name like '%green%' order by 1",
+    "select ps_partkey, ps_suppkey from partsupp where ps_partkey < 50 and ps_availqty > "
+    "(select 0.5 * sum(l_quantity) from lineitem where l_partkey = ps_partkey "
+    "and l_suppkey = ps_suppkey) order by 1, 2",
+    "select p_partkey, p_retailprice from part where p_container = 'SM BOX' and p_retailprice < "
+    "(select max(l_extendedprice) / 10 from lineitem where l_partkey = p_partkey) order by 1",
+    "select c from (select case when p_size < 3 then null else p_size end c from part "
+    "where p_brand = 'Brand#11') x intersect select case when l_quantity > 40 then null "
+    "else l_quantity end from lineitem group by 1 order by 1",
+]
+
+
 @pytest.mark.parametrize("sql", ORACLE + SUBQUERIES + SUBQUERY_TESTS + EXPRESSION_KEYS +
-                         SET_OPERATIONS + WINDOWS + JOINS + GROUPING + FUNCTIONS + DECIMALS)
+                         SET_OPERATIONS + WINDOWS + JOINS + GROUPING + FUNCTIONS + DECIMALS +
+                         REDUCTIONS)
 def test_sql_feature_matches_duckdb(tpch, sql, tmp_path):
     sluice, con, _ = tpch
     out = tmp_path / "result.arrow"

@@ -1,5 +1,6 @@
 #include "sql/optimizer/optimizer.h"
 
+#include "sql/optimizer/aggregate_reduction.h"
 #include "sql/optimizer/column_pruning.h"
 #include "sql/optimizer/constant_folding.h"
 #include "sql/optimizer/decorrelate.h"
@@ -26,6 +27,11 @@ const std::vector<Pass>& DefaultPasses() {
       {"column_pruning",
        [](PlanNode* plan) {
          PruneColumns(plan);
+         return arrow::Status::OK();
+       }},
+      {"aggregate_reduction",
+       [](PlanNode* plan) {
+         ReduceAggregatesByJoins(plan);
          return arrow::Status::OK();
        }},
       {"build_sides",

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "sql/binder.h"
+#include "sql/optimizer/aggregate_reduction.h"
 #include "sql/optimizer/bind_testing.h"
 #include "sql/optimizer/column_pruning.h"
 #include "sql/optimizer/filter_pushdown.h"
@@ -114,15 +115,100 @@ TEST_F(OptimizerTest, DefaultPassesRunInOrderAndMatchBindSelect) {
   auto q = BindLogicalForTest(sql);
   std::vector<std::string> ran;
   ASSERT_TRUE(Optimize(q.plan.get(), DefaultPasses(), &ran).ok());
-  EXPECT_EQ(ran, (std::vector<std::string>{"decorrelate", "join_order", "constant_folding",
-                                           "filter_pushdown", "column_pruning", "build_sides",
-                                           "scan_batch_rows"}));
+  EXPECT_EQ(ran, (std::vector<std::string>{
+                     "decorrelate", "join_order", "constant_folding", "filter_pushdown",
+                     "column_pruning", "aggregate_reduction", "build_sides", "scan_batch_rows"}));
   auto statement = ParseStatement(sql);
   ASSERT_TRUE(statement.ok());
   auto selected = BindSelect(std::get<SelectStatement>(*statement).select, sql, TestTables());
   ASSERT_TRUE(selected.ok()) << selected.status().ToString();
   EXPECT_EQ(Scans(*selected->plan), Scans(*q.plan));
   EXPECT_EQ(selected->plan->Explain(), q.plan->Explain());
+}
+
+// The semi joins the aggregate_reduction pass added to `plan`, a line each.
+std::string Reductions(const PlanNode& plan) {
+  std::string out;
+  std::istringstream lines(plan.Explain());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("__reduce") != std::string::npos)
+      out += line.substr(line.find_first_not_of(' ')) + "\n";
+  }
+  return out;
+}
+
+// Bound, with filters pushed and columns pruned, as the pass finds plans.
+BoundQuery Prepared(const std::string& sql, int64_t t_rows, int64_t u_rows) {
+  auto q = BindForTest(sql, t_rows, u_rows);
+  if (q.plan == nullptr) return q;
+  PushDownFilters(q.plan.get());
+  PruneColumns(q.plan.get());
+  return q;
+}
+
+TEST_F(OptimizerTest, AggregateReductionSemiJoinsAGroupedSideToFilteredKeys) {
+  // A correlated subquery's aggregate over 1M rows, grouped by the key that 100 filtered rows
+  // of u ask for: t is reduced to u's keys before it is grouped.
+  auto q =
+      Prepared("select name from u where name <> 'x' and uk > (select avg(v) from t where k = uk)",
+               1'000'000, 100);
+  ReduceAggregatesByJoins(q.plan.get());
+  // The reducer is a copy of the filtered scan of u, under the partial aggregate.
+  const std::string plan = q.plan->Explain();
+  const std::string reduced =
+      "          PartialAggregate keys=[k#2] aggregates=[__p5s := sum(__in5), __p5c := "
+      "count(__in5)]\n"
+      "            HashJoin semi on k#2 = __reduce0_uk#0\n"
+      "              Project k#2 := k#2, __in5 := v#4\n"
+      "                Scan t (1 files) columns=[k#2, v#4]\n"
+      "              Project __reduce0_uk#0 := uk#0\n"
+      "                Filter (name#1 != \"x\")\n"
+      "                  Scan u (1 files) columns=[uk#0, name#1] pushdown=(name#1 != \"x\")\n";
+  EXPECT_NE(plan.find(reduced), std::string::npos) << plan;
+
+  // An inner join with a derived table grouped on the join key, either way round.
+  auto derived = Prepared(
+      "select name, s from u join (select k, g, sum(v) as s from t group by k, g) a on uk = k "
+      "where name = 'n'",
+      1'000'000, 100);
+  ReduceAggregatesByJoins(derived.plan.get());
+  EXPECT_EQ(Reductions(*derived.plan),
+            "HashJoin semi on k#2 = __reduce0_uk#0\n"
+            "Project __reduce0_uk#0 := uk#0\n");
+}
+
+TEST_F(OptimizerTest, AggregateReductionOnlyWhereNoResultCanChange) {
+  const std::vector<std::string> unchanged = {
+      // The other side filters nothing: a reducer would be all of u.
+      "select name, s from u join (select k, sum(v) as s from t group by k) a on uk = k",
+      // The aggregate is the side a left join keeps.
+      "select k, s, name from (select k, sum(v) as s from t group by k) a left join u "
+      "on k = uk and name = 'n'",
+      // A full join keeps both sides.
+      "select k, s, name from (select k, sum(v) as s from t group by k) a full join "
+      "(select * from u where name = 'n') b on k = uk",
+      // The join key is not a group key (it is an aggregate).
+      "select name from u join (select g, max(k) as m from t group by g) a on uk = m "
+      "where name = 'n'",
+      // Grouping sets: a union of aggregates, whose rolled-up rows cover other keys.
+      "select name from u join (select k, sum(v) as s from t group by rollup (k)) a on uk = k "
+      "where name = 'n'",
+  };
+  for (const auto& sql : unchanged) {
+    auto q = Prepared(sql, 1'000'000, 100);
+    ASSERT_NE(q.plan, nullptr) << sql;
+    const std::string before = q.plan->Explain();
+    ReduceAggregatesByJoins(q.plan.get());
+    EXPECT_EQ(q.plan->Explain(), before) << sql;
+  }
+  // A reducer must cost far less than what it saves: u of 500K rows against t of 1M is not.
+  auto q = Prepared(
+      "select name, s from u join (select k, sum(v) as s from t group by k) a "
+      "on uk = k where name = 'n'",
+      1'000'000, 500'000);
+  const std::string before = q.plan->Explain();
+  ReduceAggregatesByJoins(q.plan.get());
+  EXPECT_EQ(q.plan->Explain(), before);
 }
 
 TEST_F(OptimizerTest, NoPlanIsAnInternalError) {
