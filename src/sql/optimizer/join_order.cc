@@ -63,14 +63,10 @@ std::vector<cp::Expression> FactorOr(const cp::Expression& e) {
   return common;
 }
 
-arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
-                                    const std::vector<cp::Expression>& conditions,
-                                    std::vector<cp::Expression>* filters,
-                                    std::vector<cp::Expression>* rest) {
-  std::map<std::string, size_t> owner;
-  for (size_t i = 0; i < relations.size(); ++i) {
-    for (const auto& id : relations[i].ids) owner[id] = i;
-  }
+namespace {
+
+// The conjuncts of `conditions`, each OR with its common conditions factored out.
+std::vector<cp::Expression> SplitConditions(const std::vector<cp::Expression>& conditions) {
   std::vector<cp::Expression> conjuncts;
   for (const auto& condition : conditions) {
     std::vector<cp::Expression> raw;
@@ -79,6 +75,50 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
       for (auto& f : FactorOr(c)) Conjuncts(f, &conjuncts);
     }
   }
+  return conjuncts;
+}
+
+// (a1 AND b1) OR (a2 AND b2) over relations A and B implies (a1 OR a2) on A alone: a weaker
+// copy filters A before the joins (TPC-H Q7 keeps 2 of 25 nations, Q19 a sliver of part). The
+// copies `c`, which reads `tables`, implies, by relation.
+std::vector<std::pair<size_t, cp::Expression>> ImpliedConditions(
+    const cp::Expression& c, const std::set<size_t>& tables,
+    const std::map<std::string, size_t>& owner) {
+  std::vector<std::pair<size_t, cp::Expression>> out;
+  std::vector<cp::Expression> disjuncts;
+  Disjuncts(c, &disjuncts);
+  if (disjuncts.size() < 2) return out;
+  for (size_t t : tables) {
+    std::vector<cp::Expression> per_branch;
+    for (const auto& d : disjuncts) {
+      std::vector<cp::Expression> conj, mine;
+      Conjuncts(d, &conj);
+      for (const auto& x : conj) {
+        bool only_t = true;
+        for (const auto& ref : cp::FieldsInExpression(x)) {
+          auto it = owner.find(*ref.name());
+          only_t = only_t && it != owner.end() && it->second == t;
+        }
+        if (only_t) mine.push_back(x);
+      }
+      if (mine.empty()) break;
+      per_branch.push_back(mine.size() == 1 ? mine[0] : cp::and_(mine));
+    }
+    if (per_branch.size() == disjuncts.size()) out.emplace_back(t, cp::or_(per_branch));
+  }
+  return out;
+}
+
+// OrderJoins' greedy left-deep order over `relations`, each taken whole.
+arrow::Result<JoinInput> OrderGreedily(std::vector<JoinInput> relations,
+                                       const std::vector<cp::Expression>& conditions,
+                                       std::vector<cp::Expression>* filters,
+                                       std::vector<cp::Expression>* rest) {
+  std::map<std::string, size_t> owner;
+  for (size_t i = 0; i < relations.size(); ++i) {
+    for (const auto& id : relations[i].ids) owner[id] = i;
+  }
+  const std::vector<cp::Expression> conjuncts = SplitConditions(conditions);
   // Per-relation conditions (for the estimates), equi-join edges, and what remains. Every
   // condition that is no join key goes to `filters`, in order.
   std::vector<std::vector<cp::Expression>> local(relations.size());
@@ -148,31 +188,14 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
     }
     residual.push_back(c);
     filters->push_back(c);
-    // (a1 AND b1) OR (a2 AND b2) over relations A and B implies (a1 OR a2) on A alone: a weaker
-    // copy filters A before the joins (TPC-H Q7 keeps 2 of 25 nations, Q19 a sliver of part).
-    std::vector<cp::Expression> disjuncts;
-    Disjuncts(c, &disjuncts);
-    if (disjuncts.size() < 2) continue;
-    for (size_t t : tables) {
-      std::vector<cp::Expression> per_branch;
-      for (const auto& d : disjuncts) {
-        std::vector<cp::Expression> conj, mine;
-        Conjuncts(d, &conj);
-        for (const auto& x : conj) {
-          bool only_t = true;
-          for (const auto& ref : cp::FieldsInExpression(x)) {
-            auto it = owner.find(*ref.name());
-            only_t = only_t && it != owner.end() && it->second == t;
-          }
-          if (only_t) mine.push_back(x);
-        }
-        if (mine.empty()) break;
-        per_branch.push_back(mine.size() == 1 ? mine[0] : cp::and_(mine));
+    for (auto& [t, implied] : ImpliedConditions(c, tables, owner)) {
+      // Already there where a branch of the join graph was ordered on its own (OrderJoins).
+      if (std::any_of(filters->begin(), filters->end(),
+                      [&](const cp::Expression& f) { return f.Equals(implied); })) {
+        continue;
       }
-      if (per_branch.size() == disjuncts.size()) {
-        local[t].push_back(cp::or_(per_branch));
-        filters->push_back(local[t].back());
-      }
+      local[t].push_back(implied);
+      filters->push_back(implied);
     }
   }
   // Each relation's rows after its own conditions, which the filter_pushdown pass places on it.
@@ -306,6 +329,140 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
     if (!e.used) filters->push_back(cp::equal(cp::field_ref(e.a_col), cp::field_ref(e.b_col)));
   }
   return plan;
+}
+
+}  // namespace
+
+arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
+                                    const std::vector<cp::Expression>& conditions,
+                                    std::vector<cp::Expression>* filters,
+                                    std::vector<cp::Expression>* rest) {
+  const size_t n = relations.size();
+  if (n < 3) return OrderGreedily(std::move(relations), conditions, filters, rest);
+  std::map<std::string, size_t> owner;
+  for (size_t i = 0; i < n; ++i) {
+    for (const auto& id : relations[i].ids) owner[id] = i;
+  }
+  // Which relations each conjunct reads (none where it reads a column of none: a scalar
+  // subquery's result, which stays with the outer order).
+  std::vector<cp::Expression> conjuncts = SplitConditions(conditions);
+  std::vector<std::set<size_t>> reads(conjuncts.size());
+  std::vector<std::vector<cp::Expression>> local(n);
+  const size_t given = conjuncts.size();
+  for (size_t c = 0; c < given; ++c) {
+    for (const auto& ref : cp::FieldsInExpression(conjuncts[c])) {
+      auto it = owner.find(*ref.name());
+      if (it == owner.end()) {
+        reads[c].clear();
+        break;
+      }
+      reads[c].insert(it->second);
+    }
+    if (reads[c].size() == 1) local[*reads[c].begin()].push_back(conjuncts[c]);
+    if (reads[c].size() < 2) continue;
+    // Q7's nations: their weaker copies count in the estimates and filter inside a branch.
+    for (auto& [t, implied] : ImpliedConditions(conjuncts[c], reads[c], owner)) {
+      local[t].push_back(implied);
+      conjuncts.push_back(implied);
+      reads.push_back({t});
+    }
+  }
+  auto is_equality = [&](size_t c) {
+    const auto* call = conjuncts[c].call();
+    return reads[c].size() == 2 && call != nullptr && call->function_name == "equal";
+  };
+  std::vector<double> estimate(n);
+  size_t start = 0;
+  for (size_t i = 0; i < n; ++i) {
+    estimate[i] = relations[i].estimate;
+    if (!local[i].empty()) estimate[i] *= ConjunctionSelectivity(local[i], relations[i]);
+    if (estimate[i] > estimate[start]) start = i;
+  }
+  // Components of the join graph without the relation that probes.
+  std::vector<int> component(n, -1);
+  int components = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (i == start || component[i] >= 0) continue;
+    std::vector<size_t> todo = {i};
+    component[i] = components;
+    while (!todo.empty()) {
+      const size_t at = todo.back();
+      todo.pop_back();
+      for (size_t c = 0; c < conjuncts.size(); ++c) {
+        const auto& r = reads[c];
+        if (!is_equality(c) || !r.count(at) || r.count(start)) continue;
+        for (size_t other : r) {
+          if (component[other] < 0) {
+            component[other] = components;
+            todo.push_back(other);
+          }
+        }
+      }
+    }
+    ++components;
+  }
+  // A branch that meets the probing relation through one of its relations (its root), and only
+  // by equalities, is joined on its own first where its other relations keep at most
+  // kBranchShare of the root's rows: the build side is then the root's few matching rows (TPC-H
+  // Q7 hashes 120K orders of French and German customers, not all 1.5M).
+  std::vector<bool> taken(conjuncts.size(), false);
+  std::vector<JoinInput> ordered;
+  std::vector<bool> merged(n, false);
+  for (int b = 0; b < components; ++b) {
+    std::set<size_t> members;
+    for (size_t i = 0; i < n; ++i) {
+      if (component[i] == b) members.insert(i);
+    }
+    if (members.size() < 2) continue;
+    std::set<size_t> roots;
+    bool separable = true;
+    for (size_t c = 0; c < conjuncts.size() && separable; ++c) {
+      std::vector<size_t> in, out;
+      for (size_t t : reads[c]) (members.count(t) ? in : out).push_back(t);
+      if (in.empty() || out.empty()) continue;
+      // Other conditions across the branch's edge filter above the joins, as they would.
+      if (!is_equality(c)) continue;
+      separable = out[0] == start;
+      roots.insert(in[0]);
+    }
+    if (!separable || roots.size() != 1) continue;
+    const size_t root = *roots.begin();
+    // The root's share of rows that its dimensions' filters keep (each joined on its key). A
+    // member larger than the root is no dimension of it, and its join could multiply rows.
+    double share = 1;
+    bool dimensions = true;
+    for (size_t d : members) {
+      if (d == root) continue;
+      dimensions = dimensions && relations[d].rows <= relations[root].rows;
+      share *= estimate[d] / std::max(relations[d].rows, 1.0);
+    }
+    if (!dimensions || share > kBranchShare) continue;
+    std::vector<JoinInput> branch;
+    for (size_t d : members) {
+      branch.push_back(std::move(relations[d]));
+      merged[d] = true;
+    }
+    std::vector<cp::Expression> inside;
+    for (size_t c = 0; c < conjuncts.size(); ++c) {
+      if (reads[c].empty() || !std::all_of(reads[c].begin(), reads[c].end(),
+                                           [&](size_t t) { return members.count(t) > 0; })) {
+        continue;
+      }
+      inside.push_back(conjuncts[c]);
+      taken[c] = true;
+    }
+    ARROW_ASSIGN_OR_RAISE(JoinInput joined, OrderJoins(std::move(branch), inside, filters, rest));
+    ordered.push_back(std::move(joined));
+  }
+  if (ordered.empty()) return OrderGreedily(std::move(relations), conditions, filters, rest);
+  for (size_t i = 0; i < n; ++i) {
+    if (!merged[i]) ordered.push_back(std::move(relations[i]));
+  }
+  std::vector<cp::Expression> outside;
+  for (size_t c = 0; c < conjuncts.size(); ++c) {
+    if (!taken[c]) outside.push_back(conjuncts[c]);
+  }
+  return OrderGreedily(std::move(ordered), outside, filters, rest);
 }
 
 namespace {

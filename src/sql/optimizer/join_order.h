@@ -22,6 +22,10 @@
 
 namespace sluice::sql {
 
+/// A branch of the join graph (relations that meet the probing one through one root) joins on
+/// its own first where its other relations keep at most this share of the root's rows.
+inline constexpr double kBranchShare = 0.5;
+
 /// The largest cross product OrderJoins plans, in estimated rows.
 inline constexpr double kMaxCrossJoinRows = 1e8;
 
@@ -57,7 +61,10 @@ std::vector<arrow::compute::Expression> FactorOr(const arrow::compute::Expressio
 ///
 /// The relation estimated largest after its filters probes; each step then hashes the connected
 /// relation whose join multiplies the rows least (rows after filters per distinct key value),
-/// ties going to the smaller relation.
+/// ties going to the smaller relation. A branch of the other relations that meets the probing
+/// one only through one of them, by equalities, and whose filtered dimensions keep at most
+/// kBranchShare of that one's rows, is ordered the same way on its own first and then taken as
+/// one relation: a bushy plan whose build side holds only the rows that can match.
 arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
                                     const std::vector<arrow::compute::Expression>& conditions,
                                     std::vector<arrow::compute::Expression>* filters,

@@ -142,6 +142,64 @@ TEST_F(JoinOrderTest, AnOrOverTwoRelationsFiltersEachBeforeTheJoin) {
             "      Scan r (1 files) columns=[k#2, z#3] pushdown=((z#3 == 2) or (z#3 == 4))\n");
 }
 
+TEST_F(JoinOrderTest, ABranchWhoseDimensionsFilterJoinsOnItsOwnFirst) {
+  // TPC-H Q7's shape: fact -> mid -> dim, where dim keeps 2 of 25 rows, beside fact -> side
+  // -> other, whose other is not filtered; and an OR across the two branches.
+  std::vector<JoinInput> relations;
+  relations.push_back(Scan("fact", {"f_m#0", "f_s#1"}, 1'000'000));
+  relations.push_back(Scan("mid", {"m_k#2", "m_d#3"}, 100'000));
+  relations.push_back(Scan("dim", {"d_k#4", "d_x#5"}, 25));
+  relations.push_back(Scan("side", {"s_k#6", "s_o#7"}, 1'000));
+  relations.push_back(Scan("other", {"o_k#8", "o_x#9"}, 25));
+  const auto x_is = [](const char* column, int64_t v) {
+    return cp::equal(cp::field_ref(column), cp::literal(v));
+  };
+  std::vector<cp::Expression> filters, rest;
+  auto joined = OrderJoins(std::move(relations),
+                           {cp::and_({Eq("f_m#0", "m_k#2"), Eq("m_d#3", "d_k#4"),
+                                      Eq("f_s#1", "s_k#6"), Eq("s_o#7", "o_k#8"),
+                                      cp::or_({cp::and_(x_is("d_x#5", 1), x_is("o_x#9", 2)),
+                                               cp::and_(x_is("d_x#5", 2), x_is("o_x#9", 1))})})},
+                           &filters, &rest);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  // mid joins the filtered dim before fact meets it: the build side is mid's matching rows.
+  // side's branch is also filtered (by the OR's copy on other) and joins on its own too; the OR
+  // itself filters above the joins.
+  EXPECT_EQ(Placed(std::move(joined->plan), filters),
+            "Filter (((d_x#5 == 1) and (o_x#9 == 2)) or ((d_x#5 == 2) and (o_x#9 == 1)))\n"
+            "  HashJoin inner on f_s#1 = s_k#6\n"
+            "    HashJoin inner on f_m#0 = m_k#2\n"
+            "      Scan fact (1 files) columns=[f_m#0, f_s#1]\n"
+            "      HashJoin inner on m_d#3 = d_k#4\n"
+            "        Scan mid (1 files) columns=[m_k#2, m_d#3]\n"
+            "        Filter ((d_x#5 == 1) or (d_x#5 == 2))\n"
+            "          Scan dim (1 files) columns=[d_k#4, d_x#5] pushdown=((d_x#5 == 1) or "
+            "(d_x#5 == 2))\n"
+            "    HashJoin inner on s_o#7 = o_k#8\n"
+            "      Scan side (1 files) columns=[s_k#6, s_o#7]\n"
+            "      Filter ((o_x#9 == 2) or (o_x#9 == 1))\n"
+            "        Scan other (1 files) columns=[o_k#8, o_x#9] pushdown=((o_x#9 == 2) or "
+            "(o_x#9 == 1))\n");
+  // Each copy of the OR is placed once.
+  EXPECT_EQ(filters.size(), 3u);
+
+  // Without the filters, the order stays left-deep.
+  std::vector<JoinInput> plain;
+  plain.push_back(Scan("fact", {"f_m#0", "f_s#1"}, 1'000'000));
+  plain.push_back(Scan("mid", {"m_k#2", "m_d#3"}, 100'000));
+  plain.push_back(Scan("dim", {"d_k#4", "d_x#5"}, 25));
+  std::vector<cp::Expression> none, none_rest;
+  auto deep = OrderJoins(std::move(plain), {cp::and_(Eq("f_m#0", "m_k#2"), Eq("m_d#3", "d_k#4"))},
+                         &none, &none_rest);
+  ASSERT_TRUE(deep.ok());
+  EXPECT_EQ(deep->plan->Explain(),
+            "HashJoin inner on m_d#3 = d_k#4\n"
+            "  HashJoin inner on f_m#0 = m_k#2\n"
+            "    Scan fact (1 files) columns=[f_m#0, f_s#1]\n"
+            "    Scan mid (1 files) columns=[m_k#2, m_d#3]\n"
+            "  Scan dim (1 files) columns=[d_k#4, d_x#5]\n");
+}
+
 TEST_F(JoinOrderTest, NoEqualityIsACrossJoinOnAConstantKeyUpToItsLimit) {
   std::vector<JoinInput> relations;
   relations.push_back(Scan("l", {"x#0"}, 1000));
