@@ -41,6 +41,21 @@ std::shared_ptr<arrow::Array> RandomDecimals(int32_t precision, int32_t scale, i
   return b.Finish().ValueOrDie();
 }
 
+// Each of `ops` (Arrow's function, ours) on each pair of `operands` gives Arrow's result and type.
+void ExpectSameAsArrow(const std::vector<std::pair<std::string, std::string>>& ops,
+                       const std::vector<std::pair<arrow::Datum, arrow::Datum>>& operands) {
+  for (const auto& [arrow_name, ours] : ops) {
+    for (const auto& [l, r] : operands) {
+      auto want = cp::CallFunction(arrow_name, {l, r});
+      auto got = cp::CallFunction(ours, {l, r});
+      ASSERT_TRUE(want.ok()) << want.status().ToString();
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_TRUE(got->type()->Equals(*want->type())) << ours;
+      EXPECT_TRUE(got->Equals(*want)) << ours << ": " << got->ToString();
+    }
+  }
+}
+
 class DecimalKernels : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(EnsureComputeInitialized().ok()); }
@@ -58,16 +73,7 @@ TEST_F(DecimalKernels, ArithmeticMatchesArrowOnArraysSlicesAndScalars) {
       {"multiply_checked", kDecimalMultiplyFunction}};
   const std::vector<std::pair<arrow::Datum, arrow::Datum>> operands = {
       {a, b}, {a->Slice(3, 900), b->Slice(7, 900)}, {scalar, a}, {b, scalar}};
-  for (const auto& [arrow_name, ours] : ops) {
-    for (const auto& [l, r] : operands) {
-      auto want = cp::CallFunction(arrow_name, {l, r});
-      auto got = cp::CallFunction(ours, {l, r});
-      ASSERT_TRUE(want.ok()) << want.status().ToString();
-      ASSERT_TRUE(got.ok()) << got.status().ToString();
-      EXPECT_TRUE(got->type()->Equals(*want->type())) << ours;
-      EXPECT_TRUE(got->Equals(*want)) << ours << ": " << got->ToString();
-    }
-  }
+  ExpectSameAsArrow(ops, operands);
   // Products of other scales, as Arrow types them.
   auto want = cp::CallFunction("multiply_checked", {a, c});
   auto got = cp::CallFunction(kDecimalMultiplyFunction, {a, c});
@@ -88,15 +94,7 @@ TEST_F(DecimalKernels, ComparisonsMatchArrowOnArraysSlicesAndScalars) {
       {"greater", kDecimalGreaterFunction}, {"greater_equal", kDecimalGreaterEqualFunction}};
   const std::vector<std::pair<arrow::Datum, arrow::Datum>> operands = {
       {a, b}, {a->Slice(5, 990), b->Slice(1, 990)}, {scalar, a}, {b, scalar}, {a, null_scalar}};
-  for (const auto& [arrow_name, ours] : ops) {
-    for (const auto& [l, r] : operands) {
-      auto want = cp::CallFunction(arrow_name, {l, r});
-      auto got = cp::CallFunction(ours, {l, r});
-      ASSERT_TRUE(want.ok()) << want.status().ToString();
-      ASSERT_TRUE(got.ok()) << got.status().ToString();
-      EXPECT_TRUE(got->Equals(*want)) << ours << ": " << got->ToString();
-    }
-  }
+  ExpectSameAsArrow(ops, operands);
 }
 
 TEST_F(DecimalKernels, OverflowOfAValidRowFailsAndOfANullSlotDoesNot) {

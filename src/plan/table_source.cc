@@ -39,7 +39,21 @@ arrow::Status ReadParquetFooters(TableSource* table) {
       return arrow::Status::Invalid("table '", table->name, "': '", table->files[f],
                                     "' is not a Parquet file: ", reader.status().message());
     }
-    if (f == 0) ARROW_RETURN_NOT_OK((*reader)->GetSchema(&table->file_schema));
+    if (f == 0) {
+      ARROW_RETURN_NOT_OK((*reader)->GetSchema(&table->file_schema));
+    } else {
+      // A column is NOT NULL only where every file says so (count(x) of one is count(*)).
+      std::shared_ptr<arrow::Schema> schema;
+      ARROW_RETURN_NOT_OK((*reader)->GetSchema(&schema));
+      arrow::FieldVector fields = table->file_schema->fields();
+      for (auto& field : fields) {
+        const auto other = schema->GetFieldByName(field->name());
+        if (!field->nullable() && (other == nullptr || other->nullable())) {
+          field = field->WithNullable(true);
+        }
+      }
+      table->file_schema = arrow::schema(std::move(fields), table->file_schema->metadata());
+    }
     auto metadata = (*reader)->parquet_reader()->metadata();
     table->num_rows += metadata->num_rows();
     std::vector<int64_t> row_groups;

@@ -1326,13 +1326,13 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
     }
   }
   auto part = [&](const std::string& suffix) { return "__p" + id + suffix; };
-  // The final output of `partial_fn` over the input merged by `final_fn`: an existing one
-  // where another aggregate computes the same (sum(x) of avg(x) and of sum(x)), else new.
   // count(x) of a column that cannot be null is count(*).
   const arrow::FieldRef* column = star ? nullptr : arg.field_ref();
   const auto column_field = column != nullptr ? column->GetOneOrNone(RowSchema()) : nullptr;
   const bool never_null =
       column_field.ok() && *column_field != nullptr && !(*column_field)->nullable();
+  // The final output of `partial_fn` over the input merged by `final_fn`: an existing one
+  // where another aggregate computes the same (sum(x) of avg(x) and of sum(x)), else new.
   auto step = [&](const std::string& partial_fn, const std::string& final_fn,
                   const std::string& suffix) {
     const bool all = partial_fn == "count_all" || (partial_fn == "count" && never_null);

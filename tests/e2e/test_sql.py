@@ -928,6 +928,24 @@ def test_ipc_and_jsonl_external_tables(tpch):
     assert "no JSONL files at 'ipc_nation'" in proc.stderr.decode()
 
 
+def test_count_of_a_column_counts_nulls_of_any_file(tpch):
+    """count(x) of a NOT NULL column is count(*), but only where every file says NOT NULL: the
+    first file here does, the second holds NULLs."""
+    sluice, _, root = tpch
+    import pyarrow.parquet as pq
+    folder = root / "data" / "mixed_nulls"
+    folder.mkdir(exist_ok=True)
+    required = pa.schema([pa.field("x", pa.int64(), nullable=False)])
+    pq.write_table(pa.table({"x": [1, 2, 3]}, schema=required), folder / "a.parquet")
+    pq.write_table(pa.table({"x": [4, None, None]}), folder / "b.parquet")
+    sluice.run("query", "CREATE EXTERNAL TABLE mixed_nulls STORED AS PARQUET "
+               "LOCATION 'mixed_nulls'", check=True)
+    out = sluice.run("query", "--format", "csv",
+                     "select count(x), count(*), sum(x), avg(x) from mixed_nulls",
+                     check=True).stdout.decode().splitlines()
+    assert out[1] == "4,6,10,2.5", out
+
+
 def test_filters_skip_parquet_row_groups(tpch):
     """A WHERE clause reaches the Parquet scan: row groups whose statistics rule it out are
     never read (the scan's own output row count shows it)."""
