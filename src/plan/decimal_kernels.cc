@@ -381,20 +381,20 @@ arrow::Status HashSumFinalize(cp::KernelContext* ctx, arrow::Datum* out) {
 }
 
 arrow::Status AddSum(cp::FunctionRegistry* registry) {
-  static const cp::ScalarAggregateOptions kDefaults = cp::ScalarAggregateOptions::Defaults();
+  const cp::ScalarAggregateOptions* defaults = &SumOptions(nullptr);
   const cp::FunctionDoc doc("decimal128 sum",
                             "Arrow's decimal sum on native 128-bit integers, with overflow "
                             "checks.",
                             {"x"}, "ScalarAggregateOptions");
   auto scalar = std::make_shared<cp::ScalarAggregateFunction>(kDecimalSumFunction,
-                                                              cp::Arity::Unary(), doc, &kDefaults);
+                                                              cp::Arity::Unary(), doc, defaults);
   ARROW_RETURN_NOT_OK(scalar->AddKernel(cp::ScalarAggregateKernel(
       {cp::InputType(arrow::Type::DECIMAL128)}, cp::OutputType(ResolveSum), InitSum,
       ScalarSumConsume, ScalarSumMerge, ScalarSumFinalize,
       /*ordered=*/false)));
   ARROW_RETURN_NOT_OK(registry->AddFunction(std::move(scalar)));
   auto hash = std::make_shared<cp::HashAggregateFunction>(
-      std::string("hash_") + kDecimalSumFunction, cp::Arity::Binary(), doc, &kDefaults);
+      std::string("hash_") + kDecimalSumFunction, cp::Arity::Binary(), doc, defaults);
   ARROW_RETURN_NOT_OK(hash->AddKernel(cp::HashAggregateKernel(
       {cp::InputType(arrow::Type::DECIMAL128), cp::InputType(arrow::uint32())},
       cp::OutputType(ResolveSum), InitSum, HashSumConsume, HashSumResize, HashSumMerge,
