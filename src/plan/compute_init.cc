@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "plan/decimal_kernels.h"
+#include "plan/dictionary_kernels.h"
 #include "sluice/schemas/codec.hpp"
 
 namespace sluice::plan {
@@ -95,6 +96,7 @@ arrow::Status RegisterSluiceFunctions() {
       {cp::InputType(arrow::date32()), cp::InputType(arrow::int64())}, arrow::date32(), AddMonths));
   ARROW_RETURN_NOT_OK(cp::GetFunctionRegistry()->AddFunction(std::move(add_months)));
   ARROW_RETURN_NOT_OK(RegisterDecimalKernels(cp::GetFunctionRegistry()));
+  ARROW_RETURN_NOT_OK(RegisterDictionaryKernels(cp::GetFunctionRegistry()));
   auto function = std::make_shared<cp::ScalarFunction>(
       std::string(kAtMostOneRowFunction), cp::Arity::Binary(),
       cp::FunctionDoc("Fails where a scalar subquery returned more than one row",

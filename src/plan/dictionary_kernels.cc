@@ -1,0 +1,329 @@
+#include "plan/dictionary_kernels.h"
+
+#include <arrow/api.h>
+#include <arrow/array/concatenate.h>
+#include <arrow/compute/api.h>
+#include <arrow/util/bit_util.h>
+
+#include <algorithm>
+
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include "plan/library_functions.h"
+
+namespace sluice::plan {
+
+namespace {
+
+namespace cp = arrow::compute;
+
+// One dictionary's answers, held with the dictionary itself: its buffers cannot be freed, so an
+// equal buffer address later means the same immutable bytes.
+struct MappedDictionary {
+  std::shared_ptr<arrow::ArrayData> dictionary;
+  // One per value, then the answer for NULL; null where some value fails (a cast of a string
+  // that no row may hold), so the expression must run per row, to fail only for a row's value.
+  std::shared_ptr<arrow::Array> answers;
+};
+
+bool SameBuffers(const arrow::ArrayData& a, const arrow::ArrayData& b) {
+  if (a.length != b.length || a.offset != b.offset || a.buffers.size() != b.buffers.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.buffers.size(); ++i) {
+    const uint8_t* x = a.buffers[i] ? a.buffers[i]->data() : nullptr;
+    const uint8_t* y = b.buffers[i] ? b.buffers[i]->data() : nullptr;
+    if (x != y) return false;
+  }
+  return true;
+}
+
+// Shared by every copy of one expression's options: the scan hands each row group's dictionary
+// to many batches, on several threads.
+class DictionaryMapCache {
+ public:
+  static constexpr size_t kMaxEntries = 8;
+
+  std::optional<MappedDictionary> Find(const arrow::ArrayData& dictionary) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& e : entries_) {
+      if (SameBuffers(*e.dictionary, dictionary)) return e;
+    }
+    return std::nullopt;
+  }
+  void Add(std::shared_ptr<arrow::ArrayData> dictionary, std::shared_ptr<arrow::Array> answers) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (entries_.size() == kMaxEntries) entries_.pop_front();
+    entries_.push_back({std::move(dictionary), std::move(answers)});
+  }
+
+ private:
+  std::mutex mutex_;
+  std::deque<MappedDictionary> entries_;
+};
+
+class DictionaryMapOptions : public cp::FunctionOptions {
+ public:
+  explicit DictionaryMapOptions(cp::Expression body);
+  cp::Expression body;  // over one column, named as in the plan, typed as the dictionary's values
+  std::shared_ptr<DictionaryMapCache> cache = std::make_shared<DictionaryMapCache>();
+};
+
+class DictionaryMapOptionsType : public cp::FunctionOptionsType {
+ public:
+  static const DictionaryMapOptionsType* Get() {
+    static const DictionaryMapOptionsType instance;
+    return &instance;
+  }
+  const char* type_name() const override { return "DictionaryMapOptions"; }
+  std::string Stringify(const cp::FunctionOptions& options) const override {
+    return static_cast<const DictionaryMapOptions&>(options).body.ToString();
+  }
+  bool Compare(const cp::FunctionOptions& a, const cp::FunctionOptions& b) const override {
+    return static_cast<const DictionaryMapOptions&>(a).body.Equals(
+        static_cast<const DictionaryMapOptions&>(b).body);
+  }
+  std::unique_ptr<cp::FunctionOptions> Copy(const cp::FunctionOptions& options) const override {
+    const auto& from = static_cast<const DictionaryMapOptions&>(options);
+    auto copy = std::make_unique<DictionaryMapOptions>(from.body);
+    copy->cache = from.cache;
+    return copy;
+  }
+};
+
+DictionaryMapOptions::DictionaryMapOptions(cp::Expression body)
+    : cp::FunctionOptions(DictionaryMapOptionsType::Get()), body(std::move(body)) {}
+
+// The options, and the body bound to one dictionary value type.
+struct DictionaryMapState : public cp::KernelState {
+  const DictionaryMapOptions* options = nullptr;
+  cp::Expression bound;
+};
+
+arrow::Result<cp::Expression> BindBody(const DictionaryMapOptions& options,
+                                       const arrow::DataType& input) {
+  const auto refs = cp::FieldsInExpression(options.body);
+  if (refs.empty() || refs[0].name() == nullptr || input.id() != arrow::Type::DICTIONARY) {
+    return arrow::Status::Invalid("internal: ", kDictionaryMapFunction, " over ", input.ToString(),
+                                  " of ", options.body.ToString());
+  }
+  const auto& values = static_cast<const arrow::DictionaryType&>(input).value_type();
+  return options.body.Bind(arrow::Schema({arrow::field(*refs[0].name(), values)}));
+}
+
+arrow::Result<std::unique_ptr<cp::KernelState>> InitMap(cp::KernelContext*,
+                                                        const cp::KernelInitArgs& args) {
+  if (args.options == nullptr || args.inputs.size() != 1) {
+    return arrow::Status::Invalid("internal: ", kDictionaryMapFunction, " needs its options");
+  }
+  auto state = std::make_unique<DictionaryMapState>();
+  state->options = static_cast<const DictionaryMapOptions*>(args.options);
+  ARROW_ASSIGN_OR_RAISE(state->bound, BindBody(*state->options, *args.inputs[0]));
+  return state;
+}
+
+arrow::Result<arrow::TypeHolder> ResolveMap(cp::KernelContext* ctx,
+                                            const std::vector<arrow::TypeHolder>&) {
+  return static_cast<const DictionaryMapState*>(ctx->state())->bound.type();
+}
+
+// The body's value on each dictionary value, then on NULL (so IS NULL and COALESCE are right).
+arrow::Result<std::shared_ptr<arrow::Array>> Answers(const DictionaryMapState& state,
+                                                     const std::shared_ptr<arrow::ArrayData>& dict,
+                                                     cp::ExecContext* ctx) {
+  auto values = arrow::MakeArray(dict);
+  ARROW_ASSIGN_OR_RAISE(auto null, arrow::MakeArrayOfNull(values->type(), 1));
+  ARROW_ASSIGN_OR_RAISE(auto with_null, arrow::Concatenate({values, null}));
+  const int64_t n = with_null->length();
+  ARROW_ASSIGN_OR_RAISE(arrow::Datum out, cp::ExecuteScalarExpression(
+                                              state.bound, cp::ExecBatch({with_null}, n), ctx));
+  if (out.is_scalar()) return arrow::MakeArrayFromScalar(*out.scalar(), n);
+  return out.make_array();
+}
+
+// answers[code] per row of `codes` (int32; a NULL code reads answers[null_code]), as a boolean
+// array; a code outside the dictionary is an error.
+arrow::Result<std::shared_ptr<arrow::ArrayData>> TakeBits(const arrow::ArraySpan& codes,
+                                                          int64_t null_code,
+                                                          const arrow::Array& answers,
+                                                          arrow::MemoryPool* pool) {
+  const auto& bools = static_cast<const arrow::BooleanArray&>(answers);
+  std::vector<uint8_t> value(bools.length()), valid(bools.length());
+  for (int64_t i = 0; i < bools.length(); ++i) {
+    valid[i] = bools.IsValid(i);
+    value[i] = valid[i] && bools.Value(i);
+  }
+  const int64_t n = codes.length;
+  const int32_t* code = codes.GetValues<int32_t>(1);
+  const uint8_t* code_valid = codes.MayHaveNulls() ? codes.buffers[0].data : nullptr;
+  ARROW_ASSIGN_OR_RAISE(auto values, arrow::AllocateBitmap(n, pool));
+  ARROW_ASSIGN_OR_RAISE(auto validity, arrow::AllocateBitmap(n, pool));
+  uint8_t* value_bits = values->mutable_data();
+  uint8_t* valid_bits = validity->mutable_data();
+  const int64_t limit = static_cast<int64_t>(value.size());
+  int64_t nulls = 0;
+  for (int64_t start = 0; start < n; start += 8) {
+    uint8_t value_byte = 0, valid_byte = 0;
+    const int64_t end = std::min<int64_t>(start + 8, n);
+    for (int64_t i = start; i < end; ++i) {
+      int64_t c = code[i];
+      if (code_valid != nullptr && !arrow::bit_util::GetBit(code_valid, codes.offset + i)) {
+        c = null_code;
+      }
+      if (c < 0 || c >= limit) {
+        return arrow::Status::Invalid("dictionary code ", c, " is outside its dictionary of ",
+                                      null_code, " values");
+      }
+      value_byte |= static_cast<uint8_t>(value[c] << (i - start));
+      valid_byte |= static_cast<uint8_t>(valid[c] << (i - start));
+      nulls += 1 - valid[c];
+    }
+    value_bits[start / 8] = value_byte;
+    valid_bits[start / 8] = valid_byte;
+  }
+  if (nulls == 0) validity = nullptr;
+  return arrow::ArrayData::Make(arrow::boolean(), n, {std::move(validity), std::move(values)},
+                                nulls);
+}
+
+arrow::Status ExecMap(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::ExecResult* out) {
+  const auto& state = *static_cast<const DictionaryMapState*>(ctx->state());
+  if (!batch[0].is_array()) {
+    // A dictionary scalar: its value, decoded, through the body.
+    const auto& scalar = static_cast<const arrow::DictionaryScalar&>(*batch[0].scalar);
+    ARROW_ASSIGN_OR_RAISE(auto value, scalar.GetEncodedValue());
+    ARROW_ASSIGN_OR_RAISE(
+        arrow::Datum answer,
+        cp::ExecuteScalarExpression(state.bound, cp::ExecBatch({value}, 1), ctx->exec_context()));
+    std::shared_ptr<arrow::Scalar> one = answer.is_scalar() ? answer.scalar() : nullptr;
+    if (one == nullptr) {
+      ARROW_ASSIGN_OR_RAISE(one, answer.make_array()->GetScalar(0));
+    }
+    ARROW_ASSIGN_OR_RAISE(auto array, arrow::MakeArrayFromScalar(*one, batch.length));
+    out->value = array->data();
+    return arrow::Status::OK();
+  }
+  const std::shared_ptr<arrow::ArrayData> data = batch[0].array.ToArrayData();
+  const std::shared_ptr<arrow::ArrayData>& dict = data->dictionary;
+  std::shared_ptr<arrow::Array> answers;
+  if (auto found = state.options->cache->Find(*dict)) {
+    answers = found->answers;
+  } else {
+    auto computed = Answers(state, dict, ctx->exec_context());
+    if (computed.ok()) answers = *computed;
+    state.options->cache->Add(dict, answers);
+  }
+  if (answers == nullptr) {
+    // Per row, on the decoded column: fails, if at all, as the plain expression would.
+    const auto& type = static_cast<const arrow::DictionaryType&>(*data->type);
+    ARROW_ASSIGN_OR_RAISE(auto decoded, cp::Cast(arrow::MakeArray(data), type.value_type(),
+                                                 cp::CastOptions::Safe(), ctx->exec_context()));
+    ARROW_ASSIGN_OR_RAISE(
+        arrow::Datum answer,
+        cp::ExecuteScalarExpression(state.bound, cp::ExecBatch({decoded}, batch.length),
+                                    ctx->exec_context()));
+    if (answer.is_scalar()) {
+      ARROW_ASSIGN_OR_RAISE(auto array, arrow::MakeArrayFromScalar(*answer.scalar(), batch.length));
+      out->value = array->data();
+    } else {
+      out->value = answer.array();
+    }
+    return arrow::Status::OK();
+  }
+  if (answers->type_id() == arrow::Type::BOOL && data->type->id() == arrow::Type::DICTIONARY &&
+      static_cast<const arrow::DictionaryType&>(*data->type).index_type()->id() ==
+          arrow::Type::INT32) {
+    // A predicate: bits straight from the codes (Arrow's take checks and widens per row).
+    ARROW_ASSIGN_OR_RAISE(auto bits,
+                          TakeBits(batch[0].array, dict->length, *answers, ctx->memory_pool()));
+    out->value = std::move(bits);
+    return arrow::Status::OK();
+  }
+  // The codes, with each NULL pointing at the answer for NULL.
+  auto codes_data = data->Copy();
+  codes_data->type = static_cast<const arrow::DictionaryType&>(*data->type).index_type();
+  codes_data->dictionary = nullptr;
+  arrow::Datum codes(codes_data);
+  if (codes_data->GetNullCount() != 0) {
+    ARROW_ASSIGN_OR_RAISE(auto null_code, arrow::MakeScalar(codes_data->type, dict->length));
+    ARROW_ASSIGN_OR_RAISE(codes,
+                          cp::CallFunction("coalesce", {codes, null_code}, ctx->exec_context()));
+  }
+  ARROW_ASSIGN_OR_RAISE(arrow::Datum taken,
+                        cp::Take(answers, codes, cp::TakeOptions::Defaults(), ctx->exec_context()));
+  out->value = taken.array();
+  return arrow::Status::OK();
+}
+
+// Evaluating a function once per dictionary value is only the same as once per row for
+// functions whose answer depends on their arguments alone. A library's functions are not known
+// to be such.
+bool PerValue(const cp::Expression& e) {
+  const auto* call = e.call();
+  if (call == nullptr) return true;
+  if (call->function_name == "random" || ParseLibraryFunctionName(call->function_name)) {
+    return false;
+  }
+  for (const auto& a : call->arguments) {
+    if (!PerValue(a)) return false;
+  }
+  return true;
+}
+
+std::optional<std::string> DictionaryColumn(const arrow::FieldRef& ref,
+                                            const arrow::Schema& schema) {
+  const std::string* name = ref.name();
+  if (name == nullptr) return std::nullopt;
+  const auto field = schema.GetFieldByName(*name);
+  if (field == nullptr || field->type()->id() != arrow::Type::DICTIONARY) return std::nullopt;
+  return *name;
+}
+
+}  // namespace
+
+arrow::Status RegisterDictionaryKernels(cp::FunctionRegistry* registry) {
+  auto function = std::make_shared<cp::ScalarFunction>(
+      kDictionaryMapFunction, cp::Arity::Unary(),
+      cp::FunctionDoc("An expression of a dictionary column, evaluated per dictionary value", "",
+                      {"dictionary"}, "DictionaryMapOptions", /*options_required=*/true));
+  cp::ScalarKernel kernel({cp::InputType(arrow::Type::DICTIONARY)}, cp::OutputType(ResolveMap),
+                          ExecMap, InitMap);
+  kernel.null_handling = cp::NullHandling::COMPUTED_NO_PREALLOCATE;
+  kernel.mem_allocation = cp::MemAllocation::NO_PREALLOCATE;
+  kernel.can_write_into_slices = false;
+  ARROW_RETURN_NOT_OK(function->AddKernel(std::move(kernel)));
+  return registry->AddFunction(std::move(function), /*allow_overwrite=*/true);
+}
+
+cp::Expression WithDictionaryMaps(const cp::Expression& expression, const arrow::Schema& schema) {
+  if (const auto* ref = expression.field_ref()) {
+    const auto name = DictionaryColumn(*ref, schema);
+    if (!name) return expression;
+    const auto& type =
+        static_cast<const arrow::DictionaryType&>(*schema.GetFieldByName(*name)->type());
+    return cp::call("cast", {expression}, cp::CastOptions::Safe(type.value_type()));
+  }
+  const auto* call = expression.call();
+  if (call == nullptr) return expression;
+  std::optional<std::string> only;
+  bool one_dictionary = true;
+  for (const auto& ref : cp::FieldsInExpression(expression)) {
+    const auto name = DictionaryColumn(ref, schema);
+    if (!name || (only && *only != *name)) {
+      one_dictionary = false;
+      break;
+    }
+    only = name;
+  }
+  if (one_dictionary && only && PerValue(expression)) {
+    return cp::call(kDictionaryMapFunction, {cp::field_ref(*only)},
+                    std::make_shared<DictionaryMapOptions>(expression));
+  }
+  std::vector<cp::Expression> args;
+  for (const auto& a : call->arguments) args.push_back(WithDictionaryMaps(a, schema));
+  return cp::call(call->function_name, std::move(args), call->options);
+}
+
+}  // namespace sluice::plan
