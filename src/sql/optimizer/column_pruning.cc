@@ -17,8 +17,8 @@ void AddFields(const cp::Expression& e, std::set<std::string>* out) {
   }
 }
 
-void CollectRead(const PlanNode* node, std::set<std::string>* out) {
-  if (node == nullptr) return;
+// What `node` itself reads of its inputs' columns.
+void ReadBy(const PlanNode* node, std::set<std::string>* out) {
   switch (node->kind) {
     case PlanNode::Kind::kScan:
       AddFields(node->scan_filter, out);
@@ -65,8 +65,64 @@ void CollectRead(const PlanNode* node, std::set<std::string>* out) {
     default:  // job operators and exchanges: not in a query's plan while it is optimized
       break;
   }
+}
+
+void CollectRead(const PlanNode* node, std::set<std::string>* out) {
+  if (node == nullptr) return;
+  ReadBy(node, out);
   CollectRead(node->input.get(), out);
   CollectRead(node->right.get(), out);
+}
+
+void NarrowFilters(std::unique_ptr<PlanNode>* slot, std::set<std::string> above,
+                   bool under_project);
+
+// NarrowFilters under `node`, which returns or passes up `above`.
+void NarrowInputs(PlanNode* node, const std::set<std::string>& above) {
+  const auto kind = node->kind;
+  // What the inputs must give: what this operator reads, and what it passes on from them.
+  std::set<std::string> below;
+  ReadBy(node, &below);
+  const bool passes_input = !(kind == PlanNode::Kind::kAggregate ||
+                              (kind == PlanNode::Kind::kProject && !node->keep_input));
+  if (passes_input) below.insert(above.begin(), above.end());
+  const bool known = kind == PlanNode::Kind::kFilter || kind == PlanNode::Kind::kProject ||
+                     kind == PlanNode::Kind::kAggregate || kind == PlanNode::Kind::kSort ||
+                     kind == PlanNode::Kind::kLimit || kind == PlanNode::Kind::kJoin ||
+                     kind == PlanNode::Kind::kWindow || kind == PlanNode::Kind::kUnion;
+  for (auto* input : {&node->input, &node->right}) {
+    if (*input == nullptr) continue;
+    std::set<std::string> needed = below;
+    if (!known) {  // an operator this pass does not know keeps all its input's columns
+      for (auto& n : (*input)->OutputNames()) needed.insert(std::move(n));
+    }
+    NarrowFilters(input, std::move(needed), kind == PlanNode::Kind::kProject && !node->keep_input);
+  }
+}
+
+// Above each filter of a scan whose own columns nothing above reads, a project that drops
+// them, so a join or an aggregate above does not carry them (a string tested once, then hashed
+// and copied with every row). The executor runs the three as one. `above`: the columns the
+// operators above `*slot` read, or return. `under_project`: the operator above is a project, which
+// drops them itself.
+void NarrowFilters(std::unique_ptr<PlanNode>* slot, std::set<std::string> above,
+                   bool under_project) {
+  PlanNode* node = slot->get();
+  if (node->kind == PlanNode::Kind::kFilter && node->input->kind == PlanNode::Kind::kScan &&
+      !under_project) {
+    std::vector<std::string> keep;
+    const std::vector<std::string> outputs = node->OutputNames();
+    for (const auto& n : outputs) {
+      if (above.count(n)) keep.push_back(n);
+    }
+    if (!keep.empty() && keep.size() < outputs.size()) {
+      auto project = MakeNode(PlanNode::Kind::kProject, std::move(*slot));
+      for (const auto& n : keep) project->expressions.push_back(cp::field_ref(n));
+      project->names = keep;
+      *slot = std::move(project);
+    }
+  }
+  NarrowInputs(node, above);
 }
 
 void PruneScans(PlanNode* node, const std::set<std::string>& used) {
@@ -98,6 +154,10 @@ std::set<std::string> ColumnsRead(const PlanNode& plan) {
   return out;
 }
 
-void PruneColumns(PlanNode* plan) { PruneScans(plan, ColumnsRead(*plan)); }
+void PruneColumns(PlanNode* plan) {
+  PruneScans(plan, ColumnsRead(*plan));
+  const std::vector<std::string> outputs = plan->OutputNames();
+  NarrowInputs(plan, std::set<std::string>(outputs.begin(), outputs.end()));
+}
 
 }  // namespace sluice::sql

@@ -52,6 +52,28 @@ TEST_F(OptimizerTest, ColumnPruningKeepsWhatFiltersAndProjectionsRead) {
             "    Scan t (1 files) columns=[k#0, v#2] pushdown=(v#2 > 1)\n");
 }
 
+TEST_F(OptimizerTest, ColumnPruningDropsAScanFiltersOwnColumnsBeforeAJoinOrAggregate) {
+  // name is read by u's filter only, g by t's only: neither reaches the join or the aggregate.
+  auto q = Bind(
+      "select k, sum(v) from t, u where k = uk and name = 'x' and g <> 'y' and v < 5 group by k");
+  PushDownFilters(q.plan.get());
+  PruneColumns(q.plan.get());
+  const std::string plan = q.plan->Explain();
+  EXPECT_NE(plan.find("          Project uk#3 := uk#3\n"
+                      "            Filter (name#4 == \"x\")\n"),
+            std::string::npos)
+      << plan;
+  EXPECT_NE(plan.find("          Project k#0 := k#0, v#2 := v#2\n"
+                      "            Filter ((g#1 != \"y\") and (v#2 < 5))\n"),
+            std::string::npos)
+      << plan;
+  // A column a filter reads that the join also reads stays.
+  auto kept = Bind("select name from t, u where k = uk and name = 'x'");
+  PushDownFilters(kept.plan.get());
+  PruneColumns(kept.plan.get());
+  EXPECT_EQ(kept.plan->Explain().find("Project uk"), std::string::npos) << kept.plan->Explain();
+}
+
 TEST_F(OptimizerTest, ColumnPruningLeavesCountStarItsFirstColumn) {
   auto q = Bind("select count(*) from t");
   PruneColumns(q.plan.get());
