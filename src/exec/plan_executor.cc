@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "exec/deferred_source.h"
 #include "exec/join_gate.h"
@@ -22,6 +23,7 @@
 #include "exec/window.h"
 #include "plan/compute_init.h"
 #include "plan/decimal_kernels.h"
+#include "plan/dictionary_kernels.h"
 #include "plan/library_functions.h"
 #include "plan/table_provider.h"
 
@@ -71,7 +73,97 @@ std::optional<cp::Expression> FileFilter(const PlanNode& node) {
   return rewrite(node.scan_filter);
 }
 
-arrow::Result<ac::Declaration> Scan(const PlanNode& node) {
+// The columns of `table` that Parquet stores wholly as dictionaries, among the scan's, as file
+// names.
+std::set<std::string> DictionaryColumns(const PlanNode& node) {
+  std::set<std::string> out;
+  if (node.table->format != "parquet") return out;
+  for (const auto& c : node.columns) {
+    const auto field = node.table->schema->GetFieldByName(c);
+    if (node.table->dictionary_columns.count(c) && field != nullptr &&
+        field->type()->id() == arrow::Type::STRING) {
+      out.insert(c);
+    }
+  }
+  return out;
+}
+
+// A Parquet table's fragments to read, one per file: a map task's share of row groups (when
+// the plan gives ranges), less those whose statistics rule out `filter`. Statistics are read
+// with a plain format: a column read as a dictionary has none that Arrow's dataset uses, so
+// a filter on a string would otherwise prune nothing.
+arrow::Result<std::vector<std::shared_ptr<ds::FileFragment>>> ParquetFragments(
+    const TableSource& table, const std::vector<std::string>& paths,
+    const std::optional<cp::Expression>& filter, ds::ParquetFileFormat* format) {
+  if (!table.row_group_ranges.empty() && table.row_group_ranges.size() != paths.size()) {
+    return arrow::Status::Invalid("internal: row group ranges of table '", table.name,
+                                  "' do not match its files");
+  }
+  std::vector<cp::Expression> conjuncts;
+  if (filter) {
+    std::function<void(const cp::Expression&)> split = [&](const cp::Expression& e) {
+      const auto* call = e.call();
+      if (call != nullptr &&
+          (call->function_name == "and_kleene" || call->function_name == "and")) {
+        for (const auto& a : call->arguments) split(a);
+        return;
+      }
+      auto bound = e.Bind(*table.schema);
+      if (bound.ok()) conjuncts.push_back(std::move(*bound));
+    };
+    split(*filter);
+  }
+  // Arrow reads an empty list of row groups as none of them; nullopt is all of them.
+  auto make = [](ds::ParquetFileFormat* f, const ds::FileSource& source,
+                 const std::optional<std::vector<int>>& row_groups)
+      -> arrow::Result<std::shared_ptr<ds::ParquetFileFragment>> {
+    if (row_groups) return f->MakeFragment(source, cp::literal(true), nullptr, *row_groups);
+    ARROW_ASSIGN_OR_RAISE(auto all, f->MakeFragment(source, cp::literal(true), nullptr));
+    return std::static_pointer_cast<ds::ParquetFileFragment>(all);
+  };
+  auto plain = std::make_shared<ds::ParquetFileFormat>();
+  std::vector<std::shared_ptr<ds::FileFragment>> fragments;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    std::optional<std::vector<int>> row_groups;
+    if (!table.row_group_ranges.empty()) {
+      const auto [first, end] = table.row_group_ranges[i];
+      if (first >= end) continue;
+      row_groups.emplace();
+      for (int32_t rg = first; rg < end; ++rg) row_groups->push_back(rg);
+    }
+    ds::FileSource source(paths[i], table.store->filesystem());
+    if (!conjuncts.empty()) {
+      ARROW_ASSIGN_OR_RAISE(auto file, make(plain.get(), source, row_groups));
+      // Conjunct by conjunct: Arrow cannot compare some statistics with the plan's types (a
+      // file's string_view with a string), and such a conjunct then prunes nothing.
+      std::optional<std::set<int>> kept;
+      for (const auto& conjunct : conjuncts) {
+        auto parts = file->SplitByRowGroup(conjunct);
+        if (!parts.ok()) continue;
+        std::set<int> ids;
+        for (const auto& part : *parts) {
+          for (int id : static_cast<const ds::ParquetFileFragment&>(*part).row_groups()) {
+            if (!kept || kept->count(id)) ids.insert(id);
+          }
+        }
+        kept = std::move(ids);
+      }
+      if (kept) {
+        if (kept->empty()) continue;
+        row_groups = std::vector<int>(kept->begin(), kept->end());
+      }
+    }
+    ARROW_ASSIGN_OR_RAISE(auto fragment, make(format, source, row_groups));
+    fragments.push_back(std::move(fragment));
+  }
+  return fragments;
+}
+
+// The scan of `node`. With `dictionaries`, Parquet's dictionary string columns stay
+// dictionaries (named in it, as plan names) for a filter to test per value and to drop by code;
+// the caller decodes them. Otherwise every column has the plan's type.
+arrow::Result<ac::Declaration> Scan(const PlanNode& node,
+                                    std::set<std::string>* dictionaries = nullptr) {
   const TableSource& table = *node.table;
   if (table.format == plan::kConstantRowFormat) {
     // One row of no columns, for the select list's constants to be computed over.
@@ -103,43 +195,48 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node) {
   } else {
     format = std::make_shared<ds::JsonFileFormat>();
   }
+  auto options = std::make_shared<ds::ScanOptions>();
+  options->dataset_schema = table.schema;
+  // Parquet's row groups are pruned below, before the scan; the scan's schema may hold
+  // dictionaries, which not every function in a filter takes.
+  const std::optional<cp::Expression> filter = FileFilter(node);
+  if (filter && table.format != "parquet") options->filter = *filter;
+  const std::set<std::string> kept =
+      dictionaries != nullptr ? DictionaryColumns(node) : std::set<std::string>{};
+  if (!kept.empty()) {
+    arrow::FieldVector fields = table.schema->fields();
+    for (auto& f : fields) {
+      if (kept.count(f->name())) f = f->WithType(arrow::dictionary(arrow::int32(), f->type()));
+    }
+    options->dataset_schema = arrow::schema(std::move(fields), table.schema->metadata());
+    for (size_t i = 0; i < node.columns.size(); ++i) {
+      if (kept.count(node.columns[i])) dictionaries->insert(node.names[i]);
+    }
+  }
   std::shared_ptr<ds::Dataset> dataset;
-  if (!table.row_group_ranges.empty()) {
-    // A map task's share: some row groups of each file.
-    if (table.format != "parquet" || table.row_group_ranges.size() != paths.size()) {
-      return arrow::Status::Invalid("internal: row group ranges of table '", table.name,
-                                    "' do not match its files");
-    }
-    auto& parquet = static_cast<ds::ParquetFileFormat&>(*format);
-    std::vector<std::shared_ptr<ds::FileFragment>> fragments;
-    for (size_t i = 0; i < paths.size(); ++i) {
-      const auto [first, end] = table.row_group_ranges[i];
-      if (first >= end) continue;
-      std::vector<int> row_groups;
-      for (int32_t rg = first; rg < end; ++rg) row_groups.push_back(rg);
-      ARROW_ASSIGN_OR_RAISE(
-          auto fragment, parquet.MakeFragment(ds::FileSource(paths[i], table.store->filesystem()),
-                                              cp::literal(true), nullptr, row_groups));
-      fragments.push_back(std::move(fragment));
-    }
-    ARROW_ASSIGN_OR_RAISE(dataset,
-                          ds::FileSystemDataset::Make(table.schema, cp::literal(true), format,
-                                                      table.store->filesystem(), fragments));
+  if (table.format == "parquet") {
+    // In the plan's types, not each file's: the scan casts string views and dictionaries.
+    ARROW_ASSIGN_OR_RAISE(
+        auto fragments,
+        ParquetFragments(table, paths, filter, static_cast<ds::ParquetFileFormat*>(format.get())));
+    ARROW_ASSIGN_OR_RAISE(
+        dataset, ds::FileSystemDataset::Make(options->dataset_schema, cp::literal(true), format,
+                                             table.store->filesystem(), std::move(fragments)));
   } else {
+    if (!table.row_group_ranges.empty()) {
+      return arrow::Status::Invalid("internal: row group ranges of table '", table.name,
+                                    "', which is not Parquet");
+    }
     ARROW_ASSIGN_OR_RAISE(auto factory, ds::FileSystemDatasetFactory::Make(
                                             table.store->filesystem(), paths, format, {}));
-    // The schema carried in the plan, not re-read per file; with plain string types, which the
-    // scan produces from views (tpchgen-cli writes string_view) or dictionaries.
+    // The schema carried in the plan, not re-read per file.
     ds::FinishOptions finish;
     finish.schema = table.schema;
     ARROW_ASSIGN_OR_RAISE(dataset, factory->Finish(finish));
   }
-  auto options = std::make_shared<ds::ScanOptions>();
-  options->dataset_schema = table.schema;
   std::vector<cp::Expression> columns;
   for (const auto& c : node.columns) columns.push_back(cp::field_ref(c));
   options->projection = cp::call("make_struct", columns, cp::MakeStructOptions(node.columns));
-  if (auto filter = FileFilter(node)) options->filter = *filter;
   // Memory is what bounds a query here, not read latency: two batches ahead keep two cores
   // busy (the default of 16 held ~250 MiB more in TPC-H Q1 at SF 1 for no speedup), and a
   // local file needs no pre-buffering of whole row groups (object stores still get it).
@@ -221,6 +318,81 @@ ac::JoinType AceroJoinType(JoinType type) {
   return ac::JoinType::INNER;
 }
 
+// `decl`, counted as `node`'s operator where the caller asked for counts.
+arrow::Result<ac::Declaration> Probed(const PlanNode& node, ac::Declaration decl,
+                                      OperatorProbes* probes) {
+  if (probes == nullptr) return decl;
+  auto stats = std::make_shared<OperatorStats>();
+  (*probes)[&node] = stats;
+  return WithProbe(std::move(decl), std::move(stats));
+}
+
+// A project of `input`, whose plan schema is `input_schema`; `coded`, when given, is its actual
+// schema, where some columns are still dictionaries.
+ac::Declaration Project(const PlanNode& node, ac::Declaration input,
+                        const arrow::Schema& input_schema, const arrow::Schema* coded) {
+  std::vector<cp::Expression> expressions;
+  std::vector<std::string> names;
+  if (node.keep_input) {
+    for (const auto& n : node.input->OutputNames()) {
+      expressions.push_back(cp::field_ref(n));
+      names.push_back(n);
+    }
+  }
+  for (const auto& e : node.expressions) {
+    expressions.push_back(plan::WithDecimalKernels(e, input_schema));
+  }
+  if (coded != nullptr) {
+    for (auto& e : expressions) e = plan::WithDictionaryMaps(e, *coded);
+  }
+  names.insert(names.end(), node.names.begin(), node.names.end());
+  return ac::Declaration::Sequence(
+      {std::move(input), {"project", ac::ProjectNodeOptions(expressions, names)}});
+}
+
+// A filter right over a scan, where Parquet's dictionary columns stay dictionaries: the filter
+// tests them per dictionary value and drops rows by code, so the rows it drops are never
+// decoded. `coded`: the output's schema, with those columns' dictionary types.
+struct CodedFilteredScan {
+  ac::Declaration decl;
+  std::shared_ptr<arrow::Schema> coded;
+};
+
+arrow::Result<CodedFilteredScan> FilteredScan(const PlanNode& node, OperatorProbes* probes) {
+  const PlanNode& scan_node = *node.input;
+  std::set<std::string> dictionaries;
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration scan, Scan(scan_node, &dictionaries));
+  ARROW_ASSIGN_OR_RAISE(scan, Probed(scan_node, std::move(scan), probes));
+  ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(scan_node));
+  arrow::FieldVector coded = schema->fields();
+  for (auto& f : coded) {
+    if (dictionaries.count(f->name())) {
+      f = f->WithType(arrow::dictionary(arrow::int32(), f->type()));
+    }
+  }
+  auto coded_schema = arrow::schema(std::move(coded));
+  const cp::Expression predicate =
+      plan::WithDictionaryMaps(plan::WithDecimalKernels(node.predicate, *schema), *coded_schema);
+  return CodedFilteredScan{
+      ac::Declaration::Sequence({std::move(scan), {"filter", ac::FilterNodeOptions(predicate)}}),
+      std::move(coded_schema)};
+}
+
+// The filtered scan with its dictionaries decoded, for operators other than a project (which
+// decodes only what it reads).
+arrow::Result<ac::Declaration> DecodedFilteredScan(const PlanNode& node, OperatorProbes* probes) {
+  ARROW_ASSIGN_OR_RAISE(CodedFilteredScan filtered, FilteredScan(node, probes));
+  ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(node));
+  if (filtered.coded->Equals(*schema)) return std::move(filtered.decl);
+  std::vector<cp::Expression> decoded;
+  for (const auto& f : filtered.coded->fields()) {
+    decoded.push_back(plan::WithDictionaryMaps(cp::field_ref(f->name()), *filtered.coded));
+  }
+  return ac::Declaration::Sequence(
+      {std::move(filtered.decl),
+       {"project", ac::ProjectNodeOptions(std::move(decoded), filtered.coded->field_names())}});
+}
+
 }  // namespace
 
 namespace {
@@ -238,10 +410,8 @@ arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node, OperatorProbe
     }
   }
   ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, OperatorDeclaration(node, probes, inputs));
-  if (probes == nullptr || node.kind == PlanNode::Kind::kLimit) return decl;
-  auto stats = std::make_shared<OperatorStats>();
-  (*probes)[&node] = stats;
-  return WithProbe(std::move(decl), std::move(stats));
+  if (node.kind == PlanNode::Kind::kLimit) return decl;
+  return Probed(node, std::move(decl), probes);
 }
 
 namespace {
@@ -346,6 +516,21 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
     ARROW_ASSIGN_OR_RAISE(auto input_schema, plan::OutputSchema(*partial.input));
     return Aggregate(std::move(input), *input_schema, node.keys, fused);
   }
+  if (node.kind == PlanNode::Kind::kFilter && node.input->kind == PlanNode::Kind::kScan &&
+      (inputs == nullptr || inputs->count(node.input.get()) == 0)) {
+    return DecodedFilteredScan(node, probes);
+  }
+  if (node.kind == PlanNode::Kind::kProject && node.input->kind == PlanNode::Kind::kFilter &&
+      node.input->input->kind == PlanNode::Kind::kScan &&
+      (inputs == nullptr ||
+       (inputs->count(node.input.get()) == 0 && inputs->count(node.input->input.get()) == 0))) {
+    // The project decodes the dictionaries it reads, and maps expressions of one per value.
+    ARROW_ASSIGN_OR_RAISE(CodedFilteredScan filtered, FilteredScan(*node.input, probes));
+    ARROW_ASSIGN_OR_RAISE(ac::Declaration input,
+                          Probed(*node.input, std::move(filtered.decl), probes));
+    ARROW_ASSIGN_OR_RAISE(auto input_schema, plan::OutputSchema(*node.input));
+    return Project(node, std::move(input), *input_schema, filtered.coded.get());
+  }
   ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*node.input, probes, inputs));
   ARROW_ASSIGN_OR_RAISE(auto input_schema, plan::OutputSchema(*node.input));
   switch (node.kind) {
@@ -353,22 +538,8 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
       return ac::Declaration::Sequence({std::move(input),
                                         {"filter", ac::FilterNodeOptions(plan::WithDecimalKernels(
                                                        node.predicate, *input_schema))}});
-    case PlanNode::Kind::kProject: {
-      std::vector<cp::Expression> expressions;
-      std::vector<std::string> names;
-      if (node.keep_input) {
-        for (const auto& n : node.input->OutputNames()) {
-          expressions.push_back(cp::field_ref(n));
-          names.push_back(n);
-        }
-      }
-      for (const auto& e : node.expressions) {
-        expressions.push_back(plan::WithDecimalKernels(e, *input_schema));
-      }
-      names.insert(names.end(), node.names.begin(), node.names.end());
-      return ac::Declaration::Sequence(
-          {std::move(input), {"project", ac::ProjectNodeOptions(expressions, names)}});
-    }
+    case PlanNode::Kind::kProject:
+      return Project(node, std::move(input), *input_schema, nullptr);
     case PlanNode::Kind::kAggregate:
       return Aggregate(std::move(input), *input_schema, node.keys, node.aggregates);
     case PlanNode::Kind::kSort:
@@ -391,12 +562,9 @@ arrow::Result<ac::Declaration> LimitInput(const PlanNode& limit, OperatorProbes*
   }
   ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*body.input, probes, inputs));
   ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(body));
-  ac::Declaration decl =
-      TopN(std::move(input), std::move(schema), body.sort_keys, limit.offset + limit.count);
-  if (probes == nullptr) return decl;
-  auto stats = std::make_shared<OperatorStats>();
-  (*probes)[&body] = stats;
-  return WithProbe(std::move(decl), std::move(stats));
+  return Probed(
+      body, TopN(std::move(input), std::move(schema), body.sort_keys, limit.offset + limit.count),
+      probes);
 }
 
 // How many bytes of finished batches a streamed plan may hold before its sources pause, and how

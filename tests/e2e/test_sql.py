@@ -963,6 +963,71 @@ def test_filters_skip_parquet_row_groups(tpch):
     csv = sluice.run("query", "--format", "csv", "select count(*) as n from sorted where k >= 9500",
                      check=True).stdout.decode().splitlines()
     assert csv[1] == "500"
+    # Also on a string column that the scan keeps as a dictionary under its filter.
+    out = sluice.run("query", "explain analyze select k from sorted where v = 'v9999'",
+                     check=True).stdout.decode()
+    assert re.search(r"Scan sorted .*pushdown=\(v#\d+ == \"v9999\"\)\s+\[rows=1000 ", out), out
+
+
+@pytest.fixture(scope="module")
+def dictionary_strings(tpch):
+    """A table of dictionary-encoded strings with NULL values and NULL-free ones, in several
+    row groups (several dictionaries), some of whose values do not cast to a number."""
+    sluice, con, root = tpch
+    import pyarrow.parquet as pq
+    folder = root / "data" / "dictionary_strings"
+    folder.mkdir(exist_ok=True)
+    n = 5000
+    kinds = ["a", "b", "c", "ab", None, "num"]
+    s = [kinds[i % len(kinds)] for i in range(n)]
+    t = [str(i % 7) if s[i] == "num" else (None if i % 11 == 0 else ["x", "y", "a"][i % 3])
+         for i in range(n)]
+    table = pa.table({"id": pa.array(range(n), pa.int64()), "s": s, "t": t,
+                      "amt": pa.array([decimal.Decimal(i % 100) / 4 for i in range(n)],
+                                      pa.decimal128(10, 2))})
+    pq.write_table(table, folder / "part-0.parquet", row_group_size=1200)
+    sluice.run("query", "CREATE EXTERNAL TABLE dictionary_strings STORED AS PARQUET "
+               "LOCATION 'dictionary_strings'", check=True)
+    con.execute("create view dictionary_strings as select * from "
+                f"read_parquet('{folder}/part-0.parquet')")
+    return tpch
+
+
+DICTIONARY_FILTERS = [
+    "select id from dictionary_strings where s = 'a' order by id",
+    "select id, s from dictionary_strings where s is null or s <> 'b' order by id",
+    "select count(*) from dictionary_strings where coalesce(s, 'none') = 'none'",
+    "select id, upper(s), t from dictionary_strings where s like 'a%' and t is not null "
+    "order by id",
+    "select s, count(*), sum(amt) from dictionary_strings where id > 10 group by s order by s",
+    "select id, case when s in ('a', 'c') then 'ac' else t end from dictionary_strings "
+    "where id % 3 = 0 order by id",
+    "select d.id, e.s, e.t from dictionary_strings d join dictionary_strings e "
+    "on d.id = e.id + 1 where d.s = 'c' and e.t <> 'x' order by 1",
+    # Casting every dictionary value would fail ('a' is no number); the rows kept hold numbers.
+    "select id, cast(t as integer) + 1 from dictionary_strings where s = 'num' order by id",
+    "select id from dictionary_strings where s = t order by id",
+    "select id, s from dictionary_strings where length(s) > 1 and amt between 1 and 2 "
+    "order by id",
+    "select count(*), count(s), count(t) from dictionary_strings where s is not null "
+    "and t is null",
+]
+
+
+@pytest.mark.parametrize("sql", DICTIONARY_FILTERS)
+def test_filters_of_dictionary_strings_match_duckdb(dictionary_strings, sql, tmp_path):
+    test_sql_feature_matches_duckdb(dictionary_strings, sql, tmp_path)
+
+
+def test_a_cast_fails_for_a_row_that_holds_the_bad_value(dictionary_strings):
+    """Where a row the filter keeps holds a value that does not cast, the error is the one the
+    plain column gives."""
+    sluice, _, _ = dictionary_strings
+    proc = sluice.run("query", "select id, cast(t as integer) from dictionary_strings "
+                      "where s = 'a' order by id")
+    assert proc.returncode == 1
+    assert re.search(r"Failed to parse string: '[xya]' as a scalar of type int32",
+                     proc.stderr.decode()), proc.stderr.decode()
 
 
 def test_binary_columns_print_as_hex(tpch, tmp_path):
