@@ -88,6 +88,19 @@ std::set<std::string> DictionaryColumns(const PlanNode& node) {
   return out;
 }
 
+// The operands of `e`'s top-level ANDs (`e` itself if it is no AND).
+std::vector<cp::Expression> Conjuncts(const cp::Expression& e) {
+  const auto* call = e.call();
+  if (call == nullptr || (call->function_name != "and_kleene" && call->function_name != "and")) {
+    return {e};
+  }
+  std::vector<cp::Expression> out;
+  for (const auto& a : call->arguments) {
+    for (auto& c : Conjuncts(a)) out.push_back(std::move(c));
+  }
+  return out;
+}
+
 // A Parquet table's fragments to read, one per file: a map task's share of row groups (when
 // the plan gives ranges), less those whose statistics rule out `filter`. Statistics are read
 // with a plain format: a column read as a dictionary has none that Arrow's dataset uses, so
@@ -101,17 +114,10 @@ arrow::Result<std::vector<std::shared_ptr<ds::FileFragment>>> ParquetFragments(
   }
   std::vector<cp::Expression> conjuncts;
   if (filter) {
-    std::function<void(const cp::Expression&)> split = [&](const cp::Expression& e) {
-      const auto* call = e.call();
-      if (call != nullptr &&
-          (call->function_name == "and_kleene" || call->function_name == "and")) {
-        for (const auto& a : call->arguments) split(a);
-        return;
-      }
-      auto bound = e.Bind(*table.schema);
+    for (const auto& c : Conjuncts(*filter)) {
+      auto bound = c.Bind(*table.schema);
       if (bound.ok()) conjuncts.push_back(std::move(*bound));
-    };
-    split(*filter);
+    }
   }
   // Arrow reads an empty list of row groups as none of them; nullopt is all of them.
   auto make = [](ds::ParquetFileFormat* f, const ds::FileSource& source,
@@ -328,9 +334,12 @@ arrow::Result<ac::Declaration> Probed(const PlanNode& node, ac::Declaration decl
 }
 
 // A project of `input`, whose plan schema is `input_schema`; `coded`, when given, is its actual
-// schema, where some columns are still dictionaries.
+// schema, where some columns are still dictionaries. The outputs named in `interned` are
+// interned ids (with `intern`'s interner) instead of strings.
 ac::Declaration Project(const PlanNode& node, ac::Declaration input,
-                        const arrow::Schema& input_schema, const arrow::Schema* coded) {
+                        const arrow::Schema& input_schema, const arrow::Schema* coded,
+                        const std::set<std::string>& interned = {},
+                        const std::shared_ptr<cp::FunctionOptions>& intern = nullptr) {
   std::vector<cp::Expression> expressions;
   std::vector<std::string> names;
   if (node.keep_input) {
@@ -339,8 +348,10 @@ ac::Declaration Project(const PlanNode& node, ac::Declaration input,
       names.push_back(n);
     }
   }
-  for (const auto& e : node.expressions) {
-    expressions.push_back(plan::WithDecimalKernels(e, input_schema));
+  for (size_t i = 0; i < node.expressions.size(); ++i) {
+    cp::Expression e = plan::WithDecimalKernels(node.expressions[i], input_schema);
+    if (interned.count(node.names[i])) e = cp::call(plan::kInternFunction, {std::move(e)}, intern);
+    expressions.push_back(std::move(e));
   }
   if (coded != nullptr) {
     for (auto& e : expressions) e = plan::WithDictionaryMaps(e, *coded);
@@ -391,6 +402,59 @@ arrow::Result<ac::Declaration> DecodedFilteredScan(const PlanNode& node, Operato
   return ac::Declaration::Sequence(
       {std::move(filtered.decl),
        {"project", ac::ProjectNodeOptions(std::move(decoded), filtered.coded->field_names())}});
+}
+
+// An aggregate of `input` by `keys`, its rows typed as `out`'s plan schema says. Over a project
+// of a filtered Parquet scan, a key that passes a dictionary column through groups by interned
+// ids (4 bytes to hash and compare per row instead of a string), decoded after the aggregate.
+arrow::Result<ac::Declaration> AggregateOver(const PlanNode& out, const PlanNode& input,
+                                             const std::vector<std::string>& keys,
+                                             const std::vector<AggregateCall>& calls,
+                                             OperatorProbes* probes, const NodeInputs* inputs) {
+  ARROW_ASSIGN_OR_RAISE(auto input_schema, plan::OutputSchema(input));
+  auto given = [&](const PlanNode* n) { return inputs != nullptr && inputs->count(n) > 0; };
+  if (input.kind != PlanNode::Kind::kProject || input.keep_input ||
+      input.input->kind != PlanNode::Kind::kFilter ||
+      input.input->input->kind != PlanNode::Kind::kScan || given(&input) ||
+      given(input.input.get()) || given(input.input->input.get())) {
+    ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(input, probes, inputs));
+    return Aggregate(std::move(decl), *input_schema, keys, calls);
+  }
+  const PlanNode& filter = *input.input;
+  ARROW_ASSIGN_OR_RAISE(CodedFilteredScan filtered, FilteredScan(filter, probes));
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration rows, Probed(filter, std::move(filtered.decl), probes));
+  std::set<std::string> interned;
+  for (size_t i = 0; i < input.names.size(); ++i) {
+    const auto* ref = input.expressions[i].field_ref();
+    const auto field = ref != nullptr && ref->name() != nullptr
+                           ? filtered.coded->GetFieldByName(*ref->name())
+                           : nullptr;
+    const std::string& name = input.names[i];
+    const bool key = std::find(keys.begin(), keys.end(), name) != keys.end();
+    const bool read = std::any_of(calls.begin(), calls.end(),
+                                  [&](const AggregateCall& c) { return c.input == name; });
+    if (field != nullptr && field->type()->id() == arrow::Type::DICTIONARY && key && !read) {
+      interned.insert(name);
+    }
+  }
+  const auto intern = plan::MakeInternOptions();
+  ARROW_ASSIGN_OR_RAISE(auto filter_schema, plan::OutputSchema(filter));
+  ARROW_ASSIGN_OR_RAISE(rows, Probed(input,
+                                     Project(input, std::move(rows), *filter_schema,
+                                             filtered.coded.get(), interned, intern),
+                                     probes));
+  ac::Declaration aggregate = Aggregate(std::move(rows), *input_schema, keys, calls);
+  if (interned.empty()) return aggregate;
+  ARROW_ASSIGN_OR_RAISE(auto out_schema, plan::OutputSchema(out));
+  std::vector<cp::Expression> decoded;
+  for (const auto& f : out_schema->fields()) {
+    decoded.push_back(interned.count(f->name()) ? cp::call(plan::kInternLookupFunction,
+                                                           {cp::field_ref(f->name())}, intern)
+                                                : cp::field_ref(f->name()));
+  }
+  return ac::Declaration::Sequence(
+      {std::move(aggregate),
+       {"project", ac::ProjectNodeOptions(std::move(decoded), out_schema->field_names())}});
 }
 
 }  // namespace
@@ -512,9 +576,10 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
         fused.push_back({p->function, p->input, a.output});  // sum of counts is the count
       }
     }
-    ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*partial.input, probes, inputs));
-    ARROW_ASSIGN_OR_RAISE(auto input_schema, plan::OutputSchema(*partial.input));
-    return Aggregate(std::move(input), *input_schema, node.keys, fused);
+    return AggregateOver(node, *partial.input, node.keys, fused, probes, inputs);
+  }
+  if (node.kind == PlanNode::Kind::kAggregate) {
+    return AggregateOver(node, *node.input, node.keys, node.aggregates, probes, inputs);
   }
   if (node.kind == PlanNode::Kind::kFilter && node.input->kind == PlanNode::Kind::kScan &&
       (inputs == nullptr || inputs->count(node.input.get()) == 0)) {
@@ -540,8 +605,6 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
                                                        node.predicate, *input_schema))}});
     case PlanNode::Kind::kProject:
       return Project(node, std::move(input), *input_schema, nullptr);
-    case PlanNode::Kind::kAggregate:
-      return Aggregate(std::move(input), *input_schema, node.keys, node.aggregates);
     case PlanNode::Kind::kSort:
       return ac::Declaration::Sequence(
           {std::move(input), {"order_by", ac::OrderByNodeOptions(cp::Ordering(node.sort_keys))}});

@@ -10,6 +10,8 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <string_view>
+#include <unordered_map>
 
 #include "plan/library_functions.h"
 
@@ -281,6 +283,108 @@ std::optional<std::string> DictionaryColumn(const arrow::FieldRef& ref,
   return *name;
 }
 
+// Ids for strings in order of first sight; shared by the threads of one plan.
+class StringInterner {
+ public:
+  // Ids for `strings`' valid values (others untouched).
+  void Intern(const arrow::ArraySpan& strings, int32_t* ids) {
+    const auto* offsets = strings.GetValues<int32_t>(1);
+    const auto* data = reinterpret_cast<const char*>(strings.buffers[2].data);
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int64_t i = 0; i < strings.length; ++i) {
+      if (!strings.IsValid(i)) {
+        ids[i] = 0;
+        continue;
+      }
+      std::string_view value(data + offsets[i], offsets[i + 1] - offsets[i]);
+      auto it = ids_.find(value);
+      if (it == ids_.end()) {
+        values_.push_back(std::make_unique<std::string>(value));
+        it = ids_.emplace(*values_.back(), static_cast<int32_t>(values_.size() - 1)).first;
+      }
+      ids[i] = it->second;
+    }
+  }
+
+  arrow::Status Lookup(const arrow::ArraySpan& ids, arrow::StringBuilder* out) {
+    const int32_t* id = ids.GetValues<int32_t>(1);
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int64_t i = 0; i < ids.length; ++i) {
+      if (!ids.IsValid(i)) {
+        ARROW_RETURN_NOT_OK(out->AppendNull());
+      } else if (id[i] < 0 || static_cast<size_t>(id[i]) >= values_.size()) {
+        return arrow::Status::Invalid("internal: interned id ", id[i], " was never given");
+      } else {
+        ARROW_RETURN_NOT_OK(out->Append(*values_[id[i]]));
+      }
+    }
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<std::string>> values_;  // stable: the map's keys view them
+  std::unordered_map<std::string_view, int32_t> ids_;
+};
+
+class InternOptions : public cp::FunctionOptions {
+ public:
+  InternOptions();
+  std::shared_ptr<StringInterner> interner = std::make_shared<StringInterner>();
+};
+
+class InternOptionsType : public cp::FunctionOptionsType {
+ public:
+  static const InternOptionsType* Get() {
+    static const InternOptionsType instance;
+    return &instance;
+  }
+  const char* type_name() const override { return "InternOptions"; }
+  std::string Stringify(const cp::FunctionOptions&) const override { return "interner"; }
+  bool Compare(const cp::FunctionOptions& a, const cp::FunctionOptions& b) const override {
+    return static_cast<const InternOptions&>(a).interner ==
+           static_cast<const InternOptions&>(b).interner;
+  }
+  std::unique_ptr<cp::FunctionOptions> Copy(const cp::FunctionOptions& options) const override {
+    auto copy = std::make_unique<InternOptions>();
+    copy->interner = static_cast<const InternOptions&>(options).interner;
+    return copy;
+  }
+};
+
+InternOptions::InternOptions() : cp::FunctionOptions(InternOptionsType::Get()) {}
+
+struct InternState : public cp::KernelState {
+  std::shared_ptr<StringInterner> interner;
+};
+
+arrow::Result<std::unique_ptr<cp::KernelState>> InitIntern(cp::KernelContext*,
+                                                           const cp::KernelInitArgs& args) {
+  if (args.options == nullptr) {
+    return arrow::Status::Invalid("internal: ", kInternFunction, " needs its options");
+  }
+  auto state = std::make_unique<InternState>();
+  state->interner = static_cast<const InternOptions*>(args.options)->interner;
+  return state;
+}
+
+arrow::Status ExecIntern(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::ExecResult* out) {
+  auto& interner = *static_cast<const InternState*>(ctx->state())->interner;
+  // Preallocated int32 values and the input's validity (NullHandling::INTERSECTION).
+  interner.Intern(batch[0].array, out->array_span_mutable()->GetValues<int32_t>(1));
+  return arrow::Status::OK();
+}
+
+arrow::Status ExecLookup(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::ExecResult* out) {
+  auto& interner = *static_cast<const InternState*>(ctx->state())->interner;
+  arrow::StringBuilder builder(ctx->memory_pool());
+  ARROW_RETURN_NOT_OK(builder.Reserve(batch.length));
+  ARROW_RETURN_NOT_OK(interner.Lookup(batch[0].array, &builder));
+  ARROW_ASSIGN_OR_RAISE(auto strings, builder.Finish());
+  out->value = strings->data();
+  return arrow::Status::OK();
+}
+
 }  // namespace
 
 arrow::Status RegisterDictionaryKernels(cp::FunctionRegistry* registry) {
@@ -294,7 +398,32 @@ arrow::Status RegisterDictionaryKernels(cp::FunctionRegistry* registry) {
   kernel.mem_allocation = cp::MemAllocation::NO_PREALLOCATE;
   kernel.can_write_into_slices = false;
   ARROW_RETURN_NOT_OK(function->AddKernel(std::move(kernel)));
-  return registry->AddFunction(std::move(function), /*allow_overwrite=*/true);
+  ARROW_RETURN_NOT_OK(registry->AddFunction(std::move(function), /*allow_overwrite=*/true));
+
+  auto intern = std::make_shared<cp::ScalarFunction>(
+      kInternFunction, cp::Arity::Unary(),
+      cp::FunctionDoc("An id per distinct string", "", {"strings"}, "InternOptions",
+                      /*options_required=*/true));
+  cp::ScalarKernel to_ids({cp::InputType(arrow::utf8())}, arrow::int32(), ExecIntern, InitIntern);
+  to_ids.can_write_into_slices = false;
+  ARROW_RETURN_NOT_OK(intern->AddKernel(std::move(to_ids)));
+  ARROW_RETURN_NOT_OK(registry->AddFunction(std::move(intern), /*allow_overwrite=*/true));
+
+  auto lookup = std::make_shared<cp::ScalarFunction>(
+      kInternLookupFunction, cp::Arity::Unary(),
+      cp::FunctionDoc("The string of an interned id", "", {"ids"}, "InternOptions",
+                      /*options_required=*/true));
+  cp::ScalarKernel to_strings({cp::InputType(arrow::int32())}, arrow::utf8(), ExecLookup,
+                              InitIntern);
+  to_strings.null_handling = cp::NullHandling::COMPUTED_NO_PREALLOCATE;
+  to_strings.mem_allocation = cp::MemAllocation::NO_PREALLOCATE;
+  to_strings.can_write_into_slices = false;
+  ARROW_RETURN_NOT_OK(lookup->AddKernel(std::move(to_strings)));
+  return registry->AddFunction(std::move(lookup), /*allow_overwrite=*/true);
+}
+
+std::shared_ptr<cp::FunctionOptions> MakeInternOptions() {
+  return std::make_shared<InternOptions>();
 }
 
 cp::Expression WithDictionaryMaps(const cp::Expression& expression, const arrow::Schema& schema) {

@@ -16,7 +16,17 @@ namespace sluice::plan {
 /// Gives exactly what the expression gives on the decoded column.
 inline constexpr const char* kDictionaryMapFunction = "sluice_dictionary_map";
 
-/// Adds the function above to `registry`.
+/// intern(s) -> int32 and intern_lookup(id) -> string, with options holding one interner: equal
+/// strings get equal ids, so a GROUP BY of ids groups as one of the strings, and hashes and
+/// compares 4 bytes instead of a string per row. Under dictionary_map, intern runs once per
+/// dictionary value. NULL stays NULL.
+inline constexpr const char* kInternFunction = "sluice_intern";
+inline constexpr const char* kInternLookupFunction = "sluice_intern_lookup";
+
+/// Options for the two functions above, with a new interner of their own.
+std::shared_ptr<arrow::compute::FunctionOptions> MakeInternOptions();
+
+/// Adds the functions above to `registry`.
 arrow::Status RegisterDictionaryKernels(arrow::compute::FunctionRegistry* registry);
 
 /// `expression` evaluable over `schema`, where some columns are dictionaries that the plan types

@@ -165,5 +165,29 @@ TEST_F(DictionaryKernels, AValueThatFailsFailsOnlyWhereARowHoldsIt) {
   }
 }
 
+TEST_F(DictionaryKernels, InternedIdsGroupAsTheStringsAndLookBack) {
+  const auto options = MakeInternOptions();
+  auto plain = Json(arrow::utf8(), R"(["b", null, "a", "b", "c"])");
+  auto coded = Dictionary("[2, 0, null, 1, 0]", R"(["a", "c", "b"])");
+  auto ids = cp::CallFunction(kInternFunction, {plain}, options.get()).ValueOrDie();
+  EXPECT_TRUE(ids.make_array()->Equals(*Json(arrow::int32(), "[0, null, 1, 0, 2]")))
+      << ids.make_array()->ToString();
+  // Through a dictionary, per value: the same ids for the same strings.
+  auto schema = arrow::schema({arrow::field("s", coded->type())});
+  auto e = WithDictionaryMaps(cp::call(kInternFunction, {cp::field_ref("s")}, options), *schema)
+               .Bind(*schema)
+               .ValueOrDie();
+  ASSERT_EQ(e.call()->function_name, kDictionaryMapFunction);
+  auto coded_ids = cp::ExecuteScalarExpression(e, cp::ExecBatch({coded}, 5)).ValueOrDie();
+  EXPECT_TRUE(coded_ids.make_array()->Equals(*Json(arrow::int32(), "[0, 1, null, 2, 1]")))
+      << coded_ids.make_array()->ToString();
+  auto back = cp::CallFunction(kInternLookupFunction, {coded_ids}, options.get()).ValueOrDie();
+  EXPECT_TRUE(back.make_array()->Equals(*Json(arrow::utf8(), R"(["b", "a", null, "c", "a"])")))
+      << back.make_array()->ToString();
+  // Another interner knows none of these ids.
+  auto other = cp::CallFunction(kInternLookupFunction, {coded_ids}, MakeInternOptions().get());
+  EXPECT_FALSE(other.ok());
+}
+
 }  // namespace
 }  // namespace sluice::plan

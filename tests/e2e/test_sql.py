@@ -1000,6 +1000,13 @@ DICTIONARY_FILTERS = [
     "select id, upper(s), t from dictionary_strings where s like 'a%' and t is not null "
     "order by id",
     "select s, count(*), sum(amt) from dictionary_strings where id > 10 group by s order by s",
+    # Keys grouped as interned ids, one also read by an aggregate, and a key under a new name.
+    "select s, t, count(*), min(t), max(s) from dictionary_strings where amt > 1 "
+    "group by s, t order by s, t",
+    "select s as kind, count(distinct t) from dictionary_strings where id % 2 = 0 group by s "
+    "order by kind",
+    "select upper(s), count(*) from dictionary_strings where t <> 'y' group by upper(s) "
+    "order by 1",
     "select id, case when s in ('a', 'c') then 'ac' else t end from dictionary_strings "
     "where id % 3 = 0 order by id",
     "select d.id, e.s, e.t from dictionary_strings d join dictionary_strings e "
