@@ -19,6 +19,7 @@
 
 #include "exec/deferred_source.h"
 #include "exec/join_gate.h"
+#include "exec/shared_subplans.h"
 #include "exec/top_n.h"
 #include "exec/window.h"
 #include "plan/compute_init.h"
@@ -747,10 +748,41 @@ class ResultReader : public arrow::RecordBatchReader {
   int64_t left_;  // rows still to give; -1: all
 };
 
+// `inputs`, and the result of each aggregate that `plan` computes more than once, computed
+// once here, under each place's column names.
+arrow::Result<NodeInputs> WithRepeatedAggregates(const PlanNode& plan, const NodeInputs* inputs) {
+  NodeInputs out = inputs != nullptr ? *inputs : NodeInputs{};
+  const auto given = [&](const PlanNode& n) { return out.count(&n) > 0; };
+  for (const auto& group : RepeatedAggregates(plan, given)) {
+    const PlanNode& first = *group[0];
+    ARROW_ASSIGN_OR_RAISE(auto table, Execute(first, first.OutputNames(), nullptr, &out));
+    ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(first));
+    std::vector<std::shared_ptr<arrow::ChunkedArray>> columns;
+    for (int i = 0; i < table->num_columns(); ++i) {
+      arrow::Datum column = table->column(i);
+      if (!column.type()->Equals(*schema->field(i)->type())) {
+        ARROW_ASSIGN_OR_RAISE(column, cp::Cast(column, schema->field(i)->type()));
+      }
+      columns.push_back(column.chunked_array());
+    }
+    for (const PlanNode* node : group) {
+      arrow::FieldVector fields;
+      const std::vector<std::string> names = node->OutputNames();
+      for (size_t i = 0; i < names.size(); ++i) {
+        fields.push_back(schema->field(static_cast<int>(i))->WithName(names[i]));
+      }
+      out[node] = arrow::Table::Make(arrow::schema(std::move(fields)), columns, table->num_rows());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ExecuteStream(
-    const PlanNode& plan, const std::vector<std::string>& names, const NodeInputs* inputs) {
+    const PlanNode& plan, const std::vector<std::string>& names, const NodeInputs* given) {
+  ARROW_ASSIGN_OR_RAISE(const NodeInputs shared, WithRepeatedAggregates(plan, given));
+  const NodeInputs* inputs = &shared;
   // The top LIMIT is applied to the stream (keeping ORDER BY's order).
   const bool limited = plan.kind == PlanNode::Kind::kLimit;
   ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, limited ? LimitInput(plan, nullptr, inputs)
@@ -773,15 +805,17 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ExecuteStream(
 arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
                                                      const std::vector<std::string>& names,
                                                      OperatorProbes* probes,
-                                                     const NodeInputs* inputs) {
+                                                     const NodeInputs* given) {
   if (probes == nullptr) {
-    ARROW_ASSIGN_OR_RAISE(auto reader, ExecuteStream(plan, names, inputs));
+    ARROW_ASSIGN_OR_RAISE(auto reader, ExecuteStream(plan, names, given));
     ARROW_ASSIGN_OR_RAISE(auto table, reader->ToTable());
     ARROW_RETURN_NOT_OK(reader->Close());
     return table->CombineChunks();
   }
   // Under EXPLAIN ANALYZE every operator runs to its end, and the top LIMIT slices the
-  // finished rows here.
+  // finished rows here. An aggregate computed once for several places shows no counts.
+  ARROW_ASSIGN_OR_RAISE(const NodeInputs shared, WithRepeatedAggregates(plan, given));
+  const NodeInputs* inputs = &shared;
   ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, plan.kind == PlanNode::Kind::kLimit
                                                   ? LimitInput(plan, probes, inputs)
                                                   : ToDeclaration(plan, probes, inputs));

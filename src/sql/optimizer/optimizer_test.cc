@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "exec/shared_subplans.h"
 #include "sql/binder.h"
 #include "sql/optimizer/aggregate_reduction.h"
 #include "sql/optimizer/bind_testing.h"
@@ -72,6 +73,35 @@ TEST_F(OptimizerTest, ColumnPruningDropsAScanFiltersOwnColumnsBeforeAJoinOrAggre
   PushDownFilters(kept.plan.get());
   PruneColumns(kept.plan.get());
   EXPECT_EQ(kept.plan->Explain().find("Project uk"), std::string::npos) << kept.plan->Explain();
+}
+
+TEST_F(OptimizerTest, AnAggregateReadTwiceIsFoundOnceUnderOtherNames) {
+  auto repeated = [&](const std::string& sql) {
+    auto q = BindLogicalForTest(sql);
+    EXPECT_TRUE(Optimize(q.plan.get(), DefaultPasses()).ok());
+    size_t places = 0;
+    const auto groups = exec::RepeatedAggregates(*q.plan, [](const PlanNode&) { return false; });
+    for (const auto& g : groups) places += g.size();
+    return std::make_pair(groups.size(), places);
+  };
+  // A WITH query read twice: bound twice, under other column names, yet the same rows.
+  EXPECT_EQ(repeated("with s as (select k, sum(v) as total from t where g <> 'x' group by k) "
+                     "select a.k from s a, s b where a.k = b.k + 1 and a.total > b.total"),
+            std::make_pair(size_t{1}, size_t{2}));
+  EXPECT_EQ(repeated("with s as (select k, sum(v) as total from t group by k) select "
+                     "(select max(total) from s), (select min(total) from s), count(*) from s"),
+            std::make_pair(size_t{1}, size_t{3}));
+  // Not the same: another literal, another aggregate, the same aggregates in another order.
+  EXPECT_EQ(repeated("select (select count(*) from t where g = 'a'), "
+                     "(select count(*) from t where g = 'b')"),
+            std::make_pair(size_t{0}, size_t{0}));
+  EXPECT_EQ(repeated("select (select sum(v) from t), (select max(v) from t)"),
+            std::make_pair(size_t{0}, size_t{0}));
+  EXPECT_EQ(repeated("select (select sum(v) - min(k) from t), (select min(k) - sum(v) from t)"),
+            std::make_pair(size_t{0}, size_t{0}));
+  // One table scanned whole and the same grouped twice: only the aggregates are shared.
+  EXPECT_EQ(repeated("select count(*) from t a, t b where a.k = b.k"),
+            std::make_pair(size_t{0}, size_t{0}));
 }
 
 TEST_F(OptimizerTest, ColumnPruningLeavesCountStarItsFirstColumn) {
