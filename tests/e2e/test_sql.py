@@ -889,9 +889,22 @@ REPEATED = [
 ]
 
 
+# A fact joined to two relations on one column (TPC-H Q9's part and partsupp on partkey): the
+# two may join each other first, on the equality the others imply.
+EQUAL_COLUMNS = [
+    "select count(*), sum(l_quantity) from lineitem, part, partsupp where l_partkey = p_partkey "
+    "and l_partkey = ps_partkey and l_suppkey = ps_suppkey and p_size = 7",
+    "select p_brand, count(*) from lineitem, part, partsupp where p_partkey = l_partkey "
+    "and ps_partkey = l_partkey and ps_suppkey = l_suppkey and p_container = 'SM BOX' "
+    "and ps_availqty < 100 group by p_brand order by p_brand",
+    "select count(*) from orders o, lineitem l, customer c where o.o_orderkey = l.l_orderkey "
+    "and o.o_custkey = c.c_custkey and l.l_suppkey = c.c_nationkey and c.c_mktsegment = 'AUTO'",
+]
+
+
 @pytest.mark.parametrize("sql", ORACLE + SUBQUERIES + SUBQUERY_TESTS + EXPRESSION_KEYS +
                          SET_OPERATIONS + WINDOWS + JOINS + GROUPING + FUNCTIONS + DECIMALS +
-                         REDUCTIONS + REPEATED)
+                         REDUCTIONS + REPEATED + EQUAL_COLUMNS)
 def test_sql_feature_matches_duckdb(tpch, sql, tmp_path):
     sluice, con, _ = tpch
     out = tmp_path / "result.arrow"

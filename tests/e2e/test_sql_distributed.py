@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT, VENV_BIN, Sluice, base_env
-from test_sql import (EXPRESSION_KEYS, FUNCTIONS, GROUPING, JOINS, REDUCTIONS, REPEATED,
-                      SET_OPERATIONS, SUBQUERIES, SUBQUERY_TESTS, WINDOWS, normalize,
+from test_sql import (EQUAL_COLUMNS, EXPRESSION_KEYS, FUNCTIONS, GROUPING, JOINS, REDUCTIONS,
+                      REPEATED, SET_OPERATIONS, SUBQUERIES, SUBQUERY_TESTS, WINDOWS, normalize,
                       same)  # one comparison rule for every SQL oracle test
 
 QUERIES = ROOT / "tests" / "tpch"
@@ -156,7 +156,8 @@ def test_select_without_from_runs_in_process_under_workers(tpch, tmp_path):
 
 
 @pytest.mark.parametrize("sql", SUBQUERIES + SUBQUERY_TESTS + EXPRESSION_KEYS + SET_OPERATIONS +
-                         WINDOWS + JOINS + GROUPING + FUNCTIONS + REDUCTIONS + REPEATED)
+                         WINDOWS + JOINS + GROUPING + FUNCTIONS + REDUCTIONS + REPEATED +
+                         EQUAL_COLUMNS)
 def test_subqueries_at_2_workers_match_duckdb_and_in_process(tpch, sql, tmp_path):
     sluice, con, data = tpch
     ordered = bool(re.search(r"\border\s+by\b", sql, re.I))

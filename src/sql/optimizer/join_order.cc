@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "sql/optimizer/conjuncts.h"
@@ -333,6 +335,43 @@ arrow::Result<JoinInput> OrderGreedily(std::vector<JoinInput> relations,
 
 }  // namespace
 
+// The two columns an equality of two column references compares, or none.
+std::optional<std::pair<std::string, std::string>> ColumnEquality(const cp::Expression& e) {
+  const auto* call = e.call();
+  if (call == nullptr || call->function_name != "equal" || call->arguments.size() != 2) {
+    return std::nullopt;
+  }
+  const auto* a = call->arguments[0].field_ref();
+  const auto* b = call->arguments[1].field_ref();
+  if (a == nullptr || b == nullptr || a->name() == nullptr || b->name() == nullptr) {
+    return std::nullopt;
+  }
+  return std::make_pair(*a->name(), *b->name());
+}
+
+// Classes of columns that stated equalities make equal (l_partkey, p_partkey, ps_partkey in
+// TPC-H Q9), as a class number per column.
+std::map<std::string, int> EqualColumns(const std::vector<cp::Expression>& conjuncts) {
+  std::map<std::string, std::string> parent;
+  std::function<std::string(const std::string&)> find = [&](const std::string& x) {
+    auto it = parent.find(x);
+    if (it == parent.end() || it->second == x) return x;
+    return it->second = find(it->second);
+  };
+  for (const auto& c : conjuncts) {
+    if (auto eq = ColumnEquality(c)) {
+      parent.emplace(eq->first, eq->first);
+      parent.emplace(eq->second, eq->second);
+      parent[find(eq->first)] = find(eq->second);
+    }
+  }
+  std::map<std::string, int> number, out;
+  for (const auto& [column, unused] : parent) {
+    out[column] = number.emplace(find(column), static_cast<int>(number.size())).first->second;
+  }
+  return out;
+}
+
 arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
                                     const std::vector<cp::Expression>& conditions,
                                     std::vector<cp::Expression>* filters,
@@ -365,6 +404,47 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
       local[t].push_back(implied);
       conjuncts.push_back(implied);
       reads.push_back({t});
+    }
+  }
+  // Equalities that the stated ones imply between two relations not yet compared in their
+  // class (ps_partkey = p_partkey, from l_partkey = p_partkey and l_partkey = ps_partkey): a
+  // branch may join on them on its own. They are used only inside a branch.
+  const size_t stated = conjuncts.size();
+  std::vector<cp::Expression> joining;  // conditions between two of the relations
+  for (size_t c = 0; c < stated; ++c) {
+    if (reads[c].size() == 2) joining.push_back(conjuncts[c]);
+  }
+  const std::map<std::string, int> equal_class = EqualColumns(joining);
+  {
+    std::map<int, std::map<size_t, std::string>> by_class;  // a column of each relation
+    std::set<std::tuple<int, size_t, size_t>> compared;
+    for (const auto& [column, k] : equal_class) by_class[k].emplace(owner.at(column), column);
+    for (size_t c = 0; c < stated; ++c) {
+      if (auto eq = ColumnEquality(conjuncts[c]); eq && reads[c].size() == 2) {
+        compared.emplace(equal_class.at(eq->first), *reads[c].begin(), *reads[c].rbegin());
+      }
+    }
+    for (const auto& [k, columns] : by_class) {
+      for (auto i = columns.begin(); i != columns.end(); ++i) {
+        for (auto j = std::next(i); j != columns.end(); ++j) {
+          if (compared.count({k, i->first, j->first})) continue;
+          auto ti = plan::OutputSchema(*relations[i->first].plan);
+          auto tj = plan::OutputSchema(*relations[j->first].plan);
+          if (!ti.ok() || !tj.ok()) continue;
+          const auto fi = (*ti)->GetFieldByName(i->second);
+          const auto fj = (*tj)->GetFieldByName(j->second);
+          if (fi == nullptr || fj == nullptr || !fi->type()->Equals(*fj->type())) continue;
+          conjuncts.push_back(cp::equal(cp::field_ref(i->second), cp::field_ref(j->second)));
+          reads.push_back({i->first, j->first});
+        }
+      }
+    }
+  }
+  auto derived = [&](size_t c) { return c >= stated && reads[c].size() == 2; };
+  std::set<std::tuple<int, size_t, size_t>> linked;  // (class, relation, relation) compared
+  for (size_t c = 0; c < conjuncts.size(); ++c) {
+    if (auto eq = ColumnEquality(conjuncts[c]); eq && reads[c].size() == 2) {
+      linked.emplace(equal_class.at(eq->first), *reads[c].begin(), *reads[c].rbegin());
     }
   }
   auto is_equality = [&](size_t c) {
@@ -415,17 +495,39 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
     }
     if (members.size() < 2) continue;
     std::set<size_t> roots;
+    std::set<int> crossing;  // the classes of the equalities across the branch's edge
     bool separable = true;
     for (size_t c = 0; c < conjuncts.size() && separable; ++c) {
       std::vector<size_t> in, out;
       for (size_t t : reads[c]) (members.count(t) ? in : out).push_back(t);
-      if (in.empty() || out.empty()) continue;
+      if (in.empty() || out.empty() || derived(c)) continue;
       // Other conditions across the branch's edge filter above the joins, as they would.
       if (!is_equality(c)) continue;
       separable = out[0] == start;
       roots.insert(in[0]);
+      const auto eq = ColumnEquality(conjuncts[c]);
+      crossing.insert(eq ? equal_class.at(eq->first) : -1);
     }
-    if (!separable || roots.size() != 1) continue;
+    if (!separable) continue;
+    if (roots.size() > 1 && !crossing.count(-1)) {
+      // Several members meet the probing relation, each on a column equal to one of the root's
+      // (Q9's part and partsupp on partkey): the root's equalities imply the others'. The root
+      // is the largest member with a column in every crossing class.
+      std::optional<size_t> best;
+      for (size_t r : members) {
+        bool in_every = true;
+        for (int k : crossing) {
+          bool has = false;
+          for (const auto& [column, kc] : equal_class) {
+            has = has || (kc == k && owner.at(column) == r);
+          }
+          in_every = in_every && has;
+        }
+        if (in_every && (!best || relations[r].rows > relations[*best].rows)) best = r;
+      }
+      if (best) roots = {*best};
+    }
+    if (roots.size() != 1) continue;
     const size_t root = *roots.begin();
     // The root's share of rows that its dimensions' filters keep (each joined on its key). A
     // member larger than the root is no dimension of it, and its join could multiply rows.
@@ -444,12 +546,21 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
     }
     std::vector<cp::Expression> inside;
     for (size_t c = 0; c < conjuncts.size(); ++c) {
-      if (reads[c].empty() || !std::all_of(reads[c].begin(), reads[c].end(),
-                                           [&](size_t t) { return members.count(t) > 0; })) {
-        continue;
+      const bool all_in = std::all_of(reads[c].begin(), reads[c].end(),
+                                      [&](size_t t) { return members.count(t) > 0; });
+      if (!reads[c].empty() && all_in) {
+        inside.push_back(conjuncts[c]);
+        taken[c] = true;
+      } else if (auto eq = ColumnEquality(conjuncts[c]);
+                 eq && !derived(c) && reads[c].size() == 2 && reads[c].count(start) &&
+                 !reads[c].count(root)) {
+        // Across the edge from a member other than the root: implied by the root's equality
+        // of its class and the branch's own between the two.
+        const size_t member = *reads[c].begin() == start ? *reads[c].rbegin() : *reads[c].begin();
+        taken[c] = members.count(member) > 0 &&
+                   linked.count({equal_class.at(eq->first), std::min(member, root),
+                                 std::max(member, root)}) > 0;
       }
-      inside.push_back(conjuncts[c]);
-      taken[c] = true;
     }
     ARROW_ASSIGN_OR_RAISE(JoinInput joined, OrderJoins(std::move(branch), inside, filters, rest));
     ordered.push_back(std::move(joined));
@@ -460,7 +571,7 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
   }
   std::vector<cp::Expression> outside;
   for (size_t c = 0; c < conjuncts.size(); ++c) {
-    if (!taken[c]) outside.push_back(conjuncts[c]);
+    if (!taken[c] && !derived(c)) outside.push_back(conjuncts[c]);
   }
   return OrderGreedily(std::move(ordered), outside, filters, rest);
 }

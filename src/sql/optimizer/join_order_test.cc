@@ -38,6 +38,9 @@ class JoinOrderTest : public ::testing::Test {
     }
     r.rows = rows;
     r.estimate = rows;
+    arrow::FieldVector fields;
+    for (const auto& c : r.plan->columns) fields.push_back(arrow::field(c, arrow::int64()));
+    table->schema = table->file_schema = arrow::schema(std::move(fields));
     return r;
   }
 
@@ -140,6 +143,44 @@ TEST_F(JoinOrderTest, AnOrOverTwoRelationsFiltersEachBeforeTheJoin) {
             "      Scan l (1 files) columns=[x#0, y#1] pushdown=((y#1 == 1) or (y#1 == 3))\n"
             "    Filter ((z#3 == 2) or (z#3 == 4))\n"
             "      Scan r (1 files) columns=[k#2, z#3] pushdown=((z#3 == 2) or (z#3 == 4))\n");
+}
+
+TEST_F(JoinOrderTest, ABranchMeetingTheProbeOnSeveralMembersJoinsThroughTheRootsColumns) {
+  // TPC-H Q9's shape: fact joins dim on k and bridge on (k, s); dim keeps a tenth. bridge.k =
+  // dim.k follows, so bridge and dim join first and fact meets bridge alone; fact.k = dim.k is
+  // then implied, and dropped.
+  std::vector<JoinInput> relations;
+  relations.push_back(Scan("fact", {"f_k#0", "f_s#1"}, 1'000'000));
+  relations.push_back(Scan("dim", {"d_k#2", "d_x#3"}, 20'000));
+  relations.push_back(Scan("bridge", {"b_k#4", "b_s#5"}, 80'000));
+  std::vector<cp::Expression> filters, rest;
+  auto joined =
+      OrderJoins(std::move(relations),
+                 {cp::and_({Eq("f_k#0", "d_k#2"), Eq("f_k#0", "b_k#4"), Eq("f_s#1", "b_s#5"),
+                            cp::equal(cp::field_ref("d_x#3"), cp::literal(int64_t{7}))})},
+                 &filters, &rest);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(Placed(std::move(joined->plan), filters),
+            "HashJoin inner on f_k#0 = b_k#4 and f_s#1 = b_s#5\n"
+            "  Scan fact (1 files) columns=[f_k#0, f_s#1]\n"
+            "  HashJoin inner on b_k#4 = d_k#2\n"
+            "    Scan bridge (1 files) columns=[b_k#4, b_s#5]\n"
+            "    Filter (d_x#3 == 7)\n"
+            "      Scan dim (1 files) columns=[d_k#2, d_x#3] pushdown=(d_x#3 == 7)\n");
+  // Unfiltered, dim is no help to bridge: the order stays fact's.
+  relations.clear();
+  relations.push_back(Scan("fact", {"f_k#0", "f_s#1"}, 1'000'000));
+  relations.push_back(Scan("dim", {"d_k#2", "d_x#3"}, 20'000));
+  relations.push_back(Scan("bridge", {"b_k#4", "b_s#5"}, 80'000));
+  filters.clear();
+  auto plain =
+      OrderJoins(std::move(relations),
+                 {cp::and_({Eq("f_k#0", "d_k#2"), Eq("f_k#0", "b_k#4"), Eq("f_s#1", "b_s#5")})},
+                 &filters, &rest);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  const std::string text = Placed(std::move(plain->plan), filters);
+  EXPECT_EQ(text.find("b_k#4 = d_k#2"), std::string::npos) << text;
+  EXPECT_NE(text.find("f_k#0 = d_k#2"), std::string::npos) << text;
 }
 
 TEST_F(JoinOrderTest, ABranchWhoseDimensionsFilterJoinsOnItsOwnFirst) {
