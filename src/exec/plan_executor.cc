@@ -18,6 +18,7 @@
 #include <set>
 
 #include "exec/deferred_source.h"
+#include "exec/filter_node.h"
 #include "exec/join_gate.h"
 #include "exec/shared_subplans.h"
 #include "exec/top_n.h"
@@ -385,9 +386,8 @@ arrow::Result<CodedFilteredScan> FilteredScan(const PlanNode& node, OperatorProb
   auto coded_schema = arrow::schema(std::move(coded));
   const cp::Expression predicate =
       plan::WithDictionaryMaps(plan::WithDecimalKernels(node.predicate, *schema), *coded_schema);
-  return CodedFilteredScan{
-      ac::Declaration::Sequence({std::move(scan), {"filter", ac::FilterNodeOptions(predicate)}}),
-      std::move(coded_schema)};
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration filtered, Filtered(std::move(scan), predicate));
+  return CodedFilteredScan{std::move(filtered), std::move(coded_schema)};
 }
 
 // The filtered scan with its dictionaries decoded, for operators other than a project (which
@@ -601,9 +601,7 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
   ARROW_ASSIGN_OR_RAISE(auto input_schema, plan::OutputSchema(*node.input));
   switch (node.kind) {
     case PlanNode::Kind::kFilter:
-      return ac::Declaration::Sequence({std::move(input),
-                                        {"filter", ac::FilterNodeOptions(plan::WithDecimalKernels(
-                                                       node.predicate, *input_schema))}});
+      return Filtered(std::move(input), plan::WithDecimalKernels(node.predicate, *input_schema));
     case PlanNode::Kind::kProject:
       return Project(node, std::move(input), *input_schema, nullptr);
     case PlanNode::Kind::kSort:
