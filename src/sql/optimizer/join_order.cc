@@ -488,6 +488,11 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
   std::vector<bool> taken(conjuncts.size(), false);
   std::vector<JoinInput> ordered;
   std::vector<bool> merged(n, false);
+  // Branches to try, with their roots: a component of its own that meets the probing relation
+  // through one root, or else, within a component, a relation that meets it with the smaller
+  // relations it reaches by stated equalities (TPC-H Q5's supplier, nation and region, whose
+  // customer meets orders): their other edges join the branch later.
+  std::vector<std::pair<std::set<size_t>, size_t>> candidates;
   for (int b = 0; b < components; ++b) {
     std::set<size_t> members;
     for (size_t i = 0; i < n; ++i) {
@@ -508,8 +513,7 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
       const auto eq = ColumnEquality(conjuncts[c]);
       crossing.insert(eq ? equal_class.at(eq->first) : -1);
     }
-    if (!separable) continue;
-    if (roots.size() > 1 && !crossing.count(-1)) {
+    if (separable && roots.size() > 1 && !crossing.count(-1)) {
       // Several members meet the probing relation, each on a column equal to one of the root's
       // (Q9's part and partsupp on partkey): the root's equalities imply the others'. The root
       // is the largest member with a column in every crossing class.
@@ -527,8 +531,44 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
       }
       if (best) roots = {*best};
     }
-    if (roots.size() != 1) continue;
-    const size_t root = *roots.begin();
+    if (separable && roots.size() == 1) {
+      candidates.emplace_back(std::move(members), *roots.begin());
+      continue;
+    }
+    std::set<size_t> used;
+    for (size_t r : members) {
+      std::set<size_t> dims = {r};
+      std::vector<size_t> todo = {r};
+      while (!todo.empty()) {
+        const size_t at = todo.back();
+        todo.pop_back();
+        for (size_t c = 0; c < stated; ++c) {
+          if (!is_equality(c) || !reads[c].count(at)) continue;
+          for (size_t t : reads[c]) {
+            if (t != start && !dims.count(t) && relations[t].rows < relations[at].rows) {
+              dims.insert(t);
+              todo.push_back(t);
+            }
+          }
+        }
+      }
+      bool through_root = false, only_root = true;
+      for (size_t c = 0; c < stated; ++c) {
+        if (!is_equality(c) || !reads[c].count(start)) continue;
+        for (size_t t : reads[c]) {
+          if (t == start || !dims.count(t)) continue;
+          through_root = through_root || t == r;
+          only_root = only_root && t == r;
+        }
+      }
+      const bool apart =
+          std::none_of(dims.begin(), dims.end(), [&](size_t t) { return used.count(t) > 0; });
+      if (dims.size() < 2 || !through_root || !only_root || !apart) continue;
+      used.insert(dims.begin(), dims.end());
+      candidates.emplace_back(std::move(dims), r);
+    }
+  }
+  for (auto& [members, root] : candidates) {
     // The root's share of rows that its dimensions' filters keep (each joined on its key). A
     // member larger than the root is no dimension of it, and its join could multiply rows.
     double share = 1;

@@ -183,6 +183,35 @@ TEST_F(JoinOrderTest, ABranchMeetingTheProbeOnSeveralMembersJoinsThroughTheRoots
   EXPECT_NE(text.find("f_k#0 = d_k#2"), std::string::npos) << text;
 }
 
+TEST_F(JoinOrderTest, ARelationWithItsSmallerDimensionsJoinsFirstWithinALargerComponent) {
+  // TPC-H Q5's shape: fact meets ord and sup; ord's cust also meets sup (on nation), so the
+  // five are one component with two roots. sup with nat and the filtered reg is a branch of its
+  // own: fact probes its few rows first, and cust's condition on sup joins later.
+  std::vector<JoinInput> relations;
+  relations.push_back(Scan("fact", {"f_o#0", "f_s#1"}, 1'000'000));
+  relations.push_back(Scan("ord", {"o_k#2", "o_c#3"}, 100'000));
+  relations.push_back(Scan("cust", {"c_k#4", "c_n#5"}, 10'000));
+  relations.push_back(Scan("sup", {"s_k#6", "s_n#7"}, 1'000));
+  relations.push_back(Scan("nat", {"n_k#8", "n_r#9"}, 25));
+  relations.push_back(Scan("reg", {"r_k#10", "r_x#11"}, 5));
+  std::vector<cp::Expression> filters, rest;
+  auto joined =
+      OrderJoins(std::move(relations),
+                 {cp::and_({Eq("f_o#0", "o_k#2"), Eq("o_c#3", "c_k#4"), Eq("c_n#5", "s_n#7"),
+                            Eq("f_s#1", "s_k#6"), Eq("s_n#7", "n_k#8"), Eq("n_r#9", "r_k#10"),
+                            cp::equal(cp::field_ref("r_x#11"), cp::literal(int64_t{1}))})},
+                 &filters, &rest);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  const std::string text = Placed(std::move(joined->plan), filters);
+  EXPECT_NE(text.find("HashJoin inner on f_s#1 = s_k#6\n"
+                      "      Scan fact (1 files) columns=[f_o#0, f_s#1]\n"
+                      "      HashJoin inner on s_n#7 = n_k#8\n"
+                      "        Scan sup (1 files) columns=[s_k#6, s_n#7]\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("HashJoin inner on s_n#7 = c_n#5"), std::string::npos) << text;
+}
+
 TEST_F(JoinOrderTest, ABranchWhoseDimensionsFilterJoinsOnItsOwnFirst) {
   // TPC-H Q7's shape: fact -> mid -> dim, where dim keeps 2 of 25 rows, beside fact -> side
   // -> other, whose other is not filtered; and an OR across the two branches.
