@@ -7,6 +7,7 @@
 #include <arrow/compute/api.h>
 
 #include <mutex>
+#include <optional>
 
 namespace sluice::exec {
 
@@ -57,29 +58,21 @@ class FilterNode : public ac::MapNode {
     const arrow::BooleanArray bits(mask.array());
     const int64_t kept = bits.true_count();
     if (kept == batch.length) return batch;
+    std::optional<arrow::Datum> indices;
+    if (kept * kTakeBelowOneIn < batch.length) {
+      ARROW_ASSIGN_OR_RAISE(indices, cp::CallFunction("indices_nonzero", {mask}, ctx));
+    }
     std::vector<arrow::Datum> values;
     values.reserve(batch.values.size());
-    if (kept * kTakeBelowOneIn < batch.length) {
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum indices, cp::CallFunction("indices_nonzero", {mask}, ctx));
-      for (const auto& v : batch.values) {
-        if (v.is_scalar()) {
-          values.push_back(v);
-          continue;
-        }
-        ARROW_ASSIGN_OR_RAISE(arrow::Datum taken,
-                              cp::Take(v, indices, cp::TakeOptions::NoBoundsCheck(), ctx));
-        values.push_back(std::move(taken));
+    for (const auto& v : batch.values) {
+      if (v.is_scalar()) {
+        values.push_back(v);
+        continue;
       }
-    } else {
-      for (const auto& v : batch.values) {
-        if (v.is_scalar()) {
-          values.push_back(v);
-          continue;
-        }
-        ARROW_ASSIGN_OR_RAISE(arrow::Datum filtered,
-                              cp::Filter(v, mask, cp::FilterOptions::Defaults(), ctx));
-        values.push_back(std::move(filtered));
-      }
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum kept_rows,
+                            indices ? cp::Take(v, *indices, cp::TakeOptions::NoBoundsCheck(), ctx)
+                                    : cp::Filter(v, mask, cp::FilterOptions::Defaults(), ctx));
+      values.push_back(std::move(kept_rows));
     }
     return cp::ExecBatch(std::move(values), kept);
   }
