@@ -24,6 +24,7 @@
 #include "exec/top_n.h"
 #include "exec/window.h"
 #include "plan/compute_init.h"
+#include "plan/conjuncts.h"
 #include "plan/decimal_kernels.h"
 #include "plan/dictionary_kernels.h"
 #include "plan/library_functions.h"
@@ -90,19 +91,6 @@ std::set<std::string> DictionaryColumns(const PlanNode& node) {
   return out;
 }
 
-// The operands of `e`'s top-level ANDs (`e` itself if it is no AND).
-std::vector<cp::Expression> Conjuncts(const cp::Expression& e) {
-  const auto* call = e.call();
-  if (call == nullptr || (call->function_name != "and_kleene" && call->function_name != "and")) {
-    return {e};
-  }
-  std::vector<cp::Expression> out;
-  for (const auto& a : call->arguments) {
-    for (auto& c : Conjuncts(a)) out.push_back(std::move(c));
-  }
-  return out;
-}
-
 // A Parquet table's fragments to read, one per file: a map task's share of row groups (when
 // the plan gives ranges), less those whose statistics rule out `filter`. Statistics are read
 // with a plain format: a column read as a dictionary has none that Arrow's dataset uses, so
@@ -116,7 +104,9 @@ arrow::Result<std::vector<std::shared_ptr<ds::FileFragment>>> ParquetFragments(
   }
   std::vector<cp::Expression> conjuncts;
   if (filter) {
-    for (const auto& c : Conjuncts(*filter)) {
+    std::vector<cp::Expression> parts;
+    plan::Conjuncts(*filter, &parts);
+    for (const auto& c : parts) {
       auto bound = c.Bind(*table.schema);
       if (bound.ok()) conjuncts.push_back(std::move(*bound));
     }

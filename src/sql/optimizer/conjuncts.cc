@@ -2,37 +2,11 @@
 
 namespace sluice::sql {
 
-namespace cp = arrow::compute;
-
-void Flatten(const cp::Expression& e, const std::string& function,
-             std::vector<cp::Expression>* out) {
-  const cp::Expression::Call* call = e.call();
-  if (call != nullptr &&
-      (call->function_name == function || call->function_name == function + "_kleene")) {
-    for (const auto& a : call->arguments) Flatten(a, function, out);
-    return;
-  }
-  out->push_back(e);
-}
-
-void Conjuncts(const cp::Expression& e, std::vector<cp::Expression>* out) {
-  Flatten(e, "and", out);
-}
-
-void Disjuncts(const cp::Expression& e, std::vector<cp::Expression>* out) { Flatten(e, "or", out); }
-
 std::optional<std::pair<std::string, std::string>> InnerOuterEquality(
-    const cp::Expression& e, const std::set<std::string>& inner) {
-  const cp::Expression::Call* call = e.call();
-  if (call == nullptr || call->function_name != "equal" || call->arguments.size() != 2) {
-    return std::nullopt;
-  }
-  const arrow::FieldRef* x = call->arguments[0].field_ref();
-  const arrow::FieldRef* y = call->arguments[1].field_ref();
-  if (x == nullptr || y == nullptr || x->name() == nullptr || y->name() == nullptr) {
-    return std::nullopt;
-  }
-  std::string a = *x->name(), b = *y->name();
+    const arrow::compute::Expression& e, const std::set<std::string>& inner) {
+  auto columns = ColumnEquality(e);
+  if (!columns) return std::nullopt;
+  auto [a, b] = std::move(*columns);
   if (!inner.count(a)) std::swap(a, b);
   if (!inner.count(a) || inner.count(b)) return std::nullopt;
   return std::make_pair(std::move(a), std::move(b));

@@ -335,20 +335,6 @@ arrow::Result<JoinInput> OrderGreedily(std::vector<JoinInput> relations,
 
 }  // namespace
 
-// The two columns an equality of two column references compares, or none.
-std::optional<std::pair<std::string, std::string>> ColumnEquality(const cp::Expression& e) {
-  const auto* call = e.call();
-  if (call == nullptr || call->function_name != "equal" || call->arguments.size() != 2) {
-    return std::nullopt;
-  }
-  const auto* a = call->arguments[0].field_ref();
-  const auto* b = call->arguments[1].field_ref();
-  if (a == nullptr || b == nullptr || a->name() == nullptr || b->name() == nullptr) {
-    return std::nullopt;
-  }
-  return std::make_pair(*a->name(), *b->name());
-}
-
 // Classes of columns that stated equalities make equal (l_partkey, p_partkey, ps_partkey in
 // TPC-H Q9), as a class number per column.
 std::map<std::string, int> EqualColumns(const std::vector<cp::Expression>& conjuncts) {
