@@ -46,10 +46,11 @@ arrow::Decimal128 ToDecimal(Int128 v) {
   return arrow::Decimal128(static_cast<int64_t>(u >> 64), static_cast<uint64_t>(u));
 }
 
-// 10^38: a decimal128 of 38 digits is strictly smaller in magnitude.
-Int128 MaxMagnitude() {
+// 10^digits, for digits in [0, 38]. A decimal128 of p digits is strictly smaller in magnitude
+// than 10^p.
+Int128 PowerOfTen(int32_t digits) {
   Int128 v = 1;
-  for (int i = 0; i < kMaxPrecision; ++i) v *= 10;
+  for (int32_t i = 0; i < digits; ++i) v *= 10;
   return v;
 }
 
@@ -204,6 +205,89 @@ arrow::Status AddCompare(cp::FunctionRegistry* registry, const char* name) {
   return registry->AddFunction(std::move(function));
 }
 
+// --- a cast of one scale ---
+
+struct FitState : cp::KernelState {
+  std::shared_ptr<arrow::DataType> to;
+};
+
+arrow::Result<std::unique_ptr<cp::KernelState>> InitFit(cp::KernelContext*,
+                                                        const cp::KernelInitArgs& args) {
+  if (args.options == nullptr) {
+    return arrow::Status::Invalid("internal: ", kDecimalFitFunction, " without cast options");
+  }
+  const auto& options = static_cast<const cp::CastOptions&>(*args.options);
+  if (options.to_type.type == nullptr || options.to_type.id() != arrow::Type::DECIMAL128 ||
+      args.inputs.size() != 1 || args.inputs[0].id() != arrow::Type::DECIMAL128 ||
+      static_cast<const arrow::Decimal128Type&>(*options.to_type).scale() !=
+          static_cast<const arrow::Decimal128Type&>(*args.inputs[0]).scale()) {
+    return arrow::Status::TypeError("internal: ", kDecimalFitFunction, " of ",
+                                    args.inputs.empty() ? "nothing" : args.inputs[0].ToString(),
+                                    " to ", options.to_type.ToString());
+  }
+  auto state = std::make_unique<FitState>();
+  state->to = options.to_type.GetSharedPtr();
+  return state;
+}
+
+arrow::Result<arrow::TypeHolder> ResolveFit(cp::KernelContext* ctx,
+                                            const std::vector<arrow::TypeHolder>&) {
+  return arrow::TypeHolder(static_cast<const FitState*>(ctx->state())->to);
+}
+
+arrow::Status FitError(Int128 value, const arrow::DataType& to) {
+  const auto& t = static_cast<const arrow::Decimal128Type&>(to);
+  return arrow::Status::Invalid("decimal value ", ToDecimal(value).ToString(t.scale()),
+                                " does not fit in ", to.ToString());
+}
+
+arrow::Status ExecFit(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::ExecResult* out) {
+  const auto& to = static_cast<const FitState*>(ctx->state())->to;
+  const int32_t from_precision =
+      static_cast<const arrow::Decimal128Type&>(*batch[0].type()).precision();
+  const int32_t to_precision = static_cast<const arrow::Decimal128Type&>(*to).precision();
+  const Int128 limit = PowerOfTen(to_precision);
+  if (!batch[0].is_array()) {
+    // Arrow runs a unary kernel on a scalar as an array of one.
+    return arrow::Status::Invalid("internal: ", kDecimalFitFunction, " of a scalar");
+  }
+  const arrow::ArraySpan& a = batch[0].array;
+  if (to_precision < from_precision) {
+    const uint8_t* values = a.buffers[1].data + a.offset * 16;
+    const bool nulls = a.GetNullCount() != 0;
+    bool out_of_range = false;
+    for (int64_t i = 0; i < a.length; ++i) {
+      const Int128 v = Load(values + i * 16);
+      out_of_range |= (v >= limit || v <= -limit) && (!nulls || a.IsValid(i));
+    }
+    if (out_of_range) {
+      for (int64_t i = 0; i < a.length; ++i) {
+        const Int128 v = Load(values + i * 16);
+        if ((v >= limit || v <= -limit) && a.IsValid(i)) return FitError(v, *to);
+      }
+    }
+  }
+  auto data = a.ToArrayData();
+  data->type = to;
+  out->value = std::move(data);
+  return arrow::Status::OK();
+}
+
+arrow::Status AddFit(cp::FunctionRegistry* registry) {
+  auto function = std::make_shared<cp::ScalarFunction>(
+      kDecimalFitFunction, cp::Arity::Unary(),
+      cp::FunctionDoc("decimal128 cast of one scale",
+                      "Checks each value's digits and shares the input's buffers.", {"x"},
+                      "CastOptions", /*options_required=*/true));
+  cp::ScalarKernel kernel({cp::InputType(arrow::Type::DECIMAL128)}, cp::OutputType(ResolveFit),
+                          ExecFit, InitFit);
+  kernel.null_handling = cp::NullHandling::COMPUTED_NO_PREALLOCATE;
+  kernel.mem_allocation = cp::MemAllocation::NO_PREALLOCATE;
+  kernel.can_write_into_slices = false;
+  ARROW_RETURN_NOT_OK(function->AddKernel(std::move(kernel)));
+  return registry->AddFunction(std::move(function));
+}
+
 // --- sum ---
 
 const cp::ScalarAggregateOptions& SumOptions(const cp::FunctionOptions* options) {
@@ -286,7 +370,7 @@ struct SumState : cp::KernelState {
   }
 
   arrow::Status CheckOverflow() const {
-    static const Int128 kLimit = MaxMagnitude();
+    static const Int128 kLimit = PowerOfTen(kMaxPrecision);
     bool out_of_range = overflow;
     for (const Int128 s : sums) out_of_range |= s >= kLimit || s <= -kLimit;
     if (out_of_range) {
@@ -443,6 +527,7 @@ arrow::Status RegisterDecimalKernels(cp::FunctionRegistry* registry) {
   ARROW_RETURN_NOT_OK(AddCompare<Cmp::kLessEqual>(registry, kDecimalLessEqualFunction));
   ARROW_RETURN_NOT_OK(AddCompare<Cmp::kGreater>(registry, kDecimalGreaterFunction));
   ARROW_RETURN_NOT_OK(AddCompare<Cmp::kGreaterEqual>(registry, kDecimalGreaterEqualFunction));
+  ARROW_RETURN_NOT_OK(AddFit(registry));
   return AddSum(registry);
 }
 
@@ -453,6 +538,19 @@ cp::Expression WithDecimalKernels(const cp::Expression& expression, const arrow:
   args.reserve(call->arguments.size());
   for (const auto& a : call->arguments) args.push_back(WithDecimalKernels(a, schema));
   std::string name = call->function_name;
+  if (name == "cast" && args.size() == 1 && call->options != nullptr) {
+    // A checked cast between decimal128s of one scale only checks digits.
+    const auto& options = static_cast<const cp::CastOptions&>(*call->options);
+    auto from = args[0].Bind(schema);
+    if (!options.allow_decimal_truncate && options.to_type.type != nullptr &&
+        options.to_type.id() == arrow::Type::DECIMAL128 && from.ok() &&
+        from->type()->id() == arrow::Type::DECIMAL128 &&
+        static_cast<const arrow::Decimal128Type&>(*options.to_type).scale() ==
+            static_cast<const arrow::Decimal128Type&>(*from->type()).scale()) {
+      return cp::call(kDecimalFitFunction, std::move(args), call->options);
+    }
+    return cp::call(std::move(name), std::move(args), call->options);
+  }
   const auto op = ArithmeticOp(name);
   const auto comparison = ComparisonIndex(name);
   if ((!op && !comparison) || args.size() != 2) {

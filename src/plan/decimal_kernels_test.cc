@@ -257,5 +257,65 @@ TEST_F(DecimalKernels, RewriteReplacesDecimalArithmeticOnlyWhereTypesAgree) {
   }
 }
 
+TEST_F(DecimalKernels, ACastOfOneScaleChecksDigitsAsArrowDoes) {
+  const auto schema = arrow::schema({arrow::field("x", arrow::decimal128(20, 2))});
+  const auto x = cp::field_ref("x");
+  auto fits = arrow::RecordBatch::Make(
+      schema, 4, {Json(arrow::decimal128(20, 2), R"(["123.45", null, "-999.99", "0.00"])")});
+  // A NULL slot's bytes past the target's digits are not an error.
+  arrow::Decimal128Builder b(arrow::decimal128(20, 2));
+  ASSERT_TRUE(b.Append(arrow::Decimal128(5)).ok());
+  ASSERT_TRUE(b.Append(arrow::Decimal128::FromString("12345678901234567890").ValueOrDie()).ok());
+  auto big = b.Finish().ValueOrDie();
+  auto masked_data = big->data()->Copy();
+  auto validity = arrow::AllocateEmptyBitmap(2).ValueOrDie();
+  arrow::bit_util::SetBit(validity->mutable_data(), 0);
+  masked_data->buffers[0] = validity;
+  masked_data->null_count = 1;
+  auto masked = arrow::RecordBatch::Make(schema, 2, {arrow::MakeArray(masked_data)});
+  auto too_big = arrow::RecordBatch::Make(
+      schema, 3, {Json(arrow::decimal128(20, 2), R"(["1.00", "-1000.00", null])")});
+
+  for (const auto& to : {arrow::decimal128(5, 2), arrow::decimal128(25, 2)}) {
+    auto e = cp::call("cast", {x}, cp::CastOptions::Safe(to));
+    auto ours = WithDecimalKernels(e, *schema);
+    ASSERT_NE(ours.ToString().find(kDecimalFitFunction), std::string::npos) << ours.ToString();
+    auto want_bound = e.Bind(*schema).ValueOrDie();
+    auto got_bound = ours.Bind(*schema).ValueOrDie();
+    ASSERT_TRUE(got_bound.type()->Equals(*want_bound.type()));
+    for (const auto& batch : {fits, fits->Slice(1, 3), masked}) {
+      auto want = cp::ExecuteScalarExpression(want_bound, cp::ExecBatch(*batch));
+      auto got = cp::ExecuteScalarExpression(got_bound, cp::ExecBatch(*batch));
+      ASSERT_TRUE(want.ok()) << want.status().ToString();
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_TRUE(got->Equals(*want)) << got->ToString();
+    }
+    // A scalar, as a literal operand is.
+    auto literal = cp::call(kDecimalFitFunction,
+                            {cp::literal(std::make_shared<arrow::Decimal128Scalar>(
+                                arrow::Decimal128(-99999), arrow::decimal128(20, 2)))},
+                            cp::CastOptions::Safe(to));
+    auto one =
+        cp::ExecuteScalarExpression(literal.Bind(*schema).ValueOrDie(), cp::ExecBatch(*fits));
+    ASSERT_TRUE(one.ok()) << one.status().ToString();
+    EXPECT_EQ(one->scalar()->ToString(), "-999.99");
+  }
+  // A valid value past the target's digits fails, naming the value and the type.
+  auto narrow = WithDecimalKernels(
+      cp::call("cast", {x}, cp::CastOptions::Safe(arrow::decimal128(5, 2))), *schema);
+  auto failed =
+      cp::ExecuteScalarExpression(narrow.Bind(*schema).ValueOrDie(), cp::ExecBatch(*too_big));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("-1000.00 does not fit in decimal128(5, 2)"),
+            std::string::npos)
+      << failed.status().ToString();
+  // Another scale, or a truncating cast, stays Arrow's.
+  for (const auto& options : {cp::CastOptions::Safe(arrow::decimal128(20, 3)),
+                              cp::CastOptions::Unsafe(arrow::decimal128(5, 2))}) {
+    auto e = cp::call("cast", {x}, options);
+    EXPECT_EQ(WithDecimalKernels(e, *schema).ToString(), e.ToString());
+  }
+}
+
 }  // namespace
 }  // namespace sluice::plan
