@@ -23,6 +23,7 @@
 #include "exec/shared_subplans.h"
 #include "exec/top_n.h"
 #include "exec/window.h"
+#include "plan/common_subexpressions.h"
 #include "plan/compute_init.h"
 #include "plan/conjuncts.h"
 #include "plan/decimal_kernels.h"
@@ -344,6 +345,34 @@ ac::Declaration Project(const PlanNode& node, ac::Declaration input,
     cp::Expression e = plan::WithDecimalKernels(node.expressions[i], input_schema);
     if (interned.count(node.names[i])) e = cp::call(plan::kInternFunction, {std::move(e)}, intern);
     expressions.push_back(std::move(e));
+  }
+  const arrow::Schema& actual = coded != nullptr ? *coded : input_schema;
+  std::vector<std::string> input_names;
+  for (const auto& f : actual.fields()) input_names.push_back(f->name());
+  auto common = plan::FactorCommonSubexpressions(expressions, input_names);
+  std::shared_ptr<arrow::Schema> widened;
+  if (!common.shared.empty()) {
+    // The shared parts first, as more columns beside the input's.
+    std::vector<cp::Expression> first;
+    for (const auto& n : input_names) first.push_back(cp::field_ref(n));
+    arrow::FieldVector fields = actual.fields();
+    bool typed = true;
+    for (size_t i = 0; i < common.shared.size() && typed; ++i) {
+      auto bound = common.shared[i].Bind(input_schema);
+      typed = bound.ok();
+      if (typed) fields.push_back(arrow::field(common.names[i], bound->type()->GetSharedPtr()));
+      first.push_back(coded != nullptr ? plan::WithDictionaryMaps(common.shared[i], *coded)
+                                       : common.shared[i]);
+    }
+    if (typed) {
+      std::vector<std::string> first_names = input_names;
+      first_names.insert(first_names.end(), common.names.begin(), common.names.end());
+      input = ac::Declaration::Sequence(
+          {std::move(input), {"project", ac::ProjectNodeOptions(first, first_names)}});
+      expressions = std::move(common.expressions);
+      widened = arrow::schema(std::move(fields));
+      coded = widened.get();
+    }
   }
   if (coded != nullptr) {
     for (auto& e : expressions) e = plan::WithDictionaryMaps(e, *coded);

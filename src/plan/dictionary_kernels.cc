@@ -4,6 +4,7 @@
 #include <arrow/array/concatenate.h>
 #include <arrow/compute/api.h>
 #include <arrow/util/bit_util.h>
+#include <arrow/util/bitmap_ops.h>
 
 #include <algorithm>
 
@@ -13,7 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "plan/library_functions.h"
+#include "plan/common_subexpressions.h"
 
 namespace sluice::plan {
 
@@ -159,7 +160,7 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> TakeBits(const arrow::ArraySpan
   }
   const int64_t n = codes.length;
   const int32_t* code = codes.GetValues<int32_t>(1);
-  const uint8_t* code_valid = codes.MayHaveNulls() ? codes.buffers[0].data : nullptr;
+  const uint8_t* code_valid = codes.GetNullCount() > 0 ? codes.buffers[0].data : nullptr;
   ARROW_ASSIGN_OR_RAISE(auto values, arrow::AllocateBitmap(n, pool));
   ARROW_ASSIGN_OR_RAISE(auto validity, arrow::AllocateBitmap(n, pool));
   uint8_t* value_bits = values->mutable_data();
@@ -188,6 +189,86 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> TakeBits(const arrow::ArraySpan
   if (nulls == 0) validity = nullptr;
   return arrow::ArrayData::Make(arrow::boolean(), n, {std::move(validity), std::move(values)},
                                 nulls);
+}
+
+// answers[code] per row of `codes`, as TakeBits, for answers of a fixed width of kWidth bytes
+// (ids, numbers, dates): one copy per row, where Arrow's take checks and widens each index.
+template <int kWidth>
+arrow::Result<std::shared_ptr<arrow::ArrayData>> TakeFixedWidth(const arrow::ArraySpan& codes,
+                                                                int64_t null_code,
+                                                                const arrow::ArrayData& answers,
+                                                                arrow::MemoryPool* pool) {
+  struct Value {
+    uint8_t bytes[kWidth];
+  };
+  const int64_t n = codes.length;
+  const int32_t* code = codes.GetValues<int32_t>(1);
+  const uint8_t* code_valid = codes.GetNullCount() > 0 ? codes.buffers[0].data : nullptr;
+  const auto* from = reinterpret_cast<const Value*>(answers.buffers[1]->data()) + answers.offset;
+  const uint8_t* from_valid = answers.GetNullCount() > 0 ? answers.buffers[0]->data() : nullptr;
+  ARROW_ASSIGN_OR_RAISE(auto values, arrow::AllocateBuffer(n * kWidth, pool));
+  auto* to = reinterpret_cast<Value*>(values->mutable_data());
+  // Codes are checked first, in one pass that vectorizes; a NULL code's slot gets code 0 here
+  // and its answer below.
+  bool out_of_range = false;
+  for (int64_t i = 0; i < n; ++i) {
+    out_of_range |= static_cast<uint32_t>(code[i]) >= static_cast<uint64_t>(null_code);
+  }
+  if (out_of_range) {
+    for (int64_t i = 0; i < n; ++i) {
+      const bool valid =
+          code_valid == nullptr || arrow::bit_util::GetBit(code_valid, codes.offset + i);
+      if (valid && (code[i] < 0 || code[i] >= null_code)) {
+        return arrow::Status::Invalid("dictionary code ", code[i], " is outside its dictionary of ",
+                                      null_code, " values");
+      }
+    }
+  }
+  // The answer for NULL is usually NULL; it matters only where a code is NULL.
+  const bool values_have_nulls =
+      from_valid != nullptr &&
+      arrow::internal::CountSetBits(from_valid, answers.offset, null_code) != null_code;
+  if (code_valid == nullptr && !values_have_nulls) {
+    for (int64_t i = 0; i < n; ++i) to[i] = from[code[i]];
+    return arrow::ArrayData::Make(answers.type, n, {nullptr, std::move(values)}, 0);
+  }
+  ARROW_ASSIGN_OR_RAISE(auto validity, arrow::AllocateBitmap(n, pool));
+  uint8_t* valid_bits = validity->mutable_data();
+  int64_t nulls = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool code_is_valid =
+        code_valid == nullptr || arrow::bit_util::GetBit(code_valid, codes.offset + i);
+    const int64_t c = code_is_valid && code[i] >= 0 && code[i] < null_code ? code[i] : null_code;
+    to[i] = from[c];
+    const bool valid =
+        from_valid == nullptr || arrow::bit_util::GetBit(from_valid, answers.offset + c);
+    arrow::bit_util::SetBitTo(valid_bits, i, valid);
+    nulls += !valid;
+  }
+  if (nulls == 0) validity = nullptr;
+  return arrow::ArrayData::Make(answers.type, n, {std::move(validity), std::move(values)}, nulls);
+}
+
+arrow::Result<std::shared_ptr<arrow::ArrayData>> TakeFixedWidth(const arrow::ArraySpan& codes,
+                                                                int64_t null_code,
+                                                                const arrow::ArrayData& answers,
+                                                                int width,
+                                                                arrow::MemoryPool* pool) {
+  if (answers.length != null_code + 1) return nullptr;  // one answer per value, and NULL's
+  switch (width) {
+    case 1:
+      return TakeFixedWidth<1>(codes, null_code, answers, pool);
+    case 2:
+      return TakeFixedWidth<2>(codes, null_code, answers, pool);
+    case 4:
+      return TakeFixedWidth<4>(codes, null_code, answers, pool);
+    case 8:
+      return TakeFixedWidth<8>(codes, null_code, answers, pool);
+    case 16:
+      return TakeFixedWidth<16>(codes, null_code, answers, pool);
+    default:
+      return nullptr;
+  }
 }
 
 arrow::Status ExecMap(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::ExecResult* out) {
@@ -243,6 +324,19 @@ arrow::Status ExecMap(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::Exe
     out->value = std::move(bits);
     return arrow::Status::OK();
   }
+  const auto& index_type = *static_cast<const arrow::DictionaryType&>(*data->type).index_type();
+  const auto* fixed = dynamic_cast<const arrow::FixedWidthType*>(answers->type().get());
+  if (index_type.id() == arrow::Type::INT32 && fixed != nullptr &&
+      answers->type_id() != arrow::Type::BOOL && answers->type_id() != arrow::Type::DICTIONARY &&
+      answers->data()->buffers.size() == 2 && answers->data()->buffers[1] != nullptr &&
+      fixed->bit_width() % 8 == 0 && fixed->bit_width() <= 128) {
+    ARROW_ASSIGN_OR_RAISE(auto taken, TakeFixedWidth(batch[0].array, dict->length, *answers->data(),
+                                                     fixed->bit_width() / 8, ctx->memory_pool()));
+    if (taken != nullptr) {
+      out->value = std::move(taken);
+      return arrow::Status::OK();
+    }
+  }
   // The codes, with each NULL pointing at the answer for NULL.
   auto codes_data = data->Copy();
   codes_data->type = static_cast<const arrow::DictionaryType&>(*data->type).index_type();
@@ -257,21 +351,6 @@ arrow::Status ExecMap(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::Exe
                         cp::Take(answers, codes, cp::TakeOptions::Defaults(), ctx->exec_context()));
   out->value = taken.array();
   return arrow::Status::OK();
-}
-
-// Evaluating a function once per dictionary value is only the same as once per row for
-// functions whose answer depends on their arguments alone. A library's functions are not known
-// to be such.
-bool PerValue(const cp::Expression& e) {
-  const auto* call = e.call();
-  if (call == nullptr) return true;
-  if (call->function_name == "random" || ParseLibraryFunctionName(call->function_name)) {
-    return false;
-  }
-  for (const auto& a : call->arguments) {
-    if (!PerValue(a)) return false;
-  }
-  return true;
 }
 
 std::optional<std::string> DictionaryColumn(const arrow::FieldRef& ref,
@@ -446,7 +525,7 @@ cp::Expression WithDictionaryMaps(const cp::Expression& expression, const arrow:
     }
     only = name;
   }
-  if (one_dictionary && only && PerValue(expression)) {
+  if (one_dictionary && only && DependsOnArgumentsAlone(expression)) {
     return cp::call(kDictionaryMapFunction, {cp::field_ref(*only)},
                     std::make_shared<DictionaryMapOptions>(expression));
   }

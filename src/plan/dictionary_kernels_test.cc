@@ -76,6 +76,10 @@ TEST_F(DictionaryKernels, GiveWhatTheDecodedColumnGives) {
       cp::call("is_null", {T}),
       cp::call("coalesce", {T, cp::literal("none")}),
       cp::call("binary_length", {S}),
+      cp::call("binary_length", {T}),  // int32s gathered by code, a NULL among them
+      cp::call("cast", {cp::call("binary_length", {T})}, cp::CastOptions::Safe(arrow::float64())),
+      cp::call("cast", {cp::call("binary_length", {S})},
+               cp::CastOptions::Safe(arrow::decimal128(12, 1))),
       cp::call("starts_with", {S}, cp::MatchSubstringOptions("M")),
       cp::call("is_in", {S}, cp::SetLookupOptions(Json(arrow::utf8(), R"(["AIR", "SHIP"])"))),
       cp::and_(cp::equal(S, cp::literal("AIR")), cp::less(X, cp::literal(int64_t{3}))),
@@ -86,6 +90,26 @@ TEST_F(DictionaryKernels, GiveWhatTheDecodedColumnGives) {
   for (const auto& e : cases) ExpectSameAsDecoded(e, batch);
   // A slice of the batch (codes at an offset) and its NULL codes.
   for (const auto& e : cases) ExpectSameAsDecoded(e, batch->Slice(3, 4));
+  // A slice whose s codes are all valid (t's dictionary still holds a NULL value).
+  for (const auto& e : cases) ExpectSameAsDecoded(e, batch->Slice(3, 3));
+}
+
+TEST_F(DictionaryKernels, ACodeOutsideItsDictionaryFails) {
+  // Untrusted bytes: a code past the dictionary, built without DictionaryArray's own check.
+  const auto type = arrow::dictionary(arrow::int32(), arrow::utf8());
+  auto data = arrow::ArrayData::Make(
+      type, 3, {nullptr, Json(arrow::int32(), "[0, 7, 1]")->data()->buffers[1]}, 0);
+  data->dictionary = Json(arrow::utf8(), R"(["AIR", "MAIL"])")->data();
+  auto batch = arrow::RecordBatch::Make(arrow::schema({arrow::field("s", type)}), 3,
+                                        {arrow::MakeArray(data)});
+  for (const auto& e : {cp::equal(cp::field_ref("s"), cp::literal("AIR")),
+                        cp::call("binary_length", {cp::field_ref("s")})}) {
+    auto bound = WithDictionaryMaps(e, *batch->schema()).Bind(*batch->schema()).ValueOrDie();
+    auto got = cp::ExecuteScalarExpression(bound, cp::ExecBatch(*batch));
+    ASSERT_FALSE(got.ok()) << e.ToString();
+    EXPECT_NE(got.status().message().find("dictionary code 7 is outside"), std::string::npos)
+        << got.status().ToString();
+  }
 }
 
 TEST_F(DictionaryKernels, MapTheLargestPartOfOneDictionaryColumn) {

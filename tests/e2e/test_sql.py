@@ -902,9 +902,33 @@ EQUAL_COLUMNS = [
 ]
 
 
+# A part that several outputs of one projection compute alike is computed once (TPC-H Q1's
+# l_extendedprice * (1 - l_discount)); under a CASE it stays where it is. And a checked cast
+# between decimals of one scale only checks digits.
+COMMON_PARTS = [
+    "select l_returnflag, sum(l_extendedprice * (1 - l_discount)), "
+    "sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)), "
+    "avg(l_extendedprice * (1 - l_discount)) from lineitem group by l_returnflag order by 1",
+    "select sum(nullif(l_discount, 0.05) * l_quantity), "
+    "max(nullif(l_discount, 0.05) * l_quantity + 1), count(nullif(l_discount, 0.05) * l_quantity) "
+    "from lineitem",
+    "select sum(case when l_quantity > 20 then l_extendedprice * l_discount else 0 end), "
+    "sum(l_extendedprice * l_discount), "
+    "sum(coalesce(nullif(l_extendedprice * l_discount, 0), -1)) from lineitem",
+    "select l_orderkey + l_partkey * 2 as a, (l_orderkey + l_partkey * 2) % 7 as b, "
+    "l_partkey * 2 as c from lineitem where l_orderkey < 40 order by a, b, c",
+    "select upper(substr(p_type, 1, 5)) as a, length(upper(substr(p_type, 1, 5))) as b, count(*) "
+    "from part group by 1, 2 order by 1, 2",
+    "select sum(cast(l_quantity as decimal(5, 2))), min(cast(l_discount as decimal(3, 2))), "
+    "max(cast(l_extendedprice as decimal(30, 2))) from lineitem",
+    "select cast(nullif(l_tax, 0.02) as decimal(4, 2)) as t, count(*) from lineitem "
+    "group by 1 order by 1",
+]
+
+
 @pytest.mark.parametrize("sql", ORACLE + SUBQUERIES + SUBQUERY_TESTS + EXPRESSION_KEYS +
                          SET_OPERATIONS + WINDOWS + JOINS + GROUPING + FUNCTIONS + DECIMALS +
-                         REDUCTIONS + REPEATED + EQUAL_COLUMNS)
+                         REDUCTIONS + REPEATED + EQUAL_COLUMNS + COMMON_PARTS)
 def test_sql_feature_matches_duckdb(tpch, sql, tmp_path):
     sluice, con, _ = tpch
     out = tmp_path / "result.arrow"
@@ -1065,6 +1089,15 @@ def test_a_cast_fails_for_a_row_that_holds_the_bad_value(dictionary_strings):
                       "where s = 'a' order by id")
     assert proc.returncode == 1
     assert re.search(r"Failed to parse string: '[xya]' as a scalar of type int32",
+                     proc.stderr.decode()), proc.stderr.decode()
+
+
+def test_a_decimal_cast_to_fewer_digits_names_the_value(tpch):
+    """A value with more digits than the cast's type fails the query, naming value and type."""
+    sluice, _, _ = tpch
+    proc = sluice.run("query", "select cast(l_extendedprice as decimal(6, 2)) from lineitem")
+    assert proc.returncode == 1
+    assert re.search(r"decimal value [0-9]+\.[0-9]{2} does not fit in decimal128\(6, 2\)",
                      proc.stderr.decode()), proc.stderr.decode()
 
 
