@@ -140,12 +140,12 @@ arrow::Result<std::shared_ptr<arrow::Table>> Aggregate(std::shared_ptr<arrow::Ta
   return ac::DeclarationToTable(std::move(plan), /*use_threads=*/true);
 }
 
-TEST_F(DecimalKernels, SumsMatchArrowGroupedAndNot) {
-  const int64_t n = 5000;
-  const auto v = RandomDecimals(15, 2, n, 12, 4);
+// Our sum of `v`, grouped by `keys` random keys and not, gives Arrow's.
+void ExpectSumsMatchArrow(const std::shared_ptr<arrow::Array>& v, int keys) {
+  const int64_t n = v->length();
   arrow::Int32Builder kb;
   std::mt19937 rng(5);
-  for (int64_t i = 0; i < n; ++i) ASSERT_TRUE(kb.Append(static_cast<int32_t>(rng() % 37)).ok());
+  for (int64_t i = 0; i < n; ++i) ASSERT_TRUE(kb.Append(static_cast<int32_t>(rng() % keys)).ok());
   auto k = kb.Finish().ValueOrDie();
   auto table = arrow::Table::Make(
       arrow::schema({arrow::field("k", arrow::int32()), arrow::field("v", v->type())}), {k, v});
@@ -165,6 +165,21 @@ TEST_F(DecimalKernels, SumsMatchArrowGroupedAndNot) {
     EXPECT_TRUE(g->schema()->Equals(*w->schema())) << g->schema()->ToString();
     EXPECT_TRUE(g->Equals(*w)) << g->ToString() << "\n" << w->ToString();
   }
+}
+
+TEST_F(DecimalKernels, SumsMatchArrowGroupedAndNot) {
+  const int64_t n = 5001;  // batches of 64 and one of 9: an odd tail
+  const auto with_nulls = RandomDecimals(15, 2, n, 12, 4);
+  const std::shared_ptr<arrow::Array> no_nulls =
+      cp::CallFunction("coalesce",
+                       {with_nulls, arrow::Datum(std::make_shared<arrow::Decimal128Scalar>(
+                                        arrow::Decimal128(7), with_nulls->type()))})
+          .ValueOrDie()
+          .make_array();
+  // 37 keys: few groups, summed in two lanes; 300: one sum per row.
+  for (const auto& [v, keys] : {std::pair{with_nulls, 37}, std::pair{no_nulls, 37},
+                                std::pair{with_nulls, 300}, std::pair{no_nulls, 300}})
+    ExpectSumsMatchArrow(v, keys);
 }
 
 TEST_F(DecimalKernels, SumOfNoValidRowsIsNullAndOverflowFails) {
