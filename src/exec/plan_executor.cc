@@ -19,6 +19,7 @@
 
 #include "exec/deferred_source.h"
 #include "exec/filter_node.h"
+#include "exec/int_key_aggregate.h"
 #include "exec/join_gate.h"
 #include "exec/shared_subplans.h"
 #include "exec/top_n.h"
@@ -285,8 +286,11 @@ ac::Declaration Aggregate(ac::Declaration input, const arrow::Schema& input_sche
   }
   std::vector<arrow::FieldRef> keys;
   for (const auto& k : key_names) keys.emplace_back(k);
-  return ac::Declaration::Sequence(
-      {std::move(input), {"aggregate", ac::AggregateNodeOptions(aggregates, keys)}});
+  // One integer key: our grouper (it makes Arrow's node itself where it does not apply).
+  const bool int_key = keys.size() == 1 && RegisterIntKeyAggregate().ok();
+  return ac::Declaration::Sequence({std::move(input),
+                                    {int_key ? kIntKeyAggregateFactory : "aggregate",
+                                     ac::AggregateNodeOptions(aggregates, keys)}});
 }
 
 // An operator that needs all of its input first (window functions, a LIMIT below the top):

@@ -216,6 +216,12 @@ MERGES = [
     # empty input, grouped and global
     "select g, sum(v), count(*) from t where v > 100000 group by g",
     "select count(*), sum(v), avg(x), min(s) from t where v > 100000",
+    # one integer key (sluice's own grouper): NULL and negative keys, every aggregate kind
+    "select k, sum(v), count(v), count(*), avg(x), min(s), max(s), min(d), stddev_samp(x) "
+    "from t group by k",
+    "select v, count(*), sum(d), max(g) from t group by v",
+    "select v % 7 as m, count(distinct s), count(*) from t group by 1",
+    "select k, sum(v) from t where v > 100000 group by k",
     # decimal, float and multi-column keys
     "select d, count(*), sum(v) from t group by d",
     "select f, count(*), avg(v) from t group by f",

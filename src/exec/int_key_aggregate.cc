@@ -1,0 +1,376 @@
+#include "exec/int_key_aggregate.h"
+
+#include <arrow/acero/exec_plan.h>
+#include <arrow/acero/options.h>
+#include <arrow/acero/query_context.h>
+#include <arrow/acero/util.h>
+#include <arrow/api.h>
+#include <arrow/compute/api.h>
+#include <arrow/compute/kernel.h>
+#include <arrow/compute/registry.h>
+#include <arrow/util/bit_util.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace sluice::exec {
+
+namespace {
+
+namespace ac = arrow::acero;
+namespace cp = arrow::compute;
+
+// One aggregate's kernel and where its arguments are in the input.
+struct AggregateKernel {
+  std::string function;
+  const cp::HashAggregateKernel* kernel = nullptr;
+  const cp::FunctionOptions* options = nullptr;
+  std::shared_ptr<cp::FunctionOptions> owned;  // keeps `options` alive past the declaration
+  std::vector<arrow::TypeHolder> in_types;     // arguments, then the group ids
+  std::vector<int> arguments;                  // input column per argument
+};
+
+// Keys to dense group ids: open addressing over a power-of-two table of ids (0 is empty,
+// otherwise id + 1), the keys themselves in id order. NULL is a group of its own.
+class KeyGroups {
+ public:
+  uint32_t size() const { return static_cast<uint32_t>(keys_.size()); }
+
+  uint32_t Find(int64_t key) {
+    if ((keys_.size() + 1) * 2 > slots_.size()) Grow();
+    size_t i = Slot(key);
+    for (;;) {
+      const uint32_t s = slots_[i];
+      if (s == 0) {
+        slots_[i] = Add(key) + 1;
+        return slots_[i] - 1;
+      }
+      if (keys_[s - 1] == key) return s - 1;  // the NULL group is in no slot
+      i = (i + 1) & mask_;
+    }
+  }
+
+  uint32_t FindNull() {
+    if (null_group_ < 0) null_group_ = Add(0);
+    return static_cast<uint32_t>(null_group_);
+  }
+
+  int64_t key(uint32_t group) const { return keys_[group]; }
+  bool is_null(uint32_t group) const { return static_cast<int64_t>(group) == null_group_; }
+
+ private:
+  size_t Slot(int64_t key) const {
+    return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+
+  uint32_t Add(int64_t key) {
+    keys_.push_back(key);
+    return static_cast<uint32_t>(keys_.size() - 1);
+  }
+
+  void Grow() {
+    const size_t capacity = slots_.empty() ? 1024 : slots_.size() * 2;
+    slots_.assign(capacity, 0);
+    mask_ = capacity - 1;
+    shift_ = 64 - arrow::bit_util::Log2(capacity);
+    for (uint32_t g = 0; g < keys_.size(); ++g) {
+      if (static_cast<int64_t>(g) == null_group_) continue;
+      size_t i = Slot(keys_[g]);
+      while (slots_[i] != 0) i = (i + 1) & mask_;
+      slots_[i] = g + 1;
+    }
+  }
+
+  std::vector<int64_t> keys_;
+  std::vector<uint32_t> slots_;
+  size_t mask_ = 0;
+  int shift_ = 64;
+  int64_t null_group_ = -1;
+};
+
+// What one thread has aggregated.
+struct ThreadState {
+  KeyGroups groups;
+  std::vector<std::unique_ptr<cp::KernelState>> states;
+};
+
+class IntKeyAggregateNode : public ac::ExecNode {
+ public:
+  IntKeyAggregateNode(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
+                      std::shared_ptr<arrow::Schema> output_schema, int key,
+                      std::vector<AggregateKernel> kernels)
+      : ExecNode(plan, std::move(inputs), {"input"}, std::move(output_schema)),
+        key_(key),
+        kernels_(std::move(kernels)),
+        threads_(ac::ThreadIndexer::Capacity()) {}
+
+  const char* kind_name() const override { return "IntKeyAggregateNode"; }
+
+ protected:
+  std::string ToStringExtra(int) const override {
+    std::string text =
+        "keys=[\"" + inputs_[0]->output_schema()->field(key_)->name() + "\"], aggregates=[";
+    for (size_t a = 0; a < kernels_.size(); ++a) {
+      text += (a > 0 ? ", " : "") + kernels_[a].function + "(";
+      for (size_t i = 0; i < kernels_[a].arguments.size(); ++i) {
+        text += (i > 0 ? ", " : "") +
+                inputs_[0]->output_schema()->field(kernels_[a].arguments[i])->name();
+      }
+      text += ")";
+    }
+    return text + "]";
+  }
+
+ public:
+  arrow::Status StartProducing() override { return arrow::Status::OK(); }
+  void PauseProducing(ac::ExecNode*, int32_t) override {}
+  void ResumeProducing(ac::ExecNode*, int32_t) override {}
+
+  arrow::Status InputReceived(ac::ExecNode*, cp::ExecBatch batch) override {
+    const size_t index = thread_indexer_();
+    if (index >= threads_.size()) {
+      return arrow::Status::Invalid("internal: thread index ", index, " past ", threads_.size());
+    }
+    ARROW_ASSIGN_OR_RAISE(ThreadState * state, State(index));
+    ARROW_RETURN_NOT_OK(Consume(state, batch));
+    if (received_.Increment()) return Finish();
+    return arrow::Status::OK();
+  }
+
+  arrow::Status InputFinished(ac::ExecNode*, int total_batches) override {
+    if (received_.SetTotal(total_batches)) return Finish();
+    return arrow::Status::OK();
+  }
+
+ protected:
+  arrow::Status StopProducingImpl() override { return arrow::Status::OK(); }
+
+ private:
+  cp::ExecContext* exec_context() { return plan_->query_context()->exec_context(); }
+
+  arrow::Result<ThreadState*> State(size_t index) {
+    if (threads_[index] == nullptr) {
+      auto state = std::make_unique<ThreadState>();
+      for (const auto& k : kernels_) {
+        cp::KernelContext ctx(exec_context(), k.kernel);
+        ARROW_ASSIGN_OR_RAISE(auto s, k.kernel->init(&ctx, {k.kernel, k.in_types, k.options}));
+        state->states.push_back(std::move(s));
+      }
+      threads_[index] = std::move(state);
+    }
+    return threads_[index].get();
+  }
+
+  // Group ids of `keys`, an int32 or int64 column of `length` rows.
+  template <typename T>
+  static void GroupIds(const arrow::ArraySpan& keys, KeyGroups* groups, uint32_t* ids) {
+    const T* values = keys.GetValues<T>(1);
+    if (keys.GetNullCount() == 0) {
+      for (int64_t i = 0; i < keys.length; ++i) ids[i] = groups->Find(values[i]);
+      return;
+    }
+    for (int64_t i = 0; i < keys.length; ++i) {
+      ids[i] = keys.IsValid(i) ? groups->Find(values[i]) : groups->FindNull();
+    }
+  }
+
+  arrow::Status Consume(ThreadState* state, const cp::ExecBatch& batch) {
+    std::shared_ptr<arrow::ArrayData> keys;
+    const arrow::Datum& key = batch.values[key_];
+    if (key.is_scalar()) {
+      ARROW_ASSIGN_OR_RAISE(auto array, arrow::MakeArrayFromScalar(*key.scalar(), batch.length,
+                                                                   exec_context()->memory_pool()));
+      keys = array->data();
+    } else {
+      keys = key.array();
+    }
+    ARROW_ASSIGN_OR_RAISE(auto ids, arrow::AllocateBuffer(batch.length * sizeof(uint32_t),
+                                                          exec_context()->memory_pool()));
+    auto* id = reinterpret_cast<uint32_t*>(ids->mutable_data());
+    const arrow::ArraySpan key_span(*keys);
+    if (keys->type->byte_width() == 8) {
+      GroupIds<int64_t>(key_span, &state->groups, id);
+    } else {
+      GroupIds<int32_t>(key_span, &state->groups, id);
+    }
+    auto id_data =
+        arrow::ArrayData::Make(arrow::uint32(), batch.length, {nullptr, std::move(ids)}, 0);
+    for (size_t a = 0; a < kernels_.size(); ++a) {
+      const AggregateKernel& k = kernels_[a];
+      std::vector<cp::ExecValue> values;
+      for (int column : k.arguments) {
+        const arrow::Datum& v = batch.values[column];
+        cp::ExecValue value;
+        if (v.is_scalar()) {
+          value.SetScalar(v.scalar().get());
+        } else {
+          value.SetArray(*v.array());
+        }
+        values.push_back(std::move(value));
+      }
+      cp::ExecValue ids_value;
+      ids_value.SetArray(*id_data);
+      values.push_back(std::move(ids_value));
+      cp::ExecSpan span(std::move(values), batch.length);
+      cp::KernelContext ctx(exec_context(), k.kernel);
+      ctx.SetState(state->states[a].get());
+      ARROW_RETURN_NOT_OK(k.kernel->resize(&ctx, state->groups.size()));
+      ARROW_RETURN_NOT_OK(k.kernel->consume(&ctx, span));
+    }
+    return arrow::Status::OK();
+  }
+
+  // Every thread's groups into the first thread's, then the result.
+  arrow::Status Finish() {
+    ThreadState* into = nullptr;
+    for (auto& t : threads_) {
+      if (t == nullptr) continue;
+      if (into == nullptr) {
+        into = t.get();
+        continue;
+      }
+      const uint32_t n = t->groups.size();
+      ARROW_ASSIGN_OR_RAISE(
+          auto mapping, arrow::AllocateBuffer(n * sizeof(uint32_t), exec_context()->memory_pool()));
+      auto* to = reinterpret_cast<uint32_t*>(mapping->mutable_data());
+      for (uint32_t g = 0; g < n; ++g) {
+        to[g] =
+            t->groups.is_null(g) ? into->groups.FindNull() : into->groups.Find(t->groups.key(g));
+      }
+      auto mapping_data =
+          arrow::ArrayData::Make(arrow::uint32(), n, {nullptr, std::move(mapping)}, 0);
+      for (size_t a = 0; a < kernels_.size(); ++a) {
+        cp::KernelContext ctx(exec_context(), kernels_[a].kernel);
+        ctx.SetState(into->states[a].get());
+        ARROW_RETURN_NOT_OK(kernels_[a].kernel->resize(&ctx, into->groups.size()));
+        ARROW_RETURN_NOT_OK(
+            kernels_[a].kernel->merge(&ctx, std::move(*t->states[a]), *mapping_data));
+      }
+      t.reset();
+    }
+    if (into == nullptr) {
+      ARROW_ASSIGN_OR_RAISE(into, State(0));
+    }
+    const uint32_t n = into->groups.size();
+    std::vector<arrow::Datum> columns;
+    // The key, in its own type.
+    const auto& key_type = output_schema_->field(0)->type();
+    const int width = key_type->byte_width();
+    ARROW_ASSIGN_OR_RAISE(auto values,
+                          arrow::AllocateBuffer(int64_t{n} * width, exec_context()->memory_pool()));
+    std::shared_ptr<arrow::Buffer> validity;
+    int64_t nulls = 0;
+    for (uint32_t g = 0; g < n; ++g) {
+      if (width == 8) {
+        reinterpret_cast<int64_t*>(values->mutable_data())[g] = into->groups.key(g);
+      } else {
+        reinterpret_cast<int32_t*>(values->mutable_data())[g] =
+            static_cast<int32_t>(into->groups.key(g));
+      }
+      if (into->groups.is_null(g)) {
+        ARROW_ASSIGN_OR_RAISE(validity, arrow::AllocateBitmap(n, exec_context()->memory_pool()));
+        arrow::bit_util::SetBitsTo(validity->mutable_data(), 0, n, true);
+        arrow::bit_util::ClearBit(validity->mutable_data(), g);
+        nulls = 1;
+      }
+    }
+    columns.emplace_back(arrow::ArrayData::Make(key_type, n, {validity, std::move(values)}, nulls));
+    for (size_t a = 0; a < kernels_.size(); ++a) {
+      cp::KernelContext ctx(exec_context(), kernels_[a].kernel);
+      ctx.SetState(into->states[a].get());
+      ARROW_RETURN_NOT_OK(kernels_[a].kernel->resize(&ctx, n));
+      arrow::Datum out;
+      ARROW_RETURN_NOT_OK(kernels_[a].kernel->finalize(&ctx, &out));
+      columns.push_back(std::move(out));
+    }
+    threads_.clear();
+    cp::ExecBatch result(std::move(columns), n);
+    constexpr int64_t kBatchRows = 32 * 1024;
+    int batches = 0;
+    for (int64_t start = 0; start < n; start += kBatchRows) {
+      ARROW_RETURN_NOT_OK(output_->InputReceived(
+          this, result.Slice(start, std::min<int64_t>(kBatchRows, n - start))));
+      ++batches;
+    }
+    return output_->InputFinished(this, batches);
+  }
+
+  const int key_;
+  const std::vector<AggregateKernel> kernels_;
+  std::vector<std::unique_ptr<ThreadState>> threads_;
+  ac::ThreadIndexer thread_indexer_;
+  ac::AtomicCounter received_;
+};
+
+bool IntegerKey(const arrow::DataType& type) {
+  return type.id() == arrow::Type::INT32 || type.id() == arrow::Type::INT64 ||
+         type.id() == arrow::Type::DATE32;
+}
+
+// Our node for `options`, or Arrow's where our grouper does not apply.
+arrow::Result<ac::ExecNode*> MakeIntKeyAggregate(ac::ExecPlan* plan,
+                                                 std::vector<ac::ExecNode*> inputs,
+                                                 const ac::ExecNodeOptions& node_options) {
+  const auto& options = static_cast<const ac::AggregateNodeOptions&>(node_options);
+  if (inputs.size() != 1) {
+    return arrow::Status::Invalid("internal: ", kIntKeyAggregateFactory, " takes one input");
+  }
+  const auto& schema = inputs[0]->output_schema();
+  auto fallback = [&]() { return ac::MakeExecNode("aggregate", plan, inputs, options); };
+  if (options.keys.size() != 1 || !options.segment_keys.empty()) return fallback();
+  auto key = options.keys[0].FindOne(*schema);
+  if (!key.ok() || key->indices().size() != 1 ||
+      !IntegerKey(*schema->field(key->indices()[0])->type())) {
+    return fallback();
+  }
+  auto* registry = plan->query_context()->exec_context()->func_registry();
+  std::vector<AggregateKernel> kernels;
+  for (const auto& aggregate : options.aggregates) {
+    auto function = registry->GetFunction(aggregate.function);
+    if (!function.ok() || (*function)->kind() != cp::Function::HASH_AGGREGATE) return fallback();
+    AggregateKernel k;
+    k.function = aggregate.function;
+    for (const auto& target : aggregate.target) {
+      auto found = target.FindOne(*schema);
+      if (!found.ok() || found->indices().size() != 1) return fallback();
+      k.arguments.push_back(found->indices()[0]);
+      k.in_types.emplace_back(schema->field(found->indices()[0])->type());
+    }
+    k.in_types.emplace_back(arrow::uint32());
+    auto kernel = (*function)->DispatchExact(k.in_types);
+    if (!kernel.ok()) return fallback();
+    k.kernel = static_cast<const cp::HashAggregateKernel*>(*kernel);
+    k.owned = aggregate.options;
+    k.options = k.owned != nullptr ? k.owned.get() : (*function)->default_options();
+    kernels.push_back(std::move(k));
+  }
+  // As Arrow's node names and types its output: the key's field, then each aggregate's name
+  // with the type its kernel resolves (some resolve from their initialized state).
+  arrow::FieldVector fields = {schema->field(key->indices()[0])};
+  for (size_t a = 0; a < kernels.size(); ++a) {
+    const AggregateKernel& k = kernels[a];
+    cp::KernelContext ctx(plan->query_context()->exec_context(), k.kernel);
+    ARROW_ASSIGN_OR_RAISE(auto state, k.kernel->init(&ctx, {k.kernel, k.in_types, k.options}));
+    ctx.SetState(state.get());
+    ARROW_ASSIGN_OR_RAISE(auto type, k.kernel->signature->out_type().Resolve(&ctx, k.in_types));
+    fields.push_back(arrow::field(options.aggregates[a].name, type.GetSharedPtr()));
+  }
+  auto output_schema = arrow::schema(std::move(fields));
+  return plan->EmplaceNode<IntKeyAggregateNode>(plan, std::move(inputs), std::move(output_schema),
+                                                key->indices()[0], std::move(kernels));
+}
+
+}  // namespace
+
+arrow::Status RegisterIntKeyAggregate() {
+  static std::once_flag once;
+  static arrow::Status status;
+  std::call_once(once, [] {
+    status = ac::default_exec_factory_registry()->AddFactory(kIntKeyAggregateFactory,
+                                                             MakeIntKeyAggregate);
+  });
+  return status;
+}
+
+}  // namespace sluice::exec

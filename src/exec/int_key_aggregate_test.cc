@@ -1,0 +1,125 @@
+#include "exec/int_key_aggregate.h"
+
+#include <arrow/acero/api.h>
+#include <arrow/api.h>
+#include <arrow/compute/api.h>
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "plan/compute_init.h"
+#include "plan/decimal_kernels.h"
+
+namespace sluice::exec {
+namespace {
+
+namespace ac = arrow::acero;
+namespace cp = arrow::compute;
+
+// k: `keys` distinct keys of `key_type` in random order, every 13th NULL; v: int64 with every 7th
+// NULL; d: decimal128(15, 2).
+std::shared_ptr<arrow::Table> Input(int64_t n, int64_t keys,
+                                    const std::shared_ptr<arrow::DataType>& key_type,
+                                    uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  arrow::Int64Builder k, v;
+  arrow::Decimal128Builder d(arrow::decimal128(15, 2));
+  for (int64_t i = 0; i < n; ++i) {
+    // Keys spread over the type's range, negative ones included.
+    const int64_t key = static_cast<int64_t>(rng() % keys) * 7919 - 50'000;
+    EXPECT_TRUE((i % 13 == 12 ? k.AppendNull() : k.Append(key)).ok());
+    EXPECT_TRUE((i % 7 == 6 ? v.AppendNull() : v.Append(static_cast<int64_t>(rng() % 1000))).ok());
+    EXPECT_TRUE(d.Append(arrow::Decimal128(static_cast<int64_t>(rng() % 100000))).ok());
+  }
+  // int64 -> int32 -> the key type (Arrow casts to date32 from int32 only).
+  auto narrow = cp::Cast(*k.Finish().ValueOrDie(), arrow::int32()).ValueOrDie();
+  auto key_array = key_type->id() == arrow::Type::INT64
+                       ? cp::Cast(*narrow, arrow::int64()).ValueOrDie()
+                       : cp::Cast(*narrow, key_type).ValueOrDie();
+  return arrow::Table::Make(
+      arrow::schema({arrow::field("k", key_type), arrow::field("v", arrow::int64()),
+                     arrow::field("d", arrow::decimal128(15, 2))}),
+      {key_array, v.Finish().ValueOrDie(), d.Finish().ValueOrDie()});
+}
+
+std::vector<cp::Aggregate> Aggregates() {
+  auto skip = std::make_shared<cp::ScalarAggregateOptions>(/*skip_nulls=*/true, /*min_count=*/1);
+  return {
+      {"hash_sum", skip, arrow::FieldRef("v"), "sum_v"},
+      {"hash_count", std::make_shared<cp::CountOptions>(cp::CountOptions::ONLY_VALID),
+       arrow::FieldRef("v"), "count_v"},
+      {"hash_count_all", nullptr, std::vector<arrow::FieldRef>{}, "n"},
+      {"hash_min", skip, arrow::FieldRef("v"), "min_v"},
+      {"hash_mean", skip, arrow::FieldRef("v"), "mean_v"},
+      {std::string("hash_") + plan::kDecimalSumFunction, skip, arrow::FieldRef("d"), "sum_d"},
+  };
+}
+
+// `table` grouped by k through `factory`, sorted by k (NULL last).
+std::shared_ptr<arrow::Table> Grouped(const std::shared_ptr<arrow::Table>& table,
+                                      const std::string& factory,
+                                      std::vector<cp::Aggregate> aggregates,
+                                      std::vector<arrow::FieldRef> keys = {arrow::FieldRef("k")}) {
+  const size_t keys_count = keys.size();
+  ac::Declaration plan = ac::Declaration::Sequence(
+      {{"table_source", ac::TableSourceNodeOptions(table, /*max_batch_size=*/777)},
+       {factory, ac::AggregateNodeOptions(std::move(aggregates), std::move(keys))}});
+  auto out = ac::DeclarationToTable(std::move(plan), /*use_threads=*/true);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  if (!out.ok()) return nullptr;
+  if ((*out)->num_rows() == 0) return *out;
+  std::vector<cp::SortKey> sort;
+  for (size_t i = 0; i < keys_count; ++i) {
+    sort.emplace_back(arrow::FieldRef(static_cast<int>(i)), cp::SortOrder::Ascending,
+                      cp::NullPlacement::AtEnd);
+  }
+  auto order = cp::SortIndices(*out, cp::SortOptions(sort)).ValueOrDie();
+  return cp::Take(*out, order).ValueOrDie().table()->CombineChunks().ValueOrDie();
+}
+
+class IntKeyAggregate : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(plan::EnsureComputeInitialized().ok());
+    ASSERT_TRUE(RegisterIntKeyAggregate().ok());
+  }
+};
+
+TEST_F(IntKeyAggregate, GivesWhatArrowsAggregateGives) {
+  for (const auto& type : {arrow::int64(), arrow::int32(), arrow::date32()}) {
+    // Few groups; more groups than batches' rows (the table grows many times, and threads'
+    // tables merge); no rows.
+    for (const auto& [rows, keys] :
+         {std::pair<int64_t, int64_t>{20'000, 5}, {60'000, 40'000}, {0, 1}}) {
+      auto table = Input(rows, keys, type, 11);
+      auto want = Grouped(table, "aggregate", Aggregates());
+      auto got = Grouped(table, kIntKeyAggregateFactory, Aggregates());
+      ASSERT_NE(want, nullptr);
+      ASSERT_NE(got, nullptr);
+      EXPECT_TRUE(got->schema()->Equals(*want->schema())) << got->schema()->ToString();
+      EXPECT_EQ(got->num_rows(), want->num_rows()) << type->ToString() << " " << rows;
+      EXPECT_TRUE(got->Equals(*want)) << type->ToString() << " " << rows;
+    }
+  }
+}
+
+TEST_F(IntKeyAggregate, OtherKeysGoToArrowsAggregate) {
+  auto table = Input(5'000, 50, arrow::int64(), 3);
+  // Two keys, a string key, a float key: the same result as Arrow's node, made by it.
+  auto strings =
+      table
+          ->AddColumn(3, arrow::field("s", arrow::utf8()),
+                      std::make_shared<arrow::ChunkedArray>(
+                          cp::Cast(*table->column(0)->chunk(0), arrow::utf8()).ValueOrDie()))
+          .ValueOrDie();
+  for (const auto& keys : std::vector<std::vector<arrow::FieldRef>>{
+           {arrow::FieldRef("k"), arrow::FieldRef("v")}, {arrow::FieldRef("s")}}) {
+    auto want = Grouped(strings, "aggregate", Aggregates(), keys);
+    auto got = Grouped(strings, kIntKeyAggregateFactory, Aggregates(), keys);
+    ASSERT_NE(got, nullptr);
+    EXPECT_TRUE(got->Equals(*want));
+  }
+}
+
+}  // namespace
+}  // namespace sluice::exec
