@@ -5,7 +5,10 @@
 #include <arrow/compute/api.h>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "plan/compute_init.h"
 #include "plan/decimal_kernels.h"
@@ -100,6 +103,46 @@ TEST_F(IntKeyAggregate, GivesWhatArrowsAggregateGives) {
       EXPECT_EQ(got->num_rows(), want->num_rows()) << type->ToString() << " " << rows;
       EXPECT_TRUE(got->Equals(*want)) << type->ToString() << " " << rows;
     }
+  }
+}
+
+// Sorted keys in runs of 1 to 7 equal rows, as lineitem holds its order keys: the run reuse
+// (across batch boundaries too) and the table's runs of near slots. `key_of(i)` is the i-th key.
+std::shared_ptr<arrow::Table> Clustered(int64_t keys, const std::function<int64_t(int64_t)>& key_of,
+                                        uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  arrow::Int64Builder k, v;
+  arrow::Decimal128Builder d(arrow::decimal128(15, 2));
+  for (int64_t i = 0; i < keys; ++i) {
+    for (uint64_t r = 0, run = 1 + rng() % 7; r < run; ++r) {
+      EXPECT_TRUE(k.Append(key_of(i)).ok());
+      EXPECT_TRUE(v.Append(static_cast<int64_t>(rng() % 1000)).ok());
+      EXPECT_TRUE(d.Append(arrow::Decimal128(static_cast<int64_t>(rng() % 100000))).ok());
+    }
+  }
+  return arrow::Table::Make(
+      arrow::schema({arrow::field("k", arrow::int64()), arrow::field("v", arrow::int64()),
+                     arrow::field("d", arrow::decimal128(15, 2))}),
+      {k.Finish().ValueOrDie(), v.Finish().ValueOrDie(), d.Finish().ValueOrDie()});
+}
+
+TEST_F(IntKeyAggregate, SortedRunsAndStridedKeys) {
+  const std::vector<std::pair<std::string, std::function<int64_t(int64_t)>>> patterns = {
+      {"dense", [](int64_t i) { return i; }},
+      // 8 keys of every 32, as TPC-H's order keys are.
+      {"order keys", [](int64_t i) { return (i / 8) * 32 + i % 8 + 1; }},
+      // Every key in the same low bits: all in one slot of each run of slots.
+      {"stride 8", [](int64_t i) { return i * 8; }},
+      {"stride 2^20", [](int64_t i) { return (i - 20'000) * (int64_t{1} << 20); }},
+  };
+  for (const auto& [name, key_of] : patterns) {
+    auto table = Clustered(50'000, key_of, 5);
+    auto want = Grouped(table, "aggregate", Aggregates());
+    auto got = Grouped(table, kIntKeyAggregateFactory, Aggregates());
+    ASSERT_NE(want, nullptr);
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(got->num_rows(), 50'000) << name;
+    EXPECT_TRUE(got->Equals(*want)) << name;
   }
 }
 
