@@ -5,6 +5,11 @@
 #include <arrow/compute/api.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <vector>
+
 #include "plan/compute_init.h"
 
 namespace sluice::exec {
@@ -70,6 +75,86 @@ TEST(FilterNode, KeepsWhatArrowsFilterKeepsWhateverTheShare) {
   ASSERT_FALSE(ran.ok());
   EXPECT_NE(ran.status().message().find("a filter must be boolean"), std::string::npos)
       << ran.status().ToString();
+}
+
+// Fixed-width columns without NULLs of every width (1, 2, 4, 8 and 16 bytes), which the node
+// compacts itself, beside a string and a column with NULLs, which Arrow's filter takes; b is a
+// boolean with NULLs, in random stretches, all-true and all-false stretches; c the same without
+// NULLs.
+std::shared_ptr<arrow::Table> Widths(int64_t n) {
+  std::mt19937_64 rng(7);
+  arrow::Int8Builder i8;
+  arrow::Int16Builder i16;
+  arrow::Int32Builder i32;
+  arrow::Date32Builder d32;
+  arrow::Int64Builder i64, nullable;
+  arrow::DoubleBuilder f64;
+  arrow::Decimal128Builder dec(arrow::decimal128(15, 2));
+  arrow::StringBuilder s;
+  arrow::BooleanBuilder b, c;
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_TRUE(i8.Append(static_cast<int8_t>(i)).ok());
+    EXPECT_TRUE(i16.Append(static_cast<int16_t>(i * 3)).ok());
+    EXPECT_TRUE(i32.Append(static_cast<int32_t>(i)).ok());
+    EXPECT_TRUE(d32.Append(static_cast<int32_t>(9000 + i)).ok());
+    EXPECT_TRUE(i64.Append(i * 1'000'003).ok());
+    EXPECT_TRUE((i % 11 == 0 ? nullable.AppendNull() : nullable.Append(i)).ok());
+    EXPECT_TRUE(f64.Append(static_cast<double>(i) / 7).ok());
+    EXPECT_TRUE(dec.Append(arrow::Decimal128(i * 997 - 50'000)).ok());
+    EXPECT_TRUE(s.Append("v" + std::to_string(i)).ok());
+    const int64_t stretch = (i / 300) % 3;  // random, all true, all false
+    const bool keep = stretch == 0 ? rng() % 10 < 6 : stretch == 1;
+    EXPECT_TRUE((i % 13 == 5 ? b.AppendNull() : b.Append(keep)).ok());
+    EXPECT_TRUE(c.Append(keep).ok());
+  }
+  std::vector<std::shared_ptr<arrow::Array>> columns;
+  for (arrow::ArrayBuilder* builder : std::initializer_list<arrow::ArrayBuilder*>{
+           &i8, &i16, &i32, &d32, &i64, &f64, &dec, &s, &nullable, &b, &c}) {
+    columns.push_back(builder->Finish().ValueOrDie());
+  }
+  return arrow::Table::Make(
+      arrow::schema({arrow::field("i8", arrow::int8()), arrow::field("i16", arrow::int16()),
+                     arrow::field("i32", arrow::int32()), arrow::field("d32", arrow::date32()),
+                     arrow::field("i64", arrow::int64()), arrow::field("f64", arrow::float64()),
+                     arrow::field("dec", arrow::decimal128(15, 2)),
+                     arrow::field("s", arrow::utf8()), arrow::field("nullable", arrow::int64()),
+                     arrow::field("b", arrow::boolean()), arrow::field("c", arrow::boolean())}),
+      columns);
+}
+
+TEST(FilterNode, CompactsFixedWidthColumnsAsArrowFilters) {
+  ASSERT_TRUE(plan::EnsureComputeInitialized().ok());
+  const int64_t n = 10'000;
+  auto table = Widths(n);
+  const auto i32 = cp::field_ref("i32");
+  for (const auto& predicate : {
+           // A boolean column as it is: batches of 999 rows make masks that start inside a
+           // byte; b's NULLs drop rows.
+           cp::field_ref("c"),
+           cp::field_ref("b"),
+           // Most rows (short runs of dropped rows), and about half.
+           cp::not_equal(cp::call("bit_wise_and", {i32, cp::literal(int32_t{7})}),
+                         cp::literal(int32_t{3})),
+           cp::equal(cp::call("bit_wise_and", {i32, cp::literal(int32_t{1})}),
+                     cp::literal(int32_t{0})),
+       }) {
+    auto filtered =
+        Filtered(ac::Declaration("table_source", ac::TableSourceNodeOptions(table, /*batch=*/999)),
+                 predicate);
+    ASSERT_TRUE(filtered.ok()) << filtered.status().ToString();
+    auto got = ac::DeclarationToTable(std::move(*filtered), /*use_threads=*/false);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    auto mask =
+        cp::ExecuteScalarExpression(predicate.Bind(*table->schema()).ValueOrDie(),
+                                    cp::ExecBatch(*table->CombineChunksToBatch().ValueOrDie()))
+            .ValueOrDie();
+    auto want = cp::Filter(table, mask).ValueOrDie().table()->CombineChunks().ValueOrDie();
+    auto combined = (*got)->CombineChunks().ValueOrDie();
+    ASSERT_GT(want->num_rows(), n / 3) << predicate.ToString();
+    EXPECT_TRUE(combined->Equals(*want))
+        << predicate.ToString() << "\n"
+        << combined->num_rows() << " rows, want " << want->num_rows();
+  }
 }
 
 }  // namespace
