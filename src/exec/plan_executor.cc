@@ -30,6 +30,7 @@
 #include "plan/decimal_kernels.h"
 #include "plan/dictionary_kernels.h"
 #include "plan/library_functions.h"
+#include "plan/like_kernels.h"
 #include "plan/table_provider.h"
 
 namespace sluice::exec {
@@ -330,6 +331,11 @@ arrow::Result<ac::Declaration> Probed(const PlanNode& node, ac::Declaration decl
   return WithProbe(std::move(decl), std::move(stats));
 }
 
+// `expression` with our kernels where they replace Arrow's (decimal arithmetic, LIKE).
+cp::Expression OwnKernels(const cp::Expression& expression, const arrow::Schema& schema) {
+  return plan::WithLikeKernels(plan::WithDecimalKernels(expression, schema));
+}
+
 // A project of `input`, whose plan schema is `input_schema`; `coded`, when given, is its actual
 // schema, where some columns are still dictionaries. The outputs named in `interned` are
 // interned ids (with `intern`'s interner) instead of strings.
@@ -346,7 +352,7 @@ ac::Declaration Project(const PlanNode& node, ac::Declaration input,
     }
   }
   for (size_t i = 0; i < node.expressions.size(); ++i) {
-    cp::Expression e = plan::WithDecimalKernels(node.expressions[i], input_schema);
+    cp::Expression e = OwnKernels(node.expressions[i], input_schema);
     if (interned.count(node.names[i])) e = cp::call(plan::kInternFunction, {std::move(e)}, intern);
     expressions.push_back(std::move(e));
   }
@@ -408,7 +414,7 @@ arrow::Result<CodedFilteredScan> FilteredScan(const PlanNode& node, OperatorProb
   }
   auto coded_schema = arrow::schema(std::move(coded));
   const cp::Expression predicate =
-      plan::WithDictionaryMaps(plan::WithDecimalKernels(node.predicate, *schema), *coded_schema);
+      plan::WithDictionaryMaps(OwnKernels(node.predicate, *schema), *coded_schema);
   ARROW_ASSIGN_OR_RAISE(ac::Declaration filtered, Filtered(std::move(scan), predicate));
   return CodedFilteredScan{std::move(filtered), std::move(coded_schema)};
 }
@@ -624,7 +630,7 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
   ARROW_ASSIGN_OR_RAISE(auto input_schema, plan::OutputSchema(*node.input));
   switch (node.kind) {
     case PlanNode::Kind::kFilter:
-      return Filtered(std::move(input), plan::WithDecimalKernels(node.predicate, *input_schema));
+      return Filtered(std::move(input), OwnKernels(node.predicate, *input_schema));
     case PlanNode::Kind::kProject:
       return Project(node, std::move(input), *input_schema, nullptr);
     case PlanNode::Kind::kSort:
