@@ -236,6 +236,9 @@ arrow::Result<std::shared_ptr<arrow::Schema>> NodeOutputSchema(
   }
   switch (node.kind) {
     case PlanNode::Kind::kScan: {
+      if (node.table == nullptr || node.table->schema == nullptr) {
+        return arrow::Status::Invalid("internal: a scan without a table schema");
+      }
       arrow::FieldVector fields;
       for (size_t i = 0; i < node.columns.size(); ++i) {
         auto f = node.table->schema->GetFieldByName(node.columns[i]);

@@ -98,5 +98,74 @@ TEST_F(SemiJoinsTest, AfterTheJoinsInOrderHashingTheOuterSideWhenClearlySmaller)
   EXPECT_TRUE(plan->build_input);
 }
 
+// A scan of `name` whose schema holds `types`, one column per id.
+std::unique_ptr<PlanNode> TypedScan(const std::string& name, const std::vector<std::string>& ids,
+                                    const std::vector<std::shared_ptr<arrow::DataType>>& types) {
+  auto table = std::make_shared<TableSource>();
+  table->name = name;
+  table->files = {name + "/part-0"};
+  arrow::FieldVector fields;
+  auto scan = std::make_unique<PlanNode>();
+  scan->kind = PlanNode::Kind::kScan;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string column = ids[i].substr(0, ids[i].find('#'));
+    fields.push_back(arrow::field(column, types[i]));
+    scan->columns.push_back(column);
+    scan->names.push_back(ids[i]);
+  }
+  table->schema = table->file_schema = arrow::schema(fields);
+  scan->table = table;
+  return scan;
+}
+
+// input ⋈ right on k#0 = c_key#2, with estimates.
+std::unique_ptr<PlanNode> InnerJoin(std::unique_ptr<PlanNode> input,
+                                    std::unique_ptr<PlanNode> right, double input_rows,
+                                    double right_rows) {
+  auto join = std::make_unique<PlanNode>();
+  join->kind = PlanNode::Kind::kJoin;
+  join->join_type = JoinType::kInner;
+  join->left_keys = {"k#0"};
+  join->right_keys = {"c_key#2"};
+  join->input = std::move(input);
+  join->right = std::move(right);
+  join->input_estimate = input_rows;
+  join->right_estimate = right_rows;
+  return join;
+}
+
+TEST_F(SemiJoinsTest, AnInnerJoinHashesTheSideOfClearlyFewerBytes) {
+  auto narrow = [] { return TypedScan("t", {"k#0", "v#1"}, {arrow::int64(), arrow::int64()}); };
+  auto wide = [] {
+    return TypedScan("customer", {"c_key#2", "c_name#3", "c_comment#4"},
+                     {arrow::int64(), arrow::utf8(), arrow::utf8()});
+  };
+  // 15K rows of 16 bytes against 20K of 8 + 2 * 32: the wide side is 6x the bytes with more
+  // rows. Its sides swap, and a project keeps the join's column order.
+  auto plan = InnerJoin(narrow(), wide(), 15'000, 20'000);
+  ChooseBuildSides(plan.get());
+  EXPECT_EQ(plan->Explain(),
+            "Project k#0 := k#0, v#1 := v#1, c_key#2 := c_key#2, c_name#3 := c_name#3, "
+            "c_comment#4 := c_comment#4\n"
+            "  HashJoin inner on c_key#2 = k#0\n"
+            "    Scan customer (1 files) columns=[c_key#2, c_name#3, c_comment#4]\n"
+            "    Scan t (1 files) columns=[k#0, v#1]\n");
+  EXPECT_EQ(plan->OutputNames(),
+            (std::vector<std::string>{"k#0", "v#1", "c_key#2", "c_name#3", "c_comment#4"}));
+  EXPECT_DOUBLE_EQ(plan->input->right_estimate, 15'000);
+  EXPECT_DOUBLE_EQ(LargestBuildRows(*plan), 15'000);
+  // Not clearly fewer bytes (3x fewer is a near tie; 80K rows are more): as join order left it.
+  for (double rows : {30'000.0, 80'000.0}) {
+    auto kept = InnerJoin(narrow(), wide(), rows, 20'000);
+    ChooseBuildSides(kept.get());
+    EXPECT_EQ(kept->kind, PlanNode::Kind::kJoin) << rows;
+    EXPECT_EQ(kept->input->table->name, "t") << rows;
+  }
+  // Without a schema to size the sides by, nothing swaps.
+  auto unsized = InnerJoin(ScanPlan("t", {"k#0"}), ScanPlan("customer", {"c_key#2"}), 10, 10'000);
+  ChooseBuildSides(unsized.get());
+  EXPECT_EQ(unsized->kind, PlanNode::Kind::kJoin);
+}
+
 }  // namespace
 }  // namespace sluice::sql
