@@ -93,6 +93,18 @@ void MatchRows(const LikeMatcher& matcher, const arrow::ArraySpan& in, arrow::Ar
   });
 }
 
+// MatchRows over a string column of `Offset` offsets (utf8, large_utf8).
+template <typename Offset>
+void MatchOffsetRows(const LikeMatcher& matcher, const arrow::ArraySpan& in,
+                     arrow::ArraySpan* out) {
+  const Offset* offsets = in.GetValues<Offset>(1);
+  const char* data = reinterpret_cast<const char*>(in.buffers[2].data);
+  MatchRows(matcher, in, out, [&](int64_t row) {
+    return std::string_view(data + offsets[row],
+                            static_cast<size_t>(offsets[row + 1] - offsets[row]));
+  });
+}
+
 arrow::Status ExecLike(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::ExecResult* out) {
   const auto& matcher = *static_cast<const LikeMatcher*>(ctx->state());
   arrow::ArraySpan* result = out->array_span_mutable();
@@ -108,24 +120,12 @@ arrow::Status ExecLike(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::Ex
   }
   const arrow::ArraySpan& in = batch[0].array;
   switch (in.type->id()) {
-    case arrow::Type::STRING: {
-      const int32_t* offsets = in.GetValues<int32_t>(1);
-      const char* data = reinterpret_cast<const char*>(in.buffers[2].data);
-      MatchRows(matcher, in, result, [&](int64_t row) {
-        return std::string_view(data + offsets[row],
-                                static_cast<size_t>(offsets[row + 1] - offsets[row]));
-      });
+    case arrow::Type::STRING:
+      MatchOffsetRows<int32_t>(matcher, in, result);
       return arrow::Status::OK();
-    }
-    case arrow::Type::LARGE_STRING: {
-      const int64_t* offsets = in.GetValues<int64_t>(1);
-      const char* data = reinterpret_cast<const char*>(in.buffers[2].data);
-      MatchRows(matcher, in, result, [&](int64_t row) {
-        return std::string_view(data + offsets[row],
-                                static_cast<size_t>(offsets[row + 1] - offsets[row]));
-      });
+    case arrow::Type::LARGE_STRING:
+      MatchOffsetRows<int64_t>(matcher, in, result);
       return arrow::Status::OK();
-    }
     case arrow::Type::STRING_VIEW: {
       const auto* views = in.GetValues<arrow::BinaryViewType::c_type>(1);
       const auto buffers = in.GetVariadicBuffers();
