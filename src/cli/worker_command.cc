@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "dist/worker_memory.h"
 #include "dist/worker_process.h"
 #include "dist/worker_sandbox.h"
 #include "exec/fragment_runner.h"
@@ -120,6 +121,8 @@ arrow::Status ServeTasks(int report_fd, const exec::ProgressFn& progress) {
 }
 
 arrow::Status RunWorker(const WorkerOptions& options) {
+  // Before anything allocates: Arrow fixes its default pool at the first allocation.
+  dist::UseWorkerMemoryPool();
   if (options.parent_pid > 0) ARROW_RETURN_NOT_OK(TieToParent(options.parent_pid));
   // Before any thread starts (a user namespace needs a single-threaded process). Where the
   // kernel refuses namespaces (some containers) the task still runs, without this layer.

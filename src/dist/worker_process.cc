@@ -157,8 +157,14 @@ void WaitExited(pid_t pid) {
 }
 
 bool Allowed(std::string_view name) {
-  static constexpr std::string_view kNames[] = {
-      "PATH", "HOME", "LANG", "TZ", "TMPDIR", "LC_ALL", "SLUICE_FAILPOINT"};
+  static constexpr std::string_view kNames[] = {"PATH",
+                                                "HOME",
+                                                "LANG",
+                                                "TZ",
+                                                "TMPDIR",
+                                                "LC_ALL",
+                                                "SLUICE_FAILPOINT",
+                                                "ARROW_DEFAULT_MEMORY_POOL"};
   static constexpr std::string_view kPrefixes[] = {"LC_", "AWS_"};
   for (auto n : kNames) {
     if (name == n) return true;

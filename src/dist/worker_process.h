@@ -144,7 +144,8 @@ class SupervisedChild {
 
 /// The environment a worker starts with: from `environ`-style `env`, only the variables on a
 /// short allow-list (PATH, HOME, LANG, LC_*, TZ, TMPDIR, the AWS_* settings an S3 store needs,
-/// the sanitizers' *SAN_OPTIONS and the SLUICE_FAILPOINT test hook). SLUICE_HOME, SLUICE_STORE,
+/// the sanitizers' *SAN_OPTIONS, the SLUICE_FAILPOINT test hook, and ARROW_DEFAULT_MEMORY_POOL:
+/// a user's choice of allocator, worker_memory.h). SLUICE_HOME, SLUICE_STORE,
 /// SLUICE_DATABASE_URL and everything else stay behind: a task gets its store and cache from its
 /// plan, and needs no path to the registry or the signing key.
 std::vector<std::string> WorkerEnvironment(const char* const* env);

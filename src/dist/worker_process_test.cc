@@ -39,6 +39,7 @@ TEST(WorkerEnvironment, KeepsOnlyTheAllowList) {
                        "AWS_SECRET_ACCESS_KEY=b",
                        "ASAN_OPTIONS=x",
                        "SLUICE_FAILPOINT=kill:s0p0:1",
+                       "ARROW_DEFAULT_MEMORY_POOL=system",
                        "SLUICE_HOME=/home/me/.sluice",
                        "SLUICE_STORE=file:///x",
                        "SLUICE_DATABASE_URL=postgresql://u:password@h/db",
@@ -47,10 +48,10 @@ TEST(WorkerEnvironment, KeepsOnlyTheAllowList) {
                        "NOEQUALS",
                        nullptr};
   EXPECT_EQ(WorkerEnvironment(env),
-            (std::vector<std::string>{"PATH=/usr/bin", "HOME=/root", "LANG=C.UTF-8", "LC_CTYPE=C",
-                                      "TZ=UTC", "TMPDIR=/tmp", "AWS_ACCESS_KEY_ID=a",
-                                      "AWS_SECRET_ACCESS_KEY=b", "ASAN_OPTIONS=x",
-                                      "SLUICE_FAILPOINT=kill:s0p0:1"}));
+            (std::vector<std::string>{
+                "PATH=/usr/bin", "HOME=/root", "LANG=C.UTF-8", "LC_CTYPE=C", "TZ=UTC",
+                "TMPDIR=/tmp", "AWS_ACCESS_KEY_ID=a", "AWS_SECRET_ACCESS_KEY=b", "ASAN_OPTIONS=x",
+                "SLUICE_FAILPOINT=kill:s0p0:1", "ARROW_DEFAULT_MEMORY_POOL=system"}));
 }
 
 TEST(RunSupervised, PassesInputAndCapturesOutputAndExitCode) {
