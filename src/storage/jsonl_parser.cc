@@ -1,7 +1,6 @@
 #include "storage/jsonl_parser.h"
 
 #include <arrow/api.h>
-#include <arrow/io/memory.h>
 #include <arrow/json/api.h>
 
 #include <nlohmann/json.hpp>
@@ -218,20 +217,14 @@ class Parser {
     const std::string_view text = Span(begin, end);
     // Arrow's JSON reader lets invalid UTF-8 through into string columns, so it is checked here.
     if (!IsValidUtf8(text)) return arrow::Status::Invalid("not valid UTF-8");
-    arrow::json::ReadOptions read = arrow::json::ReadOptions::Defaults();
-    read.use_threads = false;  // parallelism comes from tasks
-    read.block_size = static_cast<int32_t>(std::min<size_t>(text.size() + 1, size_t{1} << 30));
     arrow::json::ParseOptions parse = arrow::json::ParseOptions::Defaults();
     parse.explicit_schema = relaxed_;
     parse.unexpected_field_behavior = arrow::json::UnexpectedFieldBehavior::Error;
+    // One block, parsed on this thread. TableReader would start a read-ahead thread per call
+    // (one per object) to cut text that is already in memory into blocks.
     auto buffer = std::make_shared<arrow::Buffer>(reinterpret_cast<const uint8_t*>(text.data()),
                                                   static_cast<int64_t>(text.size()));
-    ARROW_ASSIGN_OR_RAISE(auto reader,
-                          arrow::json::TableReader::Make(
-                              arrow::default_memory_pool(),
-                              std::make_shared<arrow::io::BufferReader>(buffer), read, parse));
-    ARROW_ASSIGN_OR_RAISE(auto table, reader->Read());
-    ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch());
+    ARROW_ASSIGN_OR_RAISE(auto batch, arrow::json::ParseOne(parse, buffer));
     // Two objects on one line read as two rows; a line is one record.
     if (batch->num_rows() != static_cast<int64_t>(end - begin)) {
       return arrow::Status::Invalid(kOneObjectPerLine, ", got ", batch->num_rows(), " objects on ",

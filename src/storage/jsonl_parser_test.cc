@@ -75,6 +75,8 @@ TEST(JsonlParser, ErrorsNameTheObjectLineAndField) {
   ExpectError(good + "{\"id\":2,", "line 2: not valid JSON");
   ExpectError(good + "{\"id\":2,\"note\":\"\xff\",\"messages\":[]}", "line 2: not valid UTF-8");
   ExpectError(good + kGood + " " + kGood, "line 2: expected one JSON object per line");
+  // One object over two lines (pretty-printed) is two bad lines, not one record.
+  ExpectError(good + "{\"id\":2,\n\"messages\":[]}", "line 2: not valid JSON");
 }
 
 TEST(JsonlParser, SkipCountsBadLinesAndKeepsTheRestInOrder) {
