@@ -5,7 +5,8 @@
 // /dev/null as stdin. With --progress-fd it writes one line per step on that
 // descriptor ("running stage 'x' on object 'k'"), which the driver keeps so that it can say what
 // a killed worker was doing. With --parent-pid it dies with that process (see TieToParent); the
-// paths given with --hide (the signing keys, a SQLite registry) are hidden from it.
+// paths given with --hide (the signing keys, a SQLite registry) are hidden from it. With
+// --memory-pool it allocates from that Arrow pool (dist/worker_memory.h).
 #include <arrow/memory_pool.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -36,6 +37,7 @@ struct WorkerOptions {
   int progress_fd = -1;
   int report_fd = -1;
   std::vector<std::string> hide;
+  std::string memory_pool;
 };
 
 // Kills this worker's whole process group: the worker and whatever a transform started.
@@ -122,7 +124,7 @@ arrow::Status ServeTasks(int report_fd, const exec::ProgressFn& progress) {
 
 arrow::Status RunWorker(const WorkerOptions& options) {
   // Before anything allocates: Arrow fixes its default pool at the first allocation.
-  dist::UseWorkerMemoryPool();
+  dist::UseWorkerMemoryPool(options.memory_pool);
   if (options.parent_pid > 0) ARROW_RETURN_NOT_OK(TieToParent(options.parent_pid));
   // Before any thread starts (a user namespace needs a single-threaded process). Where the
   // kernel refuses namespaces (some containers) the task still runs, without this layer.
@@ -171,6 +173,9 @@ void AddWorkerCommand(CLI::App& app, Action& action) {
   worker->add_option("--report-fd", options->report_fd,
                      "Serve framed fragments from stdin; frame reports here");
   worker->add_option("--hide", options->hide, "Paths that transforms must not see");
+  worker->add_option(
+      "--memory-pool", options->memory_pool,
+      "Allocate from this Arrow memory pool unless ARROW_DEFAULT_MEMORY_POOL is set");
   worker->callback([&action, options] { action = [options] { return RunWorker(*options); }; });
 }
 

@@ -7,17 +7,19 @@
 
 namespace sluice::dist {
 
-std::string WorkerMemoryPool(const char* configured, const std::vector<std::string>& supported) {
+std::string WorkerMemoryPool(const char* configured, const std::string& preferred,
+                             const std::vector<std::string>& supported) {
   if (configured != nullptr && configured[0] != '\0') return configured;
-  if (std::find(supported.begin(), supported.end(), "jemalloc") != supported.end()) {
-    return "jemalloc";
+  if (!preferred.empty() &&
+      std::find(supported.begin(), supported.end(), preferred) != supported.end()) {
+    return preferred;
   }
   return "";
 }
 
-std::string UseWorkerMemoryPool() {
-  const std::string pool =
-      WorkerMemoryPool(std::getenv(kMemoryPoolVariable), arrow::SupportedMemoryBackendNames());
+std::string UseWorkerMemoryPool(const std::string& preferred) {
+  const std::string pool = WorkerMemoryPool(std::getenv(kMemoryPoolVariable), preferred,
+                                            arrow::SupportedMemoryBackendNames());
   if (!pool.empty()) setenv(kMemoryPoolVariable, pool.c_str(), /*overwrite=*/1);
   return arrow::default_memory_pool()->backend_name();
 }

@@ -2,9 +2,11 @@
 //
 // A long-lived worker runs task after task and hands the memory each one freed back to the
 // system before the next (so that a task's memory limit measures that task). With Arrow's default
-// pool, mimalloc 3, that costs the next task a page fault per 2 MiB huge page of its arenas, each
-// of which the kernel zeroes: 26 % of the pipeline's CPU at 1,000 objects. jemalloc neither asks
-// for huge pages nor pays that, and runs the same job in about 15 % less time.
+// pool here, mimalloc 3, a pipeline's next task then re-faults its arenas' 2 MiB huge pages, each
+// zeroed by the kernel: 26 % of the pipeline's CPU at 1,000 objects. jemalloc asks for no huge
+// pages and runs that job in about 15 % less time, so a pipeline's pool asks its workers for it.
+// A query's stages (hash joins, aggregates) ran about 10 % slower on jemalloc, so theirs keep
+// Arrow's default.
 #pragma once
 
 #include <string>
@@ -16,13 +18,14 @@ namespace sluice::dist {
 inline constexpr char kMemoryPoolVariable[] = "ARROW_DEFAULT_MEMORY_POOL";
 
 /// The pool a worker should use: `configured` (the variable's value) when one is set, since the
-/// user chose it; otherwise jemalloc where `supported` (Arrow's backends) has it; otherwise ""
+/// user chose it; otherwise `preferred` where `supported` (Arrow's backends) has it; otherwise ""
 /// (Arrow's default).
-std::string WorkerMemoryPool(const char* configured, const std::vector<std::string>& supported);
+std::string WorkerMemoryPool(const char* configured, const std::string& preferred,
+                             const std::vector<std::string>& supported);
 
 /// Makes WorkerMemoryPool's choice Arrow's default pool. Call first thing in a worker process:
 /// Arrow reads the variable once, when the default pool is first used. Returns the backend
 /// the default pool has now.
-std::string UseWorkerMemoryPool();
+std::string UseWorkerMemoryPool(const std::string& preferred);
 
 }  // namespace sluice::dist

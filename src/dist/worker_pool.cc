@@ -148,6 +148,10 @@ arrow::Status WorkerPool::EnsureWorker(size_t slot) {
     argv.push_back("--hide");
     argv.push_back(path);
   }
+  if (!options_.memory_pool.empty()) {
+    argv.push_back("--memory-pool");
+    argv.push_back(options_.memory_pool);
+  }
   ARROW_ASSIGN_OR_RAISE(worker, launcher_->Start(argv));
   ++workers_started_;
   return arrow::Status::OK();

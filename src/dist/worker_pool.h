@@ -56,6 +56,9 @@ struct PoolOptions {
   int64_t task_memory_bytes = 0;
   /// Paths that no worker may see (the signing keys, a SQLite registry); see HidePaths.
   std::vector<std::string> hidden_paths{};
+  /// The Arrow memory pool the workers should allocate from (worker_memory.h); empty: Arrow's
+  /// default.
+  std::string memory_pool{};
 };
 
 class SupervisedChild;

@@ -675,6 +675,8 @@ arrow::Result<SubmitResult> Submit(const Config& config, const SubmitOptions& op
         job.limits.task_timeout_seconds.value_or(dist::kDefaultTaskTimeoutSeconds);
     pool.task_memory_bytes = job.limits.task_memory_mb.value_or(0) << 20;
     pool.hidden_paths = HiddenPaths(config);
+    // A pipeline's tasks free and re-fault a lot of memory each (dist/worker_memory.h).
+    pool.memory_pool = "jemalloc";
     dist::StageScheduler scheduler(std::move(pool), std::move(scheduling));
     st = scheduler.Run(stages, &done);
   }
