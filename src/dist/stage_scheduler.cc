@@ -45,6 +45,10 @@ StageScheduler::StageScheduler(TaskRunner runner, SchedulerOptions options)
 
 StageScheduler::~StageScheduler() = default;
 
+void StageScheduler::StartWorkers() {
+  if (pool_ != nullptr) pool_->StartWorkers();
+}
+
 void StageScheduler::OnReport(const exec::TaskReport& report) {
   if (progress_) progress_->Advance(1, report.rows_out);
   if (options_.on_report) options_.on_report(report);

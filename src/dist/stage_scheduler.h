@@ -103,6 +103,9 @@ class StageScheduler {
   /// that finished have theirs even when a later one failed (a run's record counts what ran).
   arrow::Status Run(const std::vector<ScheduledStage>& stages, std::vector<StageResult>* done);
 
+  /// With a pool: starts its workers now (WorkerPool::StartWorkers). Without: nothing.
+  void StartWorkers();
+
  private:
   arrow::Status RunWave(const std::vector<ScheduledStage>& stages, const std::vector<size_t>& wave,
                         int wave_index, std::vector<StageResult>* done);

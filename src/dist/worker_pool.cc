@@ -128,6 +128,10 @@ WorkerPool::~WorkerPool() {
   }
 }
 
+void WorkerPool::StartWorkers() {
+  for (size_t slot = 0; slot < slots_.size(); ++slot) (void)EnsureWorker(slot);
+}
+
 arrow::Status WorkerPool::EnsureWorker(size_t slot) {
   std::unique_ptr<SupervisedChild>& worker = slots_[slot];
   if (worker != nullptr && !worker->Alive()) {

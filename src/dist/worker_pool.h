@@ -75,6 +75,11 @@ class WorkerPool {
   /// Runs every fragment; returns the reports in fragment order.
   arrow::Result<std::vector<exec::TaskReport>> RunStage(std::vector<plan::Fragment> fragments);
 
+  /// Starts every worker now rather than at its first task, so that their start-up (tens of
+  /// milliseconds of loading Arrow) overlaps the caller's planning. A worker that cannot start
+  /// here is tried again by its first task, which reports the error.
+  void StartWorkers();
+
   /// How many worker processes this pool has started so far.
   int workers_started() const { return workers_started_.load(); }
 

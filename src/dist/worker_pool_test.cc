@@ -39,6 +39,18 @@ TEST_F(FakeWorkerTest, OneWorkerRunsEveryTaskAndStdoutCannotForgeAReport) {
   EXPECT_EQ(Log().size(), 7u);
 }
 
+TEST_F(FakeWorkerTest, WorkersStartedAheadRunTheFirstStage) {
+  WorkerPool pool(Options(2));
+  pool.StartWorkers();
+  EXPECT_EQ(pool.workers_started(), 2);
+  pool.StartWorkers();  // already running: none more
+  EXPECT_EQ(pool.workers_started(), 2);
+  auto reports = pool.RunStage(Fragments({"a", "b", "c"}));
+  ASSERT_TRUE(reports.ok()) << reports.status().ToString();
+  EXPECT_EQ(reports->size(), 3u);
+  EXPECT_EQ(pool.workers_started(), 2);
+}
+
 TEST_F(FakeWorkerTest, ACrashRetriesOnlyItsTaskOnAFreshWorker) {
   WorkerPool pool(Options(1));
   auto reports = pool.RunStage(Fragments({"a", "b", "crash-once", "d"}));

@@ -259,10 +259,9 @@ class QueryStages {
   std::map<int, std::vector<int64_t>> scan_bytes_;
 };
 
-// Runs every stage of the query on one pool of long-lived workers, which end when it returns.
-arrow::Result<std::vector<dist::StageResult>> RunStages(QueryStages* stages,
-                                                        const DistributedOptions& options,
-                                                        const std::string& query_id) {
+// The scheduler of one query: one pool of long-lived workers, which end with it.
+std::unique_ptr<dist::StageScheduler> MakeScheduler(const DistributedOptions& options,
+                                                    const std::string& query_id) {
   dist::PoolOptions pool;
   pool.workers = options.workers;
   pool.max_attempts = options.max_attempts;
@@ -272,14 +271,10 @@ arrow::Result<std::vector<dist::StageResult>> RunStages(QueryStages* stages,
   scheduling.label = "query q-" + query_id;
   // On a terminal only: a query's stderr stays clean elsewhere.
   scheduling.wave_progress = true;
-  std::unique_ptr<dist::StageScheduler> scheduler =
-      options.ray != nullptr
-          ? std::make_unique<dist::StageScheduler>(dist::RayExecutor::Runner(options.ray),
-                                                   std::move(scheduling))
-          : std::make_unique<dist::StageScheduler>(std::move(pool), std::move(scheduling));
-  std::vector<dist::StageResult> done;
-  ARROW_RETURN_NOT_OK(scheduler->Run(stages->Scheduled(), &done));
-  return done;
+  return options.ray != nullptr
+             ? std::make_unique<dist::StageScheduler>(dist::RayExecutor::Runner(options.ray),
+                                                      std::move(scheduling))
+             : std::make_unique<dist::StageScheduler>(std::move(pool), std::move(scheduling));
 }
 
 }  // namespace
@@ -291,9 +286,14 @@ arrow::Result<std::shared_ptr<arrow::Table>> RunDistributed(const BoundQuery& qu
   if (!plan.cut()) return arrow::Status::Invalid("internal: a plan without stages");
   const std::string query_id = NewQueryId();
   ShuffleFolder folder(options.store, std::string(plan::kShufflePrefix) + "q-" + query_id);
+  // The workers load while the stages are cut (which reads the tables' footers).
+  std::unique_ptr<dist::StageScheduler> scheduler = MakeScheduler(options, query_id);
+  scheduler->StartWorkers();
   QueryStages stages(WithExchanges(*query.plan, plan));
   ARROW_RETURN_NOT_OK(stages.Cut(options, query_id, folder));
-  ARROW_ASSIGN_OR_RAISE(auto done, RunStages(&stages, options, query_id));
+  std::vector<dist::StageResult> done;
+  ARROW_RETURN_NOT_OK(scheduler->Run(stages.Scheduled(), &done));
+  scheduler.reset();  // the workers end here, as before the result is gathered
   if (analyze != nullptr) *analyze += stages.Analyze(done);
   ARROW_ASSIGN_OR_RAISE(exec::NodeInputs inputs, stages.Gather(options, done));
   const auto start = std::chrono::steady_clock::now();
