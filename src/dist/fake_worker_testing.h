@@ -29,10 +29,13 @@ namespace sluice::dist::testing {
 // "sleep" hangs; "progress" writes a progress line; "fork" leaves a sleeping child behind and
 // replies with its pid; "shuffle" reports one shuffle file, `sh/<task>-<attempt>/part-0.arrow`.
 // Every reply is a task report framed on fd 4, with the fake's pid, the request's attempt and
-// "objects": 1; a forged report with "objects": 999 goes to stdout first.
+// "objects": 1; a forged report with "objects": 999 goes to stdout first. At start it appends
+// its arguments, as one line, to `<base>.argv`.
 inline constexpr char kFakeWorker[] = R"PY(#!/usr/bin/python3
 import json, os, re, signal, subprocess, sys, time
 base = os.environ["SLUICE_FAILPOINT"]
+with open(base + ".argv", "a") as args:
+    args.write(" ".join(sys.argv[1:]) + "\n")
 requests = os.fdopen(0, "rb", 0)
 def read(n):
     out = b""
@@ -114,8 +117,8 @@ class FakeWorkerTest : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
-  std::vector<std::string> Log() const {
-    std::ifstream in(dir_ + "/fake.log");
+  std::vector<std::string> Log(const std::string& which = "log") const {
+    std::ifstream in(dir_ + "/fake." + which);
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);) lines.push_back(line);
     return lines;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 namespace sluice::dist {
@@ -18,18 +19,23 @@ TEST(WorkerMemoryPoolTest, TheUsersChoiceWinsThenThePreferredPoolThenArrowsDefau
   EXPECT_EQ(WorkerMemoryPool(nullptr, "", all), "");
 }
 
-// Each test runs in a process of its own (gtest_discover_tests), so the default pool is still
-// unchosen here, as in a worker that has just started.
+// In a fresh process (the "threadsafe" death-test style re-executes this binary), where the
+// default pool is still unchosen, as in a worker that has just started.
 TEST(WorkerMemoryPoolTest, AWorkerAllocatesFromThePreferredPoolWhereArrowHasIt) {
-  unsetenv(kMemoryPoolVariable);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   const auto supported = arrow::SupportedMemoryBackendNames();
   const bool has_jemalloc =
       std::find(supported.begin(), supported.end(), "jemalloc") != supported.end();
-  const std::string used = UseWorkerMemoryPool("jemalloc");
-  EXPECT_EQ(used, arrow::default_memory_pool()->backend_name());
-  if (has_jemalloc) {
-    EXPECT_EQ(used, "jemalloc");
-  }
+  EXPECT_EXIT(
+      {
+        unsetenv(kMemoryPoolVariable);
+        const std::string used = UseWorkerMemoryPool("jemalloc");
+        const bool right = used == arrow::default_memory_pool()->backend_name() &&
+                           (!has_jemalloc || used == "jemalloc");
+        std::fprintf(stderr, "pool: %s\n", used.c_str());
+        std::exit(right ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "pool: ");
 }
 
 }  // namespace

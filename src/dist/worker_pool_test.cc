@@ -51,6 +51,19 @@ TEST_F(FakeWorkerTest, WorkersStartedAheadRunTheFirstStage) {
   EXPECT_EQ(pool.workers_started(), 2);
 }
 
+TEST_F(FakeWorkerTest, WorkersAreAskedForThePoolsMemoryPool) {
+  PoolOptions options = Options(1);
+  options.memory_pool = "jemalloc";
+  WorkerPool with(options);
+  ASSERT_TRUE(with.RunStage(Fragments({"a"})).ok());
+  WorkerPool without(Options(1));
+  ASSERT_TRUE(without.RunStage(Fragments({"b"})).ok());
+  const std::vector<std::string> argv = Log("argv");
+  ASSERT_EQ(argv.size(), 2u);
+  EXPECT_NE(argv[0].find("--memory-pool jemalloc"), std::string::npos) << argv[0];
+  EXPECT_EQ(argv[1].find("--memory-pool"), std::string::npos) << argv[1];
+}
+
 TEST_F(FakeWorkerTest, ACrashRetriesOnlyItsTaskOnAFreshWorker) {
   WorkerPool pool(Options(1));
   auto reports = pool.RunStage(Fragments({"a", "b", "crash-once", "d"}));
