@@ -3,6 +3,8 @@
 #include <arrow/filesystem/localfs.h>
 #include <arrow/filesystem/s3fs.h>
 #include <arrow/io/file.h>
+#include <arrow/io/interfaces.h>
+#include <arrow/util/thread_pool.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -360,6 +362,16 @@ arrow::Result<int64_t> ObjectStore::RemoveTemps(std::string_view prefix, std::st
   return removed;
 }
 
-arrow::Status FinalizeFilesystems() { return arrow::fs::EnsureS3Finalized(); }
+arrow::Status FinalizeFilesystems() {
+  // A plan stopped early (by a LIMIT or an error) can leave reads of files it no longer needs
+  // on Arrow's pools. They must end before the S3 SDK goes, and before exit drops the queued
+  // continuations that would release what those reads opened (LeakSanitizer saw the footers).
+  auto* io = dynamic_cast<arrow::internal::ThreadPool*>(arrow::io::default_io_context().executor());
+  for (int round = 0; round < 2; ++round) {  // a CPU task may start another read
+    if (io != nullptr) io->WaitForIdle();
+    arrow::internal::GetCpuThreadPool()->WaitForIdle();
+  }
+  return arrow::fs::EnsureS3Finalized();
+}
 
 }  // namespace sluice::storage

@@ -102,8 +102,9 @@ class ObjectStore {
   bool local_;
 };
 
-/// Releases global filesystem state (the AWS SDK) before the process exits. Call once, after
-/// every ObjectStore is gone; sluice's main() and test mains do.
+/// Waits for reads still running on Arrow's thread pools (a plan stopped early leaves some),
+/// then releases global filesystem state (the AWS SDK) before the process exits. Call once,
+/// after every ObjectStore is gone; sluice's main() and test mains do.
 arrow::Status FinalizeFilesystems();
 
 }  // namespace sluice::storage
