@@ -49,10 +49,7 @@ arrow::Result<std::shared_ptr<arrow::Table>> DedupFirst(const std::shared_ptr<ar
     return arrow::Status::Invalid("internal: dedup input has no ", plan::kSequenceColumn,
                                   " column");
   }
-  if (table->num_rows() == 0) {
-    ARROW_ASSIGN_OR_RAISE(auto empty, table->CombineChunksToBatch());
-    return arrow::Table::FromRecordBatches({empty});
-  }
+  if (table->num_rows() == 0) return table;
   // Keys are looked up as views of the key column's bytes: no copy per row.
   std::unordered_set<std::string_view> seen;
   seen.reserve(static_cast<size_t>(table->num_rows()));
@@ -103,9 +100,9 @@ arrow::Result<std::shared_ptr<arrow::Table>> DedupFirst(const std::shared_ptr<ar
     *dropped += table->num_rows() - keep_idx->length();
     ARROW_ASSIGN_OR_RAISE(kept, arrow::compute::Take(arrow::Datum(table), keep_idx));
   }
-  // One batch, as the dedup node sends it on.
-  ARROW_ASSIGN_OR_RAISE(auto batch, kept.table()->CombineChunksToBatch());
-  return arrow::Table::FromRecordBatches({batch});
+  // Left in the input's chunks: the sink writes them as they are, and one batch would be a
+  // copy of every kept row into fresh memory.
+  return kept.table();
 }
 
 }  // namespace sluice::exec

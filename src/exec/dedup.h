@@ -12,8 +12,9 @@
 
 namespace sluice::exec {
 
-/// The rows of `table` that are first for their `key`, sorted by __seq. Null keys are all kept.
-/// Adds the number of dropped rows to *dropped.
+/// The rows of `table` that are first for their `key`, sorted by __seq, in chunks as they came
+/// where the input was already in __seq order. Null keys are all kept. Adds the number of
+/// dropped rows to *dropped.
 arrow::Result<std::shared_ptr<arrow::Table>> DedupFirst(const std::shared_ptr<arrow::Table>& table,
                                                         const std::string& key, int64_t* dropped);
 

@@ -43,10 +43,19 @@ class DedupNode : public ChunkNode {
     chunks.clear();
     ARROW_ASSIGN_OR_RAISE(auto kept,
                           DedupFirst(table, dedup_.key, &task_->report->duplicates_dropped));
-    // DedupFirst's table is one batch; it goes on as that one batch, also when empty.
+    // Its chunks go on as they are (no rows: one empty batch, which carries the schema).
     ObjectChunk out{-1, "", kept->schema(), {}};
-    ARROW_ASSIGN_OR_RAISE(auto batch, kept->CombineChunksToBatch());
-    out.batches.push_back(std::move(batch));
+    arrow::TableBatchReader batches(*kept);
+    std::shared_ptr<arrow::RecordBatch> batch;
+    while (true) {
+      ARROW_RETURN_NOT_OK(batches.ReadNext(&batch));
+      if (batch == nullptr) break;
+      if (batch->num_rows() > 0) out.batches.push_back(std::move(batch));
+    }
+    if (out.batches.empty()) {
+      ARROW_ASSIGN_OR_RAISE(batch, arrow::RecordBatch::MakeEmpty(kept->schema()));
+      out.batches.push_back(std::move(batch));
+    }
     int sent = 0;
     ARROW_RETURN_NOT_OK(SendChunk(this, output_, out, &sent));
     return FinishSending(this, output_, kept->schema(), sent);
