@@ -43,7 +43,8 @@ class DedupNode : public ChunkNode {
     chunks.clear();
     ARROW_ASSIGN_OR_RAISE(auto kept,
                           DedupFirst(table, dedup_.key, &task_->report->duplicates_dropped));
-    // Its chunks go on as they are (no rows: one empty batch, which carries the schema).
+    // Its chunks go on as they are. With no rows, none: the sink still has the schema, from
+    // FinishSending.
     ObjectChunk out{-1, "", kept->schema(), {}};
     arrow::TableBatchReader batches(*kept);
     std::shared_ptr<arrow::RecordBatch> batch;
@@ -51,10 +52,6 @@ class DedupNode : public ChunkNode {
       ARROW_RETURN_NOT_OK(batches.ReadNext(&batch));
       if (batch == nullptr) break;
       if (batch->num_rows() > 0) out.batches.push_back(std::move(batch));
-    }
-    if (out.batches.empty()) {
-      ARROW_ASSIGN_OR_RAISE(batch, arrow::RecordBatch::MakeEmpty(kept->schema()));
-      out.batches.push_back(std::move(batch));
     }
     int sent = 0;
     ARROW_RETURN_NOT_OK(SendChunk(this, output_, out, &sent));
