@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <variant>
 
 namespace sluice::exec {
 
@@ -17,12 +18,18 @@ namespace ac = arrow::acero;
 constexpr char kBuiltFactory[] = "sluice_join_built";
 constexpr char kHoldFactory[] = "sluice_join_hold";
 
-// Shared by the two nodes of one join. The build side's node opens it once, whichever way it
-// ends (its last batch passed, or the plan stopped).
+// Shared by a probe side's hold node and the build sides it waits for: its own join's, and
+// those of the joins stacked on it whose Bloom filters Acero pushes down to that join. It opens
+// once every build side has ended, whichever way (its last batch passed, or the plan stopped).
 struct Gate {
   arrow::Future<> open = arrow::Future<>::Make();
+  std::atomic<int> pending{0};
   std::atomic<bool> opened{false};
 
+  void Wait() { pending.fetch_add(1); }
+  void Ended() {
+    if (pending.fetch_sub(1) == 1) Open();
+  }
   void Open() {
     if (!opened.exchange(true)) open.MarkFinished();
   }
@@ -66,12 +73,12 @@ class BuiltNode : public PassThroughNode {
 
   arrow::Status InputReceived(ac::ExecNode*, arrow::compute::ExecBatch batch) override {
     ARROW_RETURN_NOT_OK(output_->InputReceived(this, std::move(batch)));
-    if (passed_.Increment()) gate_->Open();
+    if (passed_.Increment()) gate_->Ended();
     return arrow::Status::OK();
   }
   arrow::Status InputFinished(ac::ExecNode*, int total_batches) override {
     ARROW_RETURN_NOT_OK(output_->InputFinished(this, total_batches));
-    if (passed_.SetTotal(total_batches)) gate_->Open();
+    if (passed_.SetTotal(total_batches)) gate_->Ended();
     return arrow::Status::OK();
   }
   void PauseProducing(ac::ExecNode*, int32_t counter) override {
@@ -146,14 +153,28 @@ arrow::Status RegisterGate() {
 }  // namespace
 
 arrow::Status GateProbeOnBuild(ac::Declaration* probe, ac::Declaration* build) {
+  ARROW_RETURN_NOT_OK(RegisterGate());
   // A probe side that is itself a hash join stays as it is: Acero pushes each join's Bloom filter
   // down to a hash join directly below it on the probe side, and a node between them would stop
-  // that (Q5's chain of five joins takes 10% more CPU). That join's own probe side is gated.
-  if (probe->factory_name == "hashjoin") return arrow::Status::OK();
-  ARROW_RETURN_NOT_OK(RegisterGate());
-  auto gate = std::make_shared<Gate>();
+  // that (Q5's chain of five joins takes 10% more CPU). The join at the bottom of the chain
+  // queues its probe batches until every filter pushed to it has come, so its gate waits for
+  // this build side too.
+  ac::Declaration* bottom = probe;
+  while (bottom->factory_name == "hashjoin" && !bottom->inputs.empty() &&
+         std::holds_alternative<ac::Declaration>(bottom->inputs[0])) {
+    bottom = &std::get<ac::Declaration>(bottom->inputs[0]);
+  }
+  std::shared_ptr<Gate> gate;
+  if (bottom == probe) {
+    gate = std::make_shared<Gate>();
+    *probe = ac::Declaration::Sequence({std::move(*probe), {kHoldFactory, GateOptions(gate)}});
+  } else if (bottom->factory_name == kHoldFactory) {
+    gate = static_cast<const GateOptions&>(*bottom->options).gate;
+  } else {
+    return arrow::Status::OK();  // an ungated chain (its bottom probe side was no plain input)
+  }
+  gate->Wait();
   *build = ac::Declaration::Sequence({std::move(*build), {kBuiltFactory, GateOptions(gate)}});
-  *probe = ac::Declaration::Sequence({std::move(*probe), {kHoldFactory, GateOptions(gate)}});
   return arrow::Status::OK();
 }
 

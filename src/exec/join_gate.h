@@ -2,7 +2,9 @@
 // probe batch that arrives before its hash table is built, so a probe scan that runs beside a
 // slow build (Q18's build is an aggregate over lineitem) queues most of its table. The gate lets
 // a bounded amount of the probe side through (so the probe scan still overlaps the build), then
-// pauses the probe side's sources until the build side has delivered its last row.
+// pauses the probe side's sources until the build side has delivered its last row. In a chain of
+// joins (each the probe side of the next), the bottom join also waits for the Bloom filters that
+// the joins above push down to it, so its probe side waits for their build sides as well.
 #pragma once
 
 #include <arrow/acero/exec_plan.h>
@@ -11,7 +13,9 @@
 namespace sluice::exec {
 
 /// Rewrites a hash join's two inputs: `build` signals when its last batch has passed, and
-/// `probe` pauses past a bounded number of bytes until then.
+/// `probe` pauses past a bounded number of bytes until then. Where `probe` is itself a gated
+/// hash join (the declarations are built bottom up), the gate at the bottom of that chain waits
+/// for `build` too.
 arrow::Status GateProbeOnBuild(arrow::acero::Declaration* probe, arrow::acero::Declaration* build);
 
 }  // namespace sluice::exec
