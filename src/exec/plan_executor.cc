@@ -535,6 +535,59 @@ arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node, OperatorProbe
 
 namespace {
 
+// The hash join of `node`. With `outputs`, it outputs only those of its columns (at least one),
+// and `*order` gets the names of its output in order.
+arrow::Result<ac::Declaration> Join(const PlanNode& node, const std::set<std::string>* outputs,
+                                    OperatorProbes* probes, const NodeInputs* inputs,
+                                    std::vector<std::string>* order = nullptr) {
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration probe, ToDeclaration(*node.input, probes, inputs));
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration build, ToDeclaration(*node.right, probes, inputs));
+  std::vector<arrow::FieldRef> left, right;
+  for (const auto& k : node.left_keys) left.emplace_back(k);
+  for (const auto& k : node.right_keys) right.emplace_back(k);
+  // Acero hashes its right input: with build_input, node.input is Acero's right side.
+  ac::JoinType type = AceroJoinType(node.join_type);
+  if (node.build_input) {
+    // Swapped: keep (or preserve) the now right outer rows.
+    type = ac::JoinType::RIGHT_OUTER;
+    if (node.join_type == JoinType::kSemi) type = ac::JoinType::RIGHT_SEMI;
+    if (node.join_type == JoinType::kAnti) type = ac::JoinType::RIGHT_ANTI;
+    if (node.join_type == JoinType::kFull) type = ac::JoinType::FULL_OUTER;
+    std::swap(left, right);
+    std::swap(probe, build);
+  }
+  std::optional<ac::HashJoinNodeOptions> options;
+  if (outputs == nullptr) {
+    options.emplace(type, left, right, node.join_filter);
+  } else {
+    const bool semi = node.join_type == JoinType::kSemi || node.join_type == JoinType::kAnti;
+    const PlanNode* acero_left = node.build_input ? node.right.get() : node.input.get();
+    const PlanNode* acero_right = node.build_input ? node.input.get() : node.right.get();
+    std::vector<arrow::FieldRef> left_out, right_out;
+    const auto pick = [&](const PlanNode& side, std::vector<arrow::FieldRef>* out) {
+      for (const auto& n : side.OutputNames()) {
+        if (outputs->count(n)) {
+          out->emplace_back(n);
+          order->push_back(n);
+        }
+      }
+    };
+    // A semi or anti join outputs its outer side only: node.input, Acero's left unless swapped.
+    if (!semi || !node.build_input) pick(*acero_left, &left_out);
+    if (!semi || node.build_input) pick(*acero_right, &right_out);
+    if (left_out.empty() && right_out.empty()) {  // count(*) over a join: one column for its rows
+      const PlanNode& side = semi && node.build_input ? *acero_right : *acero_left;
+      const std::string first = side.OutputNames().at(0);
+      (semi && node.build_input ? right_out : left_out).emplace_back(first);
+      order->push_back(first);
+    }
+    options.emplace(type, left, right, std::move(left_out), std::move(right_out), node.join_filter);
+  }
+  if (node.null_equal_keys) options->key_cmp.assign(left.size(), ac::JoinKeyCmp::IS);
+  ARROW_RETURN_NOT_OK(GateProbeOnBuild(&probe, &build));
+  return ac::Declaration("hashjoin", {std::move(probe), std::move(build)}, std::move(*options));
+}
+
 arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, OperatorProbes* probes,
                                                    const NodeInputs* inputs) {
   ARROW_RETURN_NOT_OK(EnsureInitialized());
@@ -556,27 +609,40 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
                               rows->Slice(first, count < 0 ? rows->num_rows() - first : count));
                         });
   }
-  if (node.kind == PlanNode::Kind::kJoin) {
-    ARROW_ASSIGN_OR_RAISE(ac::Declaration probe, ToDeclaration(*node.input, probes, inputs));
-    ARROW_ASSIGN_OR_RAISE(ac::Declaration build, ToDeclaration(*node.right, probes, inputs));
-    std::vector<arrow::FieldRef> left, right;
-    for (const auto& k : node.left_keys) left.emplace_back(k);
-    for (const auto& k : node.right_keys) right.emplace_back(k);
-    if (node.build_input) {
-      // Acero hashes its right input: swap, and keep (or preserve) the now right outer rows.
-      ac::JoinType type = ac::JoinType::RIGHT_OUTER;
-      if (node.join_type == JoinType::kSemi) type = ac::JoinType::RIGHT_SEMI;
-      if (node.join_type == JoinType::kAnti) type = ac::JoinType::RIGHT_ANTI;
-      if (node.join_type == JoinType::kFull) type = ac::JoinType::FULL_OUTER;
-      ac::HashJoinNodeOptions options(type, right, left, node.join_filter);
-      if (node.null_equal_keys) options.key_cmp.assign(right.size(), ac::JoinKeyCmp::IS);
-      ARROW_RETURN_NOT_OK(GateProbeOnBuild(/*probe=*/&build, /*build=*/&probe));
-      return ac::Declaration("hashjoin", {std::move(build), std::move(probe)}, std::move(options));
+  if (node.kind == PlanNode::Kind::kJoin) return Join(node, nullptr, probes, inputs);
+  if (node.kind == PlanNode::Kind::kProject && !node.keep_input &&
+      node.input->kind == PlanNode::Kind::kJoin &&
+      (inputs == nullptr || inputs->count(node.input.get()) == 0)) {
+    // A project over a join (column pruning puts one where the join's output has columns
+    // nothing above reads): the join outputs only the columns the project reads, so that it
+    // neither copies nor, on its hashed side, holds the others. A project of the join's own
+    // columns in its order is the join itself: a node between two joins would stop Acero's
+    // Bloom filter pushdown.
+    std::set<std::string> read;
+    for (const auto& e : node.expressions) {
+      for (const auto& ref : cp::FieldsInExpression(e)) {
+        if (ref.name() != nullptr) read.insert(*ref.name());
+      }
     }
-    ac::HashJoinNodeOptions options(AceroJoinType(node.join_type), left, right, node.join_filter);
-    if (node.null_equal_keys) options.key_cmp.assign(left.size(), ac::JoinKeyCmp::IS);
-    ARROW_RETURN_NOT_OK(GateProbeOnBuild(&probe, &build));
-    return ac::Declaration("hashjoin", {std::move(probe), std::move(build)}, std::move(options));
+    std::vector<std::string> order;
+    ARROW_ASSIGN_OR_RAISE(ac::Declaration join, Join(*node.input, &read, probes, inputs, &order));
+    ARROW_ASSIGN_OR_RAISE(join, Probed(*node.input, std::move(join), probes));
+    bool same = order == node.names;
+    for (size_t i = 0; same && i < node.expressions.size(); ++i) {
+      const arrow::FieldRef* ref = node.expressions[i].field_ref();
+      same = ref != nullptr && ref->name() != nullptr && *ref->name() == node.names[i];
+    }
+    if (same) return join;
+    // The project's input is the join's output as Acero gives it (a shared subexpression's
+    // project passes every input column on).
+    ARROW_ASSIGN_OR_RAISE(auto join_schema, plan::OutputSchema(*node.input));
+    arrow::FieldVector fields;
+    for (const auto& n : order) {
+      auto field = join_schema->GetFieldByName(n);
+      if (field == nullptr) return arrow::Status::Invalid("internal: join output ", n, " unknown");
+      fields.push_back(std::move(field));
+    }
+    return Project(node, std::move(join), *arrow::schema(std::move(fields)), nullptr);
   }
   if (node.kind == PlanNode::Kind::kWindow) {
     // A partition needs all of its rows before any result.

@@ -128,6 +128,23 @@ TEST_F(OptimizerTest, ColumnPruningKeepsJoinKeysAndAggregateInputs) {
             "          Scan u (1 files) columns=[uk#3, name#4]\n");
 }
 
+TEST_F(OptimizerTest, ColumnPruningNarrowsAJoinBelowAnotherJoin) {
+  // The lower join's key k is read by nothing above it: a project drops it there, which the
+  // executor makes that join's own output. The upper join, under a filter, keeps its columns.
+  auto q =
+      Bind("select name, t2.v from t join u on t.k = uk join t t2 on t2.k = uk where t2.v > 0");
+  PruneColumns(q.plan.get());
+  EXPECT_EQ(q.plan->Explain(),
+            "Project name#8 := name#4, v#9 := v#7\n"
+            "  Filter (v#7 > 0)\n"
+            "    HashJoin inner on uk#3 = k#5\n"
+            "      Project uk#3 := uk#3, name#4 := name#4\n"
+            "        HashJoin inner on k#0 = uk#3\n"
+            "          Scan t (1 files) columns=[k#0]\n"
+            "          Scan u (1 files) columns=[uk#3, name#4]\n"
+            "      Scan t (1 files) columns=[k#5, v#7]\n");
+}
+
 TEST_F(OptimizerTest, ColumnPruningReachesIntoSubqueries) {
   auto q = Bind("select k from t where k in (select uk from u)");
   PruneColumns(q.plan.get());

@@ -42,6 +42,13 @@ bool HashInputInstead(const PlanNode& join) {
   return HashOuterSide(join.input_estimate * *input_bytes, join.right_estimate * *right_bytes);
 }
 
+// `join` with its two sides swapped (so its output's column order too).
+void SwapSides(PlanNode* join) {
+  std::swap(join->input, join->right);
+  std::swap(join->left_keys, join->right_keys);
+  std::swap(join->input_estimate, join->right_estimate);
+}
+
 }  // namespace
 
 bool HashOuterSide(double outer_estimate, double other_estimate) {
@@ -59,9 +66,7 @@ void ChooseBuildSides(PlanNode* plan) {
       // side, under a project that keeps the join's column order.
       const std::vector<std::string> names = plan->OutputNames();
       auto join = std::make_unique<PlanNode>(std::move(*plan));
-      std::swap(join->input, join->right);
-      std::swap(join->left_keys, join->right_keys);
-      std::swap(join->input_estimate, join->right_estimate);
+      SwapSides(join.get());
       *plan = PlanNode();
       plan->kind = PlanNode::Kind::kProject;
       for (const auto& n : names) plan->expressions.push_back(arrow::compute::field_ref(n));
@@ -69,6 +74,12 @@ void ChooseBuildSides(PlanNode* plan) {
       plan->input = std::move(join);
       plan = plan->input.get();
     }
+  } else if (plan->kind == PlanNode::Kind::kProject && !plan->keep_input &&
+             plan->input->kind == PlanNode::Kind::kJoin &&
+             plan->input->join_type == JoinType::kInner && plan->input->input_estimate >= 0 &&
+             plan->input->right_estimate >= 0 && HashInputInstead(*plan->input)) {
+    // A project's columns are in its own order, whatever the join's: no project for it.
+    SwapSides(plan->input.get());
   }
   ChooseBuildSides(plan->input.get());
   ChooseBuildSides(plan->right.get());
