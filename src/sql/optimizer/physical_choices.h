@@ -37,7 +37,7 @@ inline constexpr double kVariableWidthBytes = 32;
 /// where HashOuterSide says so, and its inner side otherwise. An inner join hashes `right`, which
 /// join ordering chose, unless `input` is estimated clearly (kHashOuterRatio) smaller in bytes
 /// (rows times a guess of each column's width): then its sides swap, under a project that keeps
-/// its column order. TPC-H Q10 then hashes the joined lineitem and orders rows and streams
+/// its column order (unless a project is already above it). TPC-H Q10 then hashes the joined lineitem and orders rows and streams
 /// customer's four string columns past them.
 void ChooseBuildSides(PlanNode* plan);
 
