@@ -31,6 +31,7 @@
 #include "plan/dictionary_kernels.h"
 #include "plan/library_functions.h"
 #include "plan/like_kernels.h"
+#include "plan/row_width.h"
 #include "plan/table_provider.h"
 
 namespace sluice::exec {
@@ -171,20 +172,13 @@ arrow::Result<std::vector<std::shared_ptr<ds::FileFragment>>> ParquetFragments(
 int ScanReadahead(const arrow::Schema& schema, const std::vector<std::string>& columns,
                   int64_t batch_rows) {
   constexpr int64_t kScanAheadBytes = int64_t{8} << 20;
-  constexpr int64_t kVariableWidthBytes = 32;
-  int64_t row_bytes = 0;
+  arrow::FieldVector fields;
   for (const auto& name : columns) {
-    const auto field = schema.GetFieldByName(name);
-    if (field == nullptr) continue;
-    const int width = field->type()->byte_width();
-    if (field->type()->id() == arrow::Type::BOOL) {
-      row_bytes += 1;
-    } else {
-      row_bytes += width > 0 ? width : kVariableWidthBytes;
-    }
+    if (auto field = schema.GetFieldByName(name)) fields.push_back(std::move(field));
   }
-  const int64_t batch_bytes = std::max<int64_t>(batch_rows, 1) * std::max<int64_t>(row_bytes, 1);
-  return kScanAheadBytes >= 4 * batch_bytes ? 4 : 2;
+  const double batch_bytes =
+      static_cast<double>(std::max<int64_t>(batch_rows, 1)) * plan::GuessRowBytes(fields);
+  return static_cast<double>(kScanAheadBytes) >= 4 * batch_bytes ? 4 : 2;
 }
 
 // The scan of `node`. With `dictionaries`, Parquet's dictionary string columns stay

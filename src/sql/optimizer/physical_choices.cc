@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "plan/row_width.h"
+
 namespace sluice::sql {
 
 namespace {
@@ -18,24 +20,20 @@ void SetScanBatchRows(PlanNode* node, int64_t rows) {
   SetScanBatchRows(node->right.get(), rows);
 }
 
-// A guess at the bytes of one row of `node`'s output: fixed-width columns by their width,
-// others (strings, lists) at kVariableWidthBytes; nullopt where its schema cannot be derived.
+// A guess at the bytes of one row of `node`'s output (plan::GuessRowBytes); nullopt where its
+// schema cannot be derived.
 std::optional<double> RowBytes(const PlanNode& node) {
   auto schema = plan::OutputSchema(node);
   if (!schema.ok()) return std::nullopt;
-  double bytes = 0;
-  for (const auto& f : (*schema)->fields()) {
-    const int width = f->type()->byte_width();
-    bytes += f->type()->id() == arrow::Type::BOOL ? 1 : width > 0 ? width : kVariableWidthBytes;
-  }
-  return std::max(bytes, 1.0);
+  return plan::GuessRowBytes((*schema)->fields());
 }
 
 // Whether an inner join should hash `input` rather than `right`: when `input` is estimated
 // clearly (kHashOuterRatio) smaller in bytes. Bytes, not rows: estimates of joined rows are
 // rough (TPC-H Q5's chain is 5x its estimate), and the hashed side's width is what a build
-// costs (Q10's customer side carries four strings).
+// costs (Q10's customer side carries four strings). Never without both estimates.
 bool HashInputInstead(const PlanNode& join) {
+  if (join.input_estimate < 0 || join.right_estimate < 0) return false;
   const auto input_bytes = RowBytes(*join.input);
   const auto right_bytes = RowBytes(*join.right);
   if (!input_bytes || !right_bytes) return false;
@@ -76,8 +74,7 @@ void ChooseBuildSides(PlanNode* plan) {
     }
   } else if (plan->kind == PlanNode::Kind::kProject && !plan->keep_input &&
              plan->input->kind == PlanNode::Kind::kJoin &&
-             plan->input->join_type == JoinType::kInner && plan->input->input_estimate >= 0 &&
-             plan->input->right_estimate >= 0 && HashInputInstead(*plan->input)) {
+             plan->input->join_type == JoinType::kInner && HashInputInstead(*plan->input)) {
     // A project's columns are in its own order, whatever the join's: no project for it.
     SwapSides(plan->input.get());
   }

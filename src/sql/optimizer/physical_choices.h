@@ -29,16 +29,12 @@ inline constexpr int64_t kSmallScanBatchRows = 32 * 1024;
 /// customers, not 1.5M orders.
 bool HashOuterSide(double outer_estimate, double other_estimate);
 
-/// The bytes a string or other variable-width column is taken to hold per row, for comparing
-/// the sides of an inner join.
-inline constexpr double kVariableWidthBytes = 32;
-
 /// The build_sides pass: every left, semi or anti join with both estimates hashes its outer side
 /// where HashOuterSide says so, and its inner side otherwise. An inner join hashes `right`, which
 /// join ordering chose, unless `input` is estimated clearly (kHashOuterRatio) smaller in bytes
 /// (rows times a guess of each column's width): then its sides swap, under a project that keeps
-/// its column order (unless a project is already above it). TPC-H Q10 then hashes the joined lineitem and orders rows and streams
-/// customer's four string columns past them.
+/// its column order (unless a project is already above it). TPC-H Q10 then hashes the joined
+/// lineitem and orders rows and streams customer's four string columns past them.
 void ChooseBuildSides(PlanNode* plan);
 
 /// The most rows any hash join of `plan` is estimated to build (0 with no estimates).
