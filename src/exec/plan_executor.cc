@@ -259,7 +259,12 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node,
   std::vector<cp::Expression> columns;
   for (const auto& c : node.columns) columns.push_back(cp::field_ref(c));
   options->projection = cp::call("make_struct", columns, cp::MakeStructOptions(node.columns));
-  options->batch_readahead = ScanReadahead(*options->dataset_schema, node.columns, node.batch_rows);
+  // Only Parquet's reader turns readahead into row groups decoded at once; other formats keep
+  // two batches, which also keeps a LIMIT's rows in file order as before.
+  options->batch_readahead =
+      table.format == "parquet"
+          ? ScanReadahead(*options->dataset_schema, node.columns, node.batch_rows)
+          : 2;
   options->batch_size = node.batch_rows;
   // A local file needs no pre-buffering of whole row groups (object stores still get it).
   if (table.format == "parquet" && table.store->filesystem()->type_name() == "local") {
