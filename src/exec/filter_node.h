@@ -1,7 +1,9 @@
 // A filter node for Acero plans that picks how to drop rows by how many it keeps. Acero's own
 // filter copies each column bit by bit along the mask, which for a filter that keeps a few rows
 // in a hundred (TPC-H Q6 and Q19, over 16-byte decimals) costs about as much per row as one
-// that keeps them all; and it copies a batch whose rows all pass.
+// that keeps them all; and it copies a batch whose rows all pass. A conjunction runs conjunct
+// by conjunct, cheap comparisons first, so that a costly conjunct after selective ones (Q19's
+// ranges of decimals) runs on only the rows they kept.
 #pragma once
 
 #include <arrow/acero/exec_plan.h>
@@ -12,6 +14,7 @@ namespace sluice::exec {
 
 /// `input` with only the rows where `predicate` is true: a batch that keeps every row passes as
 /// it is, one that keeps few takes them by index, and any other is filtered column by column.
+/// A conjunct may not run on a row that another conjunct drops, so it raises no error there.
 arrow::Result<arrow::acero::Declaration> Filtered(arrow::acero::Declaration input,
                                                   arrow::compute::Expression predicate);
 
