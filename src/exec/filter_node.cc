@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "plan/conjuncts.h"
+
 namespace sluice::exec {
 
 namespace {
@@ -145,16 +147,6 @@ arrow::Result<std::optional<arrow::Datum>> CompactFixedWidth(const arrow::ArrayD
       arrow::ArrayData::Make(values.type, kept, {nullptr, std::move(out)}, /*null_count=*/0));
 }
 
-// The top-level conjuncts of a bound predicate, "and" chains flattened, in their order.
-void Conjuncts(const cp::Expression& predicate, std::vector<cp::Expression>* out) {
-  const cp::Expression::Call* call = predicate.call();
-  if (call != nullptr && (call->function_name == "and_kleene" || call->function_name == "and")) {
-    for (const auto& argument : call->arguments) Conjuncts(argument, out);
-    return;
-  }
-  out->push_back(predicate);
-}
-
 // One conjunct and the input columns it reads, which are all a selection has to gather for it.
 struct Conjunct {
   cp::Expression bound;
@@ -208,7 +200,7 @@ class FilterNode : public ac::MapNode {
                                       ": ", filter.predicate.ToString());
     }
     std::vector<cp::Expression> parts;
-    Conjuncts(bound, &parts);
+    plan::Conjuncts(bound, &parts);
     std::vector<Conjunct> conjuncts;
     if (parts.size() > 1) {
       for (auto& part : parts) {
