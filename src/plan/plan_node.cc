@@ -117,6 +117,14 @@ bool IsJobKind(PlanNode::Kind kind) {
          kind == PlanNode::Kind::kDedup || kind == PlanNode::Kind::kSinkWrite;
 }
 
+bool IsWholeTable(const PlanNode& node) {
+  const PlanNode* side = &node;
+  while (side->kind == PlanNode::Kind::kProject && side->input != nullptr) {
+    side = side->input.get();
+  }
+  return side->kind == PlanNode::Kind::kScan && !side->split;
+}
+
 bool IsLogicalKind(PlanNode::Kind kind) {
   return kind == PlanNode::Kind::kJoinSet || kind == PlanNode::Kind::kDependentJoin;
 }

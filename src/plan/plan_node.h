@@ -287,6 +287,11 @@ bool IsJobKind(PlanNode::Kind kind);
 /// Whether `kind` exists only in logical plans (kJoinSet, kDependentJoin).
 bool IsLogicalKind(PlanNode::Kind kind);
 
+/// Whether `node` outputs every row of one table: a scan of all of it (not a map stage's split),
+/// under projects only. A hash join that builds on such a side drops only probe rows whose key
+/// the table lacks, which a foreign key join has none of.
+bool IsWholeTable(const PlanNode& node);
+
 /// A deep copy of `node`, where `replace` (when given) may return a node to stand in for a
 /// subtree (null: copy it).
 std::unique_ptr<PlanNode> CopyPlan(

@@ -2,13 +2,17 @@
 // never read, and the EXPLAIN text before and after each pass. No data, no Python.
 #include "sql/optimizer/optimizer.h"
 
+#include <arrow/acero/options.h>
 #include <arrow/api.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <sstream>
 
+#include "exec/plan_executor.h"
 #include "exec/shared_subplans.h"
+#include "plan/stage_shape.h"
 #include "sql/binder.h"
 #include "sql/optimizer/aggregate_reduction.h"
 #include "sql/optimizer/bind_testing.h"
@@ -16,9 +20,12 @@
 #include "sql/optimizer/filter_pushdown.h"
 #include "sql/optimizer/physical_choices.h"
 #include "sql/sql_parser.h"
+#include "storage/object_store.h"
 
 namespace sluice::sql {
 namespace {
+
+namespace ac = arrow::acero;
 
 class OptimizerTest : public ::testing::Test {
  protected:
@@ -143,6 +150,55 @@ TEST_F(OptimizerTest, ColumnPruningNarrowsAJoinBelowAnotherJoin) {
             "          Scan t (1 files) columns=[k#0]\n"
             "          Scan u (1 files) columns=[uk#3, name#4]\n"
             "      Scan t (1 files) columns=[k#5, v#7]\n");
+}
+
+TEST_F(OptimizerTest, AJoinBuildingOnAWholeTablePushesNoBloomFilter) {
+  // The hash join's options as the executor makes them, for the one join of `sql`.
+  auto join_options = [&](const std::string& sql) -> std::optional<ac::HashJoinNodeOptions> {
+    auto q = Bind(sql);
+    PushDownFilters(q.plan.get());
+    PruneColumns(q.plan.get());
+    // The declarations name the files; nothing opens them.
+    auto store = storage::ObjectStore::Open("file:///nonexistent");
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    if (!store.ok()) return std::nullopt;
+    for (const PlanNode* scan : plan::ScansOf(*q.plan)) scan->table->store = *store;
+    auto decl = exec::ToDeclaration(*q.plan);
+    EXPECT_TRUE(decl.ok()) << decl.status().ToString();
+    if (!decl.ok()) return std::nullopt;
+    std::vector<const ac::Declaration*> pending = {&*decl};
+    while (!pending.empty()) {
+      const ac::Declaration* d = pending.back();
+      pending.pop_back();
+      if (d->factory_name == "hashjoin") {
+        return static_cast<const ac::HashJoinNodeOptions&>(*d->options);
+      }
+      for (const auto& input : d->inputs) {
+        if (const auto* below = std::get_if<ac::Declaration>(&input)) pending.push_back(below);
+      }
+    }
+    ADD_FAILURE() << "no hash join in " << sql;
+    return std::nullopt;
+  };
+  // u, hashed, is all of its table: every key of t that refers to it matches.
+  auto whole = join_options("select name, v from t join u on k = uk");
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_TRUE(whole->disable_bloom_filter);
+  EXPECT_TRUE(IsWholeTable(*Bind("select uk from u").plan));
+  // A filtered side keeps its filter, which may drop rows below.
+  auto filtered = join_options("select name, v from t join u on k = uk where name = 'x'");
+  ASSERT_TRUE(filtered.has_value());
+  EXPECT_FALSE(filtered->disable_bloom_filter);
+  // So does an aggregate, and a map stage's share of a table.
+  auto grouped = join_options("select v from t join (select uk from u group by uk) g on k = g.uk");
+  ASSERT_TRUE(grouped.has_value());
+  EXPECT_FALSE(grouped->disable_bloom_filter);
+  auto split = Bind("select uk from u");
+  PlanNode* scan = split.plan.get();
+  while (scan->input != nullptr) scan = scan->input.get();
+  ASSERT_EQ(scan->kind, PlanNode::Kind::kScan);
+  scan->split = true;
+  EXPECT_FALSE(IsWholeTable(*split.plan));
 }
 
 TEST_F(OptimizerTest, ColumnPruningReachesIntoSubqueries) {
