@@ -19,7 +19,8 @@ constexpr char kBuiltFactory[] = "sluice_join_built";
 constexpr char kHoldFactory[] = "sluice_join_hold";
 
 // Shared by a probe side's hold node and the build sides it waits for: its own join's, and
-// those of the joins stacked on it whose Bloom filters Acero pushes down to that join. It opens
+// those of the joins stacked on it, whose Bloom filters Acero pushes down to that join (or,
+// where a join pushes none, at which the rows from below would queue). It opens
 // once every build side has ended, whichever way (its last batch passed, or the plan stopped).
 struct Gate {
   arrow::Future<> open = arrow::Future<>::Make();

@@ -4,7 +4,9 @@
 // a bounded amount of the probe side through (so the probe scan still overlaps the build), then
 // pauses the probe side's sources until the build side has delivered its last row. In a chain of
 // joins (each the probe side of the next), the bottom join also waits for the Bloom filters that
-// the joins above push down to it, so its probe side waits for their build sides as well.
+// the joins above push down to it, so its probe side waits for their build sides as well. (A
+// join that pushes none, as one over a whole table, would queue the rows from below instead:
+// the probe side waits for its build side all the same.)
 #pragma once
 
 #include <arrow/acero/exec_plan.h>
