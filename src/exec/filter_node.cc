@@ -15,10 +15,14 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "plan/conjuncts.h"
+#include "plan/decimal_kernels.h"
+#include "plan/dictionary_kernels.h"
+#include "plan/like_kernels.h"
 
 namespace sluice::exec {
 
@@ -152,7 +156,53 @@ struct Conjunct {
   cp::Expression bound;
   std::vector<bool> reads;  // by input column
   bool cheap = false;
+  bool may_fail = true;
 };
+
+// Whether `e` may fail on some row: anything but comparisons, boolean logic, NULL, set and
+// pattern tests. (A dictionary map runs its body once per dictionary, whichever rows are
+// selected.)
+bool MayFail(const cp::Expression& e) {
+  if (e.literal() != nullptr || e.field_ref() != nullptr) return false;
+  const cp::Expression::Call* call = e.call();
+  if (call == nullptr) return true;
+  // Of constants only (a literal's cast): the same whichever rows are selected.
+  if (cp::FieldsInExpression(e).empty()) return false;
+  static const std::set<std::string> kNeverFail = {"equal",
+                                                   "not_equal",
+                                                   "less",
+                                                   "less_equal",
+                                                   "greater",
+                                                   "greater_equal",
+                                                   "and",
+                                                   "and_kleene",
+                                                   "or",
+                                                   "or_kleene",
+                                                   "invert",
+                                                   "and_not",
+                                                   "and_not_kleene",
+                                                   "xor",
+                                                   "is_null",
+                                                   "is_valid",
+                                                   "true_unless_null",
+                                                   "is_in",
+                                                   "index_in",
+                                                   "match_like",
+                                                   "match_substring",
+                                                   "starts_with",
+                                                   "ends_with",
+                                                   plan::kLikeFunction,
+                                                   plan::kDecimalEqualFunction,
+                                                   plan::kDecimalNotEqualFunction,
+                                                   plan::kDecimalLessFunction,
+                                                   plan::kDecimalLessEqualFunction,
+                                                   plan::kDecimalGreaterFunction,
+                                                   plan::kDecimalGreaterEqualFunction};
+  if (call->function_name == plan::kDictionaryMapFunction) return false;
+  if (kNeverFail.count(call->function_name) == 0) return true;
+  return std::any_of(call->arguments.begin(), call->arguments.end(),
+                     [](const cp::Expression& argument) { return MayFail(argument); });
+}
 
 // A comparison of primitive columns or literals (integers, floats, dates), which costs less per
 // row on the whole batch than gathering its columns at selected rows would (Q12's dates).
@@ -206,6 +256,7 @@ class FilterNode : public ac::MapNode {
       for (auto& part : parts) {
         Conjunct conjunct{std::move(part), std::vector<bool>(schema.num_fields(), false)};
         conjunct.cheap = IsCheap(conjunct.bound);
+        conjunct.may_fail = MayFail(conjunct.bound);
         for (const arrow::FieldRef& ref : cp::FieldsInExpression(conjunct.bound)) {
           ARROW_ASSIGN_OR_RAISE(arrow::FieldPath path, ref.FindOne(schema));
           conjunct.reads[path[0]] = true;
@@ -233,7 +284,9 @@ class FilterNode : public ac::MapNode {
     // and the masks are combined; once they are few, the rest run on those rows alone, so an
     // expensive conjunct after a selective one (Q19's ranges of decimals after its dictionary
     // tests) costs per kept row. A row passes only where every conjunct is true, so a conjunct
-    // skipped for a dropped row changes no answer.
+    // skipped for a dropped row changes no answer. One that may fail (a division, a cast) runs
+    // only on the rows that the conjuncts before it kept, however many: `x <> 0 and 10 / x > 1`
+    // never divides by zero, whatever the batch holds.
     arrow::Datum mask;
     std::shared_ptr<arrow::Array> selection;  // the kept rows' indices, once they are few
     for (size_t c = 0; c < conjuncts_.size(); ++c) {
@@ -253,8 +306,9 @@ class FilterNode : public ac::MapNode {
         }
         const int64_t kept = arrow::BooleanArray(mask.array()).true_count();
         if (kept == 0) return batch.Slice(0, 0);
-        if (kept * kSelectBelowOneIn < batch.length && c + 1 < conjuncts_.size() &&
-            !conjuncts_[c + 1].cheap && batch.length <= kMaxSelectable) {
+        const Conjunct* next = c + 1 < conjuncts_.size() ? &conjuncts_[c + 1] : nullptr;
+        if (next != nullptr && kept < batch.length && batch.length <= kMaxSelectable &&
+            (next->may_fail || (!next->cheap && kept * kSelectBelowOneIn < batch.length))) {
           ARROW_ASSIGN_OR_RAISE(selection,
                                 TrueRows(*mask.array(), kept, nullptr, ctx->memory_pool()));
         }
@@ -291,7 +345,18 @@ class FilterNode : public ac::MapNode {
                                      ctx->memory_pool()));
     }
     if (selection == nullptr) return Keep(std::move(batch), mask, ctx);
-    return TakeRows(batch, selection, ctx);
+    if (selection->length() * kTakeBelowOneIn < batch.length) {
+      return TakeRows(batch, selection, ctx);
+    }
+    // Many rows kept (a conjunct that may fail ran on them): copied along a mask of them.
+    ARROW_ASSIGN_OR_RAISE(auto bits, arrow::AllocateEmptyBitmap(batch.length, ctx->memory_pool()));
+    const int32_t* rows = selection->data()->GetValues<int32_t>(1);
+    for (int64_t i = 0; i < selection->length(); ++i) {
+      arrow::bit_util::SetBit(bits->mutable_data(), rows[i]);
+    }
+    return Keep(
+        std::move(batch),
+        arrow::ArrayData::Make(arrow::boolean(), batch.length, {nullptr, std::move(bits)}, 0), ctx);
   }
 
  private:

@@ -14,7 +14,9 @@ namespace sluice::exec {
 
 /// `input` with only the rows where `predicate` is true: a batch that keeps every row passes as
 /// it is, one that keeps few takes them by index, and any other is filtered column by column.
-/// A conjunct may not run on a row that another conjunct drops, so it raises no error there.
+/// A conjunct that may fail (a division, a cast) runs only on the rows that the conjuncts before
+/// it kept, comparisons of primitive columns first, so whether it fails does not depend on how
+/// rows fall into batches.
 arrow::Result<arrow::acero::Declaration> Filtered(arrow::acero::Declaration input,
                                                   arrow::compute::Expression predicate);
 

@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/compute_init.h"
@@ -216,6 +217,53 @@ TEST(FilterNode, KeepsWhatArrowKeepsConjunctByConjunct) {
         << predicate.ToString() << "\n"
         << combined->num_rows() << " rows, want " << want->num_rows();
   }
+}
+
+// A conjunct that may fail (here a division) runs only on the rows that the conjuncts before it
+// kept, cheap comparisons first, however many that is: the answer does not depend on how rows
+// fall into batches.
+TEST(FilterNode, AConjunctThatMayFailSeesOnlyTheRowsKeptBeforeIt) {
+  ASSERT_TRUE(plan::EnsureComputeInitialized().ok());
+  const int64_t n = 10'000;
+  auto table = Widths(n);  // i32 = 0..n-1: only the first row is 0
+  const auto i32 = cp::field_ref("i32");
+  const auto nonzero = cp::not_equal(i32, cp::literal(int32_t{0}));
+  const auto tenth = cp::greater(cp::call("divide", {cp::literal(int32_t{10}), i32}),
+                                 cp::literal(int32_t{1}));  // 10 / i32 > 1: i32 in 1..5
+  const auto want_rows = cp::and_(cp::greater_equal(i32, cp::literal(int32_t{1})),
+                                  cp::less_equal(i32, cp::literal(int32_t{5})));
+  // What Arrow's filter keeps for `rows`, a predicate without the division.
+  auto kept_by = [&](const cp::Expression& rows) {
+    auto mask =
+        cp::ExecuteScalarExpression(rows.Bind(*table->schema()).ValueOrDie(),
+                                    cp::ExecBatch(*table->CombineChunksToBatch().ValueOrDie()))
+            .ValueOrDie();
+    return cp::Filter(table, mask).ValueOrDie().table()->CombineChunks().ValueOrDie();
+  };
+  ASSERT_EQ(kept_by(want_rows)->num_rows(), 5);
+  const std::vector<std::pair<cp::Expression, cp::Expression>> cases = {
+      {cp::and_({nonzero, tenth}), want_rows},  // all rows but one kept before the division
+      {cp::and_({tenth, nonzero}), want_rows},  // the comparison runs first whatever its place
+      {cp::and_({cp::field_ref("c"), nonzero, tenth}), cp::and_(cp::field_ref("c"), want_rows)},
+  };
+  for (const auto& [predicate, rows] : cases) {
+    auto filtered =
+        Filtered(ac::Declaration("table_source", ac::TableSourceNodeOptions(table, /*batch=*/999)),
+                 predicate);
+    ASSERT_TRUE(filtered.ok()) << filtered.status().ToString();
+    auto got = ac::DeclarationToTable(std::move(*filtered), /*use_threads=*/false);
+    ASSERT_TRUE(got.ok()) << predicate.ToString() << ": " << got.status().ToString();
+    auto kept = (*got)->CombineChunks().ValueOrDie();
+    EXPECT_TRUE(kept->Equals(*kept_by(rows))) << predicate.ToString() << "\n" << kept->ToString();
+  }
+  // Alone, the division fails on the row it reaches.
+  auto alone = Filtered(
+      ac::Declaration("table_source", ac::TableSourceNodeOptions(table, /*batch=*/999)), tenth);
+  ASSERT_TRUE(alone.ok());
+  auto failed = ac::DeclarationToTable(std::move(*alone), /*use_threads=*/false);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("divide by zero"), std::string::npos)
+      << failed.status().ToString();
 }
 
 }  // namespace
