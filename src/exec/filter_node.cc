@@ -288,7 +288,7 @@ class FilterNode : public ac::MapNode {
     // only on the rows that the conjuncts before it kept, however many: `x <> 0 and 10 / x > 1`
     // never divides by zero, whatever the batch holds.
     arrow::Datum mask;
-    std::shared_ptr<arrow::Array> selection;  // the kept rows' indices, once they are few
+    std::shared_ptr<arrow::Array> selection;  // the kept rows, once the rest run on them alone
     for (size_t c = 0; c < conjuncts_.size(); ++c) {
       const Conjunct& conjunct = conjuncts_[c];
       if (selection == nullptr) {
@@ -299,13 +299,9 @@ class FilterNode : public ac::MapNode {
         } else {
           ARROW_ASSIGN_OR_RAISE(mask, cp::CallFunction("and_kleene", {mask, part}, ctx));
         }
-        if (mask.is_scalar()) {
-          const auto& keep = mask.scalar_as<arrow::BooleanScalar>();
-          if (!keep.is_valid || !keep.value) return batch.Slice(0, 0);
-          continue;
-        }
-        const int64_t kept = arrow::BooleanArray(mask.array()).true_count();
+        const int64_t kept = Kept(mask, batch.length);
         if (kept == 0) return batch.Slice(0, 0);
+        if (mask.is_scalar()) continue;
         const Conjunct* next = c + 1 < conjuncts_.size() ? &conjuncts_[c + 1] : nullptr;
         if (next != nullptr && kept < batch.length && batch.length <= kMaxSelectable &&
             (next->may_fail || (!next->cheap && kept * kSelectBelowOneIn < batch.length))) {
@@ -333,13 +329,9 @@ class FilterNode : public ac::MapNode {
           arrow::Datum part,
           cp::ExecuteScalarExpression(conjunct.bound,
                                       cp::ExecBatch(std::move(values), selection->length()), ctx));
-      if (part.is_scalar()) {
-        const auto& keep = part.scalar_as<arrow::BooleanScalar>();
-        if (!keep.is_valid || !keep.value) return batch.Slice(0, 0);
-        continue;
-      }
-      const int64_t kept = arrow::BooleanArray(part.array()).true_count();
+      const int64_t kept = Kept(part, selection->length());
       if (kept == 0) return batch.Slice(0, 0);
+      if (part.is_scalar()) continue;
       ARROW_ASSIGN_OR_RAISE(selection,
                             TrueRows(*part.array(), kept, selection->data()->GetValues<int32_t>(1),
                                      ctx->memory_pool()));
@@ -360,9 +352,19 @@ class FilterNode : public ac::MapNode {
   }
 
  private:
-  // The rows of `batch` at `indices`.
-  static arrow::Result<cp::ExecBatch> TakeRows(const cp::ExecBatch& batch,
-                                               const arrow::Datum& indices, cp::ExecContext* ctx) {
+  // The rows that `mask` over `length` rows keeps: a scalar keeps all or none.
+  static int64_t Kept(const arrow::Datum& mask, int64_t length) {
+    if (mask.is_scalar()) {
+      const auto& keep = mask.scalar_as<arrow::BooleanScalar>();
+      return keep.is_valid && keep.value ? length : 0;
+    }
+    return arrow::BooleanArray(mask.array()).true_count();
+  }
+
+  // `batch` with `fn` applied to each array column (scalars stay), `length` rows long.
+  template <typename Fn>
+  static arrow::Result<cp::ExecBatch> EachColumn(const cp::ExecBatch& batch, int64_t length,
+                                                 Fn&& fn) {
     std::vector<arrow::Datum> values;
     values.reserve(batch.values.size());
     for (const auto& v : batch.values) {
@@ -370,24 +372,27 @@ class FilterNode : public ac::MapNode {
         values.push_back(v);
         continue;
       }
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum kept_rows,
-                            cp::Take(v, indices, cp::TakeOptions::NoBoundsCheck(), ctx));
-      values.push_back(std::move(kept_rows));
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum out, fn(v));
+      values.push_back(std::move(out));
     }
-    return cp::ExecBatch(std::move(values), indices.length());
+    return cp::ExecBatch(std::move(values), length);
+  }
+
+  // The rows of `batch` at `indices`.
+  static arrow::Result<cp::ExecBatch> TakeRows(const cp::ExecBatch& batch,
+                                               const arrow::Datum& indices, cp::ExecContext* ctx) {
+    return EachColumn(batch, indices.length(), [&](const arrow::Datum& v) {
+      return cp::Take(v, indices, cp::TakeOptions::NoBoundsCheck(), ctx);
+    });
   }
 
   // The rows of `batch` where `mask` is true.
   static arrow::Result<cp::ExecBatch> Keep(cp::ExecBatch batch, const arrow::Datum& mask,
                                            cp::ExecContext* ctx) {
-    if (mask.is_scalar()) {
-      const auto& keep = mask.scalar_as<arrow::BooleanScalar>();
-      if (keep.is_valid && keep.value) return batch;
-      return batch.Slice(0, 0);
-    }
-    const arrow::BooleanArray bits(mask.array());
-    const int64_t kept = bits.true_count();
+    const int64_t kept = Kept(mask, batch.length);
     if (kept == batch.length) return batch;
+    if (kept == 0) return batch.Slice(0, 0);
+    const arrow::BooleanArray bits(mask.array());
     if (kept * kTakeBelowOneIn < batch.length && batch.length <= kMaxSelectable) {
       ARROW_ASSIGN_OR_RAISE(auto indices,
                             TrueRows(*mask.array(), kept, nullptr, ctx->memory_pool()));
@@ -406,24 +411,12 @@ class FilterNode : public ac::MapNode {
                                      bits.null_bitmap_data(), bits.offset(), bits.length(), 0));
       keep_bits = and_valid->data();
     }
-    std::vector<arrow::Datum> values;
-    values.reserve(batch.values.size());
-    for (const auto& v : batch.values) {
-      if (v.is_scalar()) {
-        values.push_back(v);
-        continue;
-      }
+    return EachColumn(batch, kept, [&](const arrow::Datum& v) -> arrow::Result<arrow::Datum> {
       ARROW_ASSIGN_OR_RAISE(auto compacted, CompactFixedWidth(*v.array(), keep_bits, keep_offset,
                                                               kept, ctx->memory_pool()));
-      if (compacted) {
-        values.push_back(std::move(*compacted));
-        continue;
-      }
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum kept_rows,
-                            cp::Filter(v, mask, cp::FilterOptions::Defaults(), ctx));
-      values.push_back(std::move(kept_rows));
-    }
-    return cp::ExecBatch(std::move(values), kept);
+      if (compacted) return std::move(*compacted);
+      return cp::Filter(v, mask, cp::FilterOptions::Defaults(), ctx);
+    });
   }
 
   cp::Expression predicate_;

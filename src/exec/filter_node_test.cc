@@ -20,6 +20,31 @@ namespace {
 namespace ac = arrow::acero;
 namespace cp = arrow::compute;
 
+// The filter node's rows of `table` for `predicate`, in batches of 999 rows (so masks start
+// inside a byte), on one thread.
+arrow::Result<std::shared_ptr<arrow::Table>> RunFilter(const std::shared_ptr<arrow::Table>& table,
+                                                       const cp::Expression& predicate) {
+  ARROW_ASSIGN_OR_RAISE(
+      auto filtered,
+      Filtered(ac::Declaration("table_source", ac::TableSourceNodeOptions(table, /*batch=*/999)),
+               predicate));
+  ARROW_ASSIGN_OR_RAISE(auto got, ac::DeclarationToTable(std::move(filtered), false));
+  return got->CombineChunks();
+}
+
+// The rows of `table` that Arrow's filter keeps for the whole of `predicate`.
+std::shared_ptr<arrow::Table> ArrowKeeps(const std::shared_ptr<arrow::Table>& table,
+                                         const cp::Expression& predicate) {
+  auto mask =
+      cp::ExecuteScalarExpression(predicate.Bind(*table->schema()).ValueOrDie(),
+                                  cp::ExecBatch(*table->CombineChunksToBatch().ValueOrDie()))
+          .ValueOrDie();
+  if (mask.is_scalar()) {
+    mask = arrow::MakeArrayFromScalar(*mask.scalar(), table->num_rows()).ValueOrDie();
+  }
+  return cp::Filter(table, mask).ValueOrDie().table()->CombineChunks().ValueOrDie();
+}
+
 // x = 0..n-1 with every 10th NULL, s = "v<x>"; the rows of `predicate`, as a table.
 std::shared_ptr<arrow::Table> Filter(int64_t n, const cp::Expression& predicate) {
   arrow::Int64Builder x;
@@ -41,12 +66,7 @@ std::shared_ptr<arrow::Table> Filter(int64_t n, const cp::Expression& predicate)
 
 // What Arrow's filter keeps of the same rows.
 std::shared_ptr<arrow::Table> Want(int64_t n, const cp::Expression& predicate) {
-  auto all = Filter(n, cp::literal(true));
-  auto mask = cp::ExecuteScalarExpression(predicate.Bind(*all->schema()).ValueOrDie(),
-                                          cp::ExecBatch(*all->CombineChunksToBatch().ValueOrDie()))
-                  .ValueOrDie();
-  if (mask.is_scalar()) mask = arrow::MakeArrayFromScalar(*mask.scalar(), n).ValueOrDie();
-  return cp::Filter(all, mask).ValueOrDie().table()->CombineChunks().ValueOrDie();
+  return ArrowKeeps(Filter(n, cp::literal(true)), predicate);
 }
 
 TEST(FilterNode, KeepsWhatArrowsFilterKeepsWhateverTheShare) {
@@ -140,22 +160,12 @@ TEST(FilterNode, CompactsFixedWidthColumnsAsArrowFilters) {
            cp::equal(cp::call("bit_wise_and", {i32, cp::literal(int32_t{1})}),
                      cp::literal(int32_t{0})),
        }) {
-    auto filtered =
-        Filtered(ac::Declaration("table_source", ac::TableSourceNodeOptions(table, /*batch=*/999)),
-                 predicate);
-    ASSERT_TRUE(filtered.ok()) << filtered.status().ToString();
-    auto got = ac::DeclarationToTable(std::move(*filtered), /*use_threads=*/false);
+    auto got = RunFilter(table, predicate);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
-    auto mask =
-        cp::ExecuteScalarExpression(predicate.Bind(*table->schema()).ValueOrDie(),
-                                    cp::ExecBatch(*table->CombineChunksToBatch().ValueOrDie()))
-            .ValueOrDie();
-    auto want = cp::Filter(table, mask).ValueOrDie().table()->CombineChunks().ValueOrDie();
-    auto combined = (*got)->CombineChunks().ValueOrDie();
+    auto want = ArrowKeeps(table, predicate);
     ASSERT_GT(want->num_rows(), n / 3) << predicate.ToString();
-    EXPECT_TRUE(combined->Equals(*want))
-        << predicate.ToString() << "\n"
-        << combined->num_rows() << " rows, want " << want->num_rows();
+    EXPECT_TRUE((*got)->Equals(*want)) << predicate.ToString() << "\n"
+                                       << (*got)->num_rows() << " rows, want " << want->num_rows();
   }
 }
 
@@ -200,22 +210,11 @@ TEST(FilterNode, KeepsWhatArrowKeepsConjunctByConjunct) {
            cp::and_({few, cp::equal(i32, cp::literal(int32_t{-1})), odd}),  // none later
            cp::and_({cp::field_ref("c"), odd, costly}),  // most rows: no selection
        }) {
-    auto filtered =
-        Filtered(ac::Declaration("table_source", ac::TableSourceNodeOptions(table, /*batch=*/999)),
-                 predicate);
-    ASSERT_TRUE(filtered.ok()) << filtered.status().ToString();
-    auto got = ac::DeclarationToTable(std::move(*filtered), /*use_threads=*/false);
+    auto got = RunFilter(table, predicate);
     ASSERT_TRUE(got.ok()) << predicate.ToString() << ": " << got.status().ToString();
-    auto mask =
-        cp::ExecuteScalarExpression(predicate.Bind(*table->schema()).ValueOrDie(),
-                                    cp::ExecBatch(*table->CombineChunksToBatch().ValueOrDie()))
-            .ValueOrDie();
-    if (mask.is_scalar()) mask = arrow::MakeArrayFromScalar(*mask.scalar(), n).ValueOrDie();
-    auto want = cp::Filter(table, mask).ValueOrDie().table()->CombineChunks().ValueOrDie();
-    auto combined = (*got)->CombineChunks().ValueOrDie();
-    EXPECT_TRUE(combined->Equals(*want))
-        << predicate.ToString() << "\n"
-        << combined->num_rows() << " rows, want " << want->num_rows();
+    auto want = ArrowKeeps(table, predicate);
+    EXPECT_TRUE((*got)->Equals(*want)) << predicate.ToString() << "\n"
+                                       << (*got)->num_rows() << " rows, want " << want->num_rows();
   }
 }
 
@@ -232,35 +231,21 @@ TEST(FilterNode, AConjunctThatMayFailSeesOnlyTheRowsKeptBeforeIt) {
                                  cp::literal(int32_t{1}));  // 10 / i32 > 1: i32 in 1..5
   const auto want_rows = cp::and_(cp::greater_equal(i32, cp::literal(int32_t{1})),
                                   cp::less_equal(i32, cp::literal(int32_t{5})));
-  // What Arrow's filter keeps for `rows`, a predicate without the division.
-  auto kept_by = [&](const cp::Expression& rows) {
-    auto mask =
-        cp::ExecuteScalarExpression(rows.Bind(*table->schema()).ValueOrDie(),
-                                    cp::ExecBatch(*table->CombineChunksToBatch().ValueOrDie()))
-            .ValueOrDie();
-    return cp::Filter(table, mask).ValueOrDie().table()->CombineChunks().ValueOrDie();
-  };
-  ASSERT_EQ(kept_by(want_rows)->num_rows(), 5);
+  ASSERT_EQ(ArrowKeeps(table, want_rows)->num_rows(), 5);
   const std::vector<std::pair<cp::Expression, cp::Expression>> cases = {
       {cp::and_({nonzero, tenth}), want_rows},  // all rows but one kept before the division
       {cp::and_({tenth, nonzero}), want_rows},  // the comparison runs first whatever its place
       {cp::and_({cp::field_ref("c"), nonzero, tenth}), cp::and_(cp::field_ref("c"), want_rows)},
   };
   for (const auto& [predicate, rows] : cases) {
-    auto filtered =
-        Filtered(ac::Declaration("table_source", ac::TableSourceNodeOptions(table, /*batch=*/999)),
-                 predicate);
-    ASSERT_TRUE(filtered.ok()) << filtered.status().ToString();
-    auto got = ac::DeclarationToTable(std::move(*filtered), /*use_threads=*/false);
+    // `rows` says the same without the division, which Arrow's filter can then evaluate whole.
+    auto got = RunFilter(table, predicate);
     ASSERT_TRUE(got.ok()) << predicate.ToString() << ": " << got.status().ToString();
-    auto kept = (*got)->CombineChunks().ValueOrDie();
-    EXPECT_TRUE(kept->Equals(*kept_by(rows))) << predicate.ToString() << "\n" << kept->ToString();
+    EXPECT_TRUE((*got)->Equals(*ArrowKeeps(table, rows))) << predicate.ToString() << "\n"
+                                                          << (*got)->ToString();
   }
   // Alone, the division fails on the row it reaches.
-  auto alone = Filtered(
-      ac::Declaration("table_source", ac::TableSourceNodeOptions(table, /*batch=*/999)), tenth);
-  ASSERT_TRUE(alone.ok());
-  auto failed = ac::DeclarationToTable(std::move(*alone), /*use_threads=*/false);
+  auto failed = RunFilter(table, tenth);
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.status().message().find("divide by zero"), std::string::npos)
       << failed.status().ToString();
