@@ -158,6 +158,11 @@ TEST_F(OptimizerTest, AJoinBuildingOnAWholeTablePushesNoBloomFilter) {
     auto q = Bind(sql);
     PushDownFilters(q.plan.get());
     PruneColumns(q.plan.get());
+    // A table without a store is refused, not dereferenced.
+    auto storeless = exec::ToDeclaration(*q.plan);
+    EXPECT_FALSE(storeless.ok());
+    EXPECT_NE(storeless.status().message().find("has no store"), std::string::npos)
+        << storeless.status().ToString();
     // The declarations name the files; nothing opens them.
     auto store = storage::ObjectStore::Open("file:///nonexistent");
     EXPECT_TRUE(store.ok()) << store.status().ToString();
