@@ -331,7 +331,7 @@ class FilterNode : public ac::MapNode {
                                       cp::ExecBatch(std::move(values), selection->length()), ctx));
       const int64_t kept = Kept(part, selection->length());
       if (kept == 0) return batch.Slice(0, 0);
-      if (part.is_scalar()) continue;
+      if (part.is_scalar() || kept == selection->length()) continue;
       ARROW_ASSIGN_OR_RAISE(selection,
                             TrueRows(*part.array(), kept, selection->data()->GetValues<int32_t>(1),
                                      ctx->memory_pool()));
