@@ -15,8 +15,10 @@
 //
 // Where the exchanges go:
 //   - between a partial aggregate and its final one: hash on the final aggregate's keys (one
-//     partition for a global aggregate), and a gather above the final aggregate; the driver runs
-//     the rest of the plan (ORDER BY, LIMIT, joins above the aggregate) on what it gathered;
+//     partition for a global aggregate), and a gather above the final aggregate and the
+//     filters and projections right above it (HAVING, the select list: each task applies them
+//     to its own groups); the driver runs the rest of the plan (ORDER BY, LIMIT, joins above the
+//     aggregate) on what it gathered;
 //   - a join below a cut aggregate whose build side (`right`) weighs more than the broadcast
 //     limit, or more than the split probe side (every task would re-read it): hash on the join
 //     keys on both sides, and the join runs in a join stage, one task per partition (a left,

@@ -178,7 +178,28 @@ TEST_F(StagePlannerTest, CountDistinctPartitionsOnGroupKeysOnly) {
   // The partial step groups on (g, k); the exchange must hash on g alone.
   EXPECT_EQ(stages.stages[0].root->keys.size(), 2u);
   EXPECT_EQ(stages.stages[0].output_keys.size(), 1u);
-  EXPECT_EQ(stages.stages[1].root->keys.size(), 1u);
+  // The final stage's inputs name the partial aggregate: its final one groups on g alone.
+  const PlanNode* final_agg = stages.stages[1].root;
+  while (!(final_agg->kind == PlanNode::Kind::kAggregate && final_agg->final_phase)) {
+    final_agg = final_agg->input.get();
+  }
+  EXPECT_EQ(final_agg->keys.size(), 1u);
+}
+
+TEST_F(StagePlannerTest, TheFinalStageAppliesTheHavingAndTheSelectList) {
+  // Each final task filters its own groups: the driver gathers only the groups kept.
+  BoundQuery q =
+      Bind("SELECT g, sum(v) * 2 AS twice FROM t GROUP BY g HAVING count(*) > 1 ORDER BY twice");
+  StagePlan stages = Plan(*q.plan, 2);
+  ASSERT_EQ(FinalStages(stages), 1);
+  const std::string text = ExplainStages(*q.plan, stages);
+  EXPECT_EQ(StageOf(text, "FinalAggregate"), "2") << text;
+  EXPECT_EQ(StageOf(text, "Filter"), "2") << text;
+  EXPECT_EQ(StageOf(text, "Sort"), "3") << text;
+  ASSERT_EQ(stages.gathered.size(), 1u);
+  EXPECT_EQ(stages.gathered[0].node, stages.stages[1].root);
+  EXPECT_EQ(stages.stages[1].root->kind, PlanNode::Kind::kProject) << text;
+  EXPECT_EQ(stages.stages[1].root->input->kind, PlanNode::Kind::kFilter) << text;
 }
 
 TEST_F(StagePlannerTest, AggregateOverJoinSplitsTheProbeSideAndBroadcastsTheRest) {
