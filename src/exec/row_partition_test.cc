@@ -2,7 +2,10 @@
 #include "exec/row_partition.h"
 
 #include <arrow/api.h>
+#include <arrow/compute/api.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "exec/shuffle.h"
 
@@ -63,6 +66,60 @@ TEST(RowPartitionTest, NoKeysIsOnePartitionAndSplitKeepsEveryRow) {
     rows += t->num_rows();
   }
   EXPECT_EQ(rows, 5);
+}
+
+TEST(RowPartitionTest, SlicedColumnsHashAsTheirValues) {
+  // A batch that is a slice of a larger one (an offset into its buffers, NULLs included) puts
+  // each key where a batch of the same values alone does.
+  arrow::Int64Builder k;
+  arrow::Decimal128Builder d(arrow::decimal128(20, 2));
+  for (int64_t i = 0; i < 40; ++i) {
+    ASSERT_TRUE((i % 7 == 3 ? k.AppendNull() : k.Append(i * 1000003)).ok());
+    ASSERT_TRUE(d.Append(arrow::Decimal128(i * 37, i)).ok());
+  }
+  auto schema = arrow::schema(
+      {arrow::field("k", arrow::int64()), arrow::field("d", arrow::decimal128(20, 2))});
+  auto whole = arrow::RecordBatch::Make(schema, 40, {*k.Finish(), *d.Finish()});
+  auto slice = whole->Slice(13, 20);
+  // The same values at offset 0: taken from the slice into new buffers.
+  arrow::Int32Builder all_rows;
+  for (int32_t i = 0; i < 20; ++i) ASSERT_TRUE(all_rows.Append(i).ok());
+  auto taken = arrow::compute::Take(slice, *all_rows.Finish());
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  auto copy = taken->record_batch();
+  ASSERT_EQ(copy->column(0)->offset(), 0);
+  ASSERT_EQ(copy->column(0)->null_count(), slice->column(0)->null_count());
+  auto a = PartitionRowsByKeys(*slice, {"k", "d"}, 5);
+  auto b = PartitionRowsByKeys(*copy, {"k", "d"}, 5);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
+  auto all = PartitionRowsByKeys(*whole, {"k", "d"}, 5);
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(std::equal(a->begin(), a->end(), all->begin() + 13));
+}
+
+TEST(RowPartitionTest, RegularIntegerKeysSpreadEvenly) {
+  // Keys are often consecutive integers, or multiples of a power of two (TPC-H's order keys
+  // come in runs of 8 every 32): each partition must get close to its share.
+  for (auto [type, step] :
+       {std::pair{arrow::int32(), 1}, {arrow::int64(), 1}, {arrow::int64(), 64}}) {
+    arrow::Int64Builder b;
+    for (int64_t i = 1; i <= 12000; ++i) ASSERT_TRUE(b.Append(i * step).ok());
+    auto cast = arrow::compute::Cast(*b.Finish(), type);
+    ASSERT_TRUE(cast.ok()) << cast.status().ToString();
+    auto batch = arrow::RecordBatch::Make(arrow::schema({arrow::field("k", type)}), 12000,
+                                          {cast->make_array()});
+    for (int32_t n : {2, 3, 8}) {
+      auto p = PartitionRowsByKeys(*batch, {"k"}, n);
+      ASSERT_TRUE(p.ok());
+      std::vector<int> counts(static_cast<size_t>(n));
+      for (int32_t v : *p) ++counts[static_cast<size_t>(v)];
+      for (int c : counts) {
+        EXPECT_NEAR(c, 12000 / n, 12000 / n / 10)
+            << type->ToString() << " keys " << step << " apart into " << n;
+      }
+    }
+  }
 }
 
 TEST(RowPartitionTest, UnsupportedKeyTypeNamesIt) {
