@@ -10,6 +10,7 @@
 
 #include "exec/call_transform_node.h"
 #include "exec/dedup_node.h"
+#include "exec/key_repeats.h"
 #include "exec/plan_executor.h"
 #include "exec/scan_objects_node.h"
 #include "exec/shuffle.h"
@@ -143,29 +144,6 @@ arrow::Result<std::shared_ptr<arrow::Table>> AsDeclared(
   return arrow::Table::Make(declared, table->columns(), table->num_rows());
 }
 
-// One row of `table` per distinct value of `keys` (NULLs equal), any one, in no particular
-// order, with `table`'s columns in its order.
-arrow::Result<std::shared_ptr<arrow::Table>> OneRowPerKey(
-    const std::shared_ptr<arrow::Table>& table, const std::vector<std::string>& keys) {
-  std::vector<arrow::FieldRef> key_refs(keys.begin(), keys.end());
-  std::vector<arrow::compute::Aggregate> others;
-  for (const auto& f : table->schema()->fields()) {
-    if (std::find(keys.begin(), keys.end(), f->name()) != keys.end()) continue;
-    others.emplace_back("hash_one", nullptr, arrow::FieldRef(f->name()), f->name());
-  }
-  ac::Declaration plan = ac::Declaration::Sequence(
-      {{"table_source", ac::TableSourceNodeOptions(table)},
-       {"aggregate", ac::AggregateNodeOptions(std::move(others), std::move(key_refs))}});
-  ARROW_ASSIGN_OR_RAISE(auto grouped, ac::DeclarationToTable(std::move(plan)));
-  std::vector<int> order;
-  for (const auto& f : table->schema()->fields()) {
-    const int at = grouped->schema()->GetFieldIndex(f->name());
-    if (at < 0) return arrow::Status::Invalid("internal: a column is missing after grouping");
-    order.push_back(at);
-  }
-  return grouped->SelectColumns(order);
-}
-
 // A SQL stage's task: relational operators over a split scan or shuffle reads, under the
 // stage's exchange. The plan runs on Acero's threads; its result is written as one table.
 arrow::Status RunRelational(const plan::PlanNode& root, const std::shared_ptr<JobTask>& task) {
@@ -216,7 +194,7 @@ arrow::Status RunRelational(const plan::PlanNode& root, const std::shared_ptr<Jo
   OperatorProbes probes;
   ARROW_ASSIGN_OR_RAISE(auto produced, Execute(stage, stage.OutputNames(), &probes, &read));
   if (root.shuffle_write.one_row_per_key) {
-    ARROW_ASSIGN_OR_RAISE(produced, OneRowPerKey(produced, root.shuffle_write.keys));
+    ARROW_ASSIGN_OR_RAISE(produced, DropRepeatedKeys(produced, root.shuffle_write.keys));
   }
   ARROW_ASSIGN_OR_RAISE(auto declared, plan::OutputSchema(stage));
   ARROW_ASSIGN_OR_RAISE(auto table, AsDeclared(produced, declared));

@@ -119,7 +119,8 @@ struct ShuffleWrite {
   std::vector<std::string> keys;
   int32_t partitions = 1;
   std::string folder;
-  /// Write one row per distinct value of `keys` (a semi or anti join's build side).
+  /// Drop repeats of `keys` before writing, down to about one row per key (a semi or anti
+  /// join's build side, which asks only whether a key is there: exec/key_repeats.h).
   bool one_row_per_key = false;
 };
 
@@ -132,7 +133,8 @@ struct Exchange {
   std::vector<std::string> keys;
   int32_t partitions = 1;
   bool gather = false;
-  /// Write one row per distinct value of `keys` (a semi or anti join's build side).
+  /// Drop repeats of `keys` before writing, down to about one row per key (a semi or anti
+  /// join's build side, which asks only whether a key is there: exec/key_repeats.h).
   bool one_row_per_key = false;
   /// The rows' schema when it is not the input's output schema (a job's rows carry the hidden
   /// sequence column).

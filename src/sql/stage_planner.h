@@ -23,7 +23,7 @@
 //     limit, or more than the split probe side (every task would re-read it): hash on the join
 //     keys on both sides, and the join runs in a join stage, one task per partition (a left,
 //     semi or anti join's unmatched rows meet their only partition). A semi or anti join's build
-//     side that is its keys alone sends one row per key;
+//     side that is its keys alone drops repeated keys first (exec/key_repeats.h);
 //   - a smaller build side is a broadcast by re-scan: every task of the stage reads it whole
 //     from storage (no exchange).
 // Which plans a stage may split, and why, is in plan/stage_shape.h: the planner follows those
@@ -91,8 +91,8 @@ struct Stage {
   bool gather = false;
   std::vector<std::string> output_keys;
   int partitions = 1;
-  /// Each task writes one row per distinct value of output_keys: the build side of a semi or
-  /// anti join, which asks only whether a key is there.
+  /// Each task drops repeats of output_keys, to about one row per key: the build side of a semi
+  /// or anti join, which asks only whether a key is there.
   bool one_row_per_key = false;
   /// kMap: MapTaskCount of the split table's units; otherwise the inputs' partition count.
   int tasks = 1;
