@@ -86,6 +86,8 @@ struct ExchangePlan {
   // The stage below each exchange of `root`, and the stage of each split scan.
   std::map<const PlanNode*, const Stage*> producer;
   std::map<const PlanNode*, const Stage*> split;
+  // Each repeated aggregate of `root` (StagePlan::repeats), with the gather it reads again.
+  std::vector<std::pair<const PlanNode*, const PlanNode*>> repeats;
 };
 
 ExchangePlan WithExchanges(const PlanNode& root, const StagePlan& plan) {
@@ -100,6 +102,12 @@ ExchangePlan WithExchanges(const PlanNode& root, const StagePlan& plan) {
     producer_of[g.node] = &plan.stages[static_cast<size_t>(g.producer)];
   }
   ExchangePlan out;
+  std::map<const PlanNode*, const PlanNode*> copied;  // of repeats and the nodes they repeat
+  std::map<const PlanNode*, const PlanNode*> gather_of;
+  for (const auto& [repeat, same] : plan.repeats) {
+    copied[repeat] = nullptr;
+    copied[same] = nullptr;
+  }
   std::function<std::unique_ptr<PlanNode>(const PlanNode&)> copy = [&](const PlanNode& n) {
     auto c = std::make_unique<PlanNode>();
     static_cast<plan::PlanNodeFields&>(*c) = n;
@@ -109,6 +117,7 @@ ExchangePlan WithExchanges(const PlanNode& root, const StagePlan& plan) {
       c->split = true;
       out.split[c.get()] = it->second;
     }
+    if (auto it = copied.find(&n); it != copied.end()) it->second = c.get();
     auto it = producer_of.find(&n);
     if (it == producer_of.end()) return c;
     const Stage& below = *it->second;
@@ -120,9 +129,13 @@ ExchangePlan WithExchanges(const PlanNode& root, const StagePlan& plan) {
       exchange->exchange.one_row_per_key = below.one_row_per_key;
     }
     out.producer[exchange.get()] = &below;
+    gather_of[&n] = exchange.get();
     return exchange;
   };
   out.root = copy(root);
+  for (const auto& [repeat, same] : plan.repeats) {
+    out.repeats.emplace_back(copied.at(repeat), gather_of.at(same));
+  }
   return out;
 }
 
@@ -188,6 +201,21 @@ class QueryStages {
         tables.push_back(std::move(t));
       }
       ARROW_ASSIGN_OR_RAISE(inputs[exchange], arrow::ConcatenateTables(tables));
+    }
+    // A repeated aggregate's rows are its twin's, under the repeat's own column names.
+    for (const auto& [repeat, gather] : ex_.repeats) {
+      const std::shared_ptr<arrow::Table>& rows = inputs.at(gather);
+      ARROW_ASSIGN_OR_RAISE(auto schema, OutputSchema(*repeat));
+      if (schema->num_fields() != rows->num_columns()) {
+        return arrow::Status::Invalid("internal: a repeated aggregate has other columns");
+      }
+      for (int i = 0; i < schema->num_fields(); ++i) {
+        if (!schema->field(i)->type()->Equals(*rows->schema()->field(i)->type())) {
+          return arrow::Status::Invalid("internal: a repeated aggregate's column ",
+                                        schema->field(i)->name(), " has another type");
+        }
+      }
+      inputs[repeat] = arrow::Table::Make(schema, rows->columns(), rows->num_rows());
     }
     return inputs;
   }

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "exec/shared_subplans.h"
+
 namespace sluice::sql {
 
 namespace {
@@ -143,6 +145,12 @@ class Planner {
   }
 
   StagePlan Plan(const PlanNode& root) {
+    // A WITH query or view read twice (TPC-H Q15's revenue0) is one aggregate bound twice: its
+    // stages run once, and the driver reads their rows in both places.
+    for (const auto& group :
+         exec::RepeatedAggregates(root, [](const PlanNode&) { return false; })) {
+      for (const PlanNode* n : group) repeated_[n] = group;
+    }
     Walk(root);
     StagePlan out;
     out.workers = options_.workers;
@@ -169,6 +177,7 @@ class Planner {
     }
     out.stages = std::move(stages_);
     out.gathered = std::move(gathered_);
+    out.repeats = std::move(repeats_);
     out.driver_stage = static_cast<int>(out.stages.size()) + 1;
     if (out.stages.empty()) {
       out.not_cut_reason = out.refused.empty()
@@ -370,7 +379,20 @@ class Planner {
       pair = pair->input.get();
     }
     if (IsCutPair(*pair) && pair->input->input != nullptr) {
-      std::string why = CutAggregate(node, *pair);
+      const PlanNode* top = &node;
+      if (auto it = repeated_.find(pair); it != repeated_.end()) {
+        // The same rows in each place: gathered at the aggregate itself, whatever sits above
+        // each one, and cut once.
+        top = pair;
+        for (const PlanNode* same : it->second) {
+          if (same != pair && cut_at_.count(same) != 0) {
+            repeats_.push_back({pair, same});
+            return;
+          }
+        }
+      }
+      std::string why = CutAggregate(*top, *pair);
+      if (why.empty()) cut_at_.insert(pair);
       if (why.empty()) return;  // below a cut, everything runs in its stages
       refused_.push_back(why);
       Walk(*pair->input);
@@ -385,6 +407,10 @@ class Planner {
   std::vector<Stage> stages_;
   std::vector<StageInput> gathered_;
   std::vector<std::string> refused_;
+  // The repeated aggregates, each with its group; those cut so far; the repeats of those.
+  std::map<const PlanNode*, std::vector<const PlanNode*>> repeated_;
+  std::set<const PlanNode*> cut_at_;
+  std::vector<std::pair<const PlanNode*, const PlanNode*>> repeats_;
 };
 
 }  // namespace
@@ -522,6 +548,20 @@ std::string ExplainStages(const PlanNode& root, const StagePlan& plan,
     auto to = consumer.find(static_cast<int>(i));
     mark[s.root] += "] [exchange: " + exchange(s) +
                     (to == consumer.end() ? "" : " to stage " + std::to_string(to->second));
+  }
+  // A repeated aggregate runs nowhere: the driver reads the rows gathered at its twin again.
+  for (const auto& [repeat, same] : plan.repeats) {
+    int id = 0;
+    for (const StageInput& g : plan.gathered) {
+      if (g.node == same) id = plan.stages[static_cast<size_t>(g.producer)].id;
+    }
+    std::function<void(const PlanNode&)> not_run = [&](const PlanNode& n) {
+      mark[&n] = "not run: the rows of stage " + std::to_string(id);
+      if (n.input != nullptr) not_run(*n.input);
+      if (n.right != nullptr) not_run(*n.right);
+    };
+    not_run(*repeat);
+    mark[repeat] = "stage " + std::to_string(id) + "'s rows, read again by the driver";
   }
   for (const std::string& why : plan.refused) out << "  not cut: " << why << "\n";
   out << "  stage " << plan.driver_stage << " (driver): the rest of the plan, in-process\n";

@@ -106,6 +106,10 @@ struct StagePlan {
   std::vector<Stage> stages;
   /// The nodes the driver reads from gathering stages, with the stage (index) of each.
   std::vector<StageInput> gathered;
+  /// Aggregates that compute the same rows as one gathered (a WITH query or view read twice),
+  /// each with that gathered node: the driver reads those rows, under the repeat's column names,
+  /// and runs nothing of the repeat's subtree.
+  std::vector<std::pair<const PlanNode*, const PlanNode*>> repeats;
   /// Partial/final pairs that were not cut, each with why, in one line each.
   std::vector<std::string> refused;
   /// When there are no stages: why, in one line.

@@ -202,6 +202,30 @@ TEST_F(StagePlannerTest, TheFinalStageAppliesTheHavingAndTheSelectList) {
   EXPECT_EQ(stages.stages[1].root->input->kind, PlanNode::Kind::kFilter) << text;
 }
 
+TEST_F(StagePlannerTest, AnAggregateReadTwiceIsCutOnce) {
+  // A WITH query read twice is bound twice; its stages run once and the driver reads their
+  // rows in both places.
+  BoundQuery q = Bind(
+      "WITH r AS (SELECT g, sum(v) AS s FROM t GROUP BY g) "
+      "SELECT g, s FROM r WHERE s = (SELECT max(s) FROM r) ORDER BY g");
+  StagePlan stages = Plan(*q.plan, 2);
+  ASSERT_EQ(FinalStages(stages), 1) << ExplainStages(*q.plan, stages);
+  ASSERT_EQ(stages.repeats.size(), 1u);
+  ASSERT_EQ(stages.gathered.size(), 1u);
+  const auto& [repeat, same] = stages.repeats[0];
+  EXPECT_EQ(same, stages.gathered[0].node);
+  EXPECT_NE(repeat, same);
+  // Both are the grouped sum itself, not what sits above either.
+  for (const PlanNode* n : {repeat, same}) {
+    EXPECT_EQ(n->kind, PlanNode::Kind::kAggregate);
+    EXPECT_TRUE(n->final_phase);
+    EXPECT_EQ(n->keys.size(), 1u);
+  }
+  const std::string text = ExplainStages(*q.plan, stages);
+  EXPECT_NE(text.find("[stage 2's rows, read again by the driver]"), std::string::npos) << text;
+  EXPECT_NE(text.find("[not run: the rows of stage 2]"), std::string::npos) << text;
+}
+
 TEST_F(StagePlannerTest, AggregateOverJoinSplitsTheProbeSideAndBroadcastsTheRest) {
   BoundQuery q = Bind("SELECT name, sum(v) FROM t JOIN u ON k = uk GROUP BY name");
   StagePlan stages = Plan(*q.plan, 2);

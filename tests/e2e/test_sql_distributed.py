@@ -512,6 +512,33 @@ def test_one_file_splits_by_row_groups(sluice_bin, tmp_path):
     assert shuffle_files(data) == []
 
 
+# A WITH query read more than once: bound once per reference, its stages run once.
+REPEATED = [
+    "with r as (select g, sum(v) as s, count(*) as n from f group by g) "
+    "select g, s, n from r where s = (select max(s) from r) or n = (select min(n) from r)",
+    "with r as (select k, count(*) as n, sum(v) as s from f join d on k = dk group by k) "
+    "select a.k, a.n, b.s from r a join r b on a.k = b.k + 2",
+]
+
+
+@pytest.mark.parametrize("sql", REPEATED)
+def test_an_aggregate_read_twice_runs_its_stages_once(joined, sql, tmp_path):
+    sluice, con, data = joined
+    plan = explain(sluice, sql, 2)
+    assert len(re.findall(r"stage \d+ \(final\)", plan)) == 1, plan
+    assert re.search(r"\[stage \d+'s rows, read again by the driver\]", plan), plan
+    ours, err = query(sluice, sql, tmp_path / "d.arrow", 2)
+    assert "running in-process" not in err, err
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    want = duckdb_rows(con, sql)
+    assert_same_rows(ours, want, False, what=f"{sql} vs DuckDB")
+    assert_same_rows(ours, local, False, what=f"{sql} vs --workers 0")
+    # f's files were read by one map stage's tasks, not once per reference.
+    analyzed = explain(sluice, sql, 2, analyze=True)
+    assert len(re.findall(r"\(map\) task s\d+p\d+ attempt 1: files=", analyzed)) == 2, analyzed
+    assert shuffle_files(data) == []
+
+
 # The largest table on a build side: d's rows are kept, f would be re-read by every task. Both
 # sides are hash-partitioned instead.
 FALLBACKS = [
