@@ -239,7 +239,13 @@ arrow::Result<json> EncodeExpression(const cp::Expression& e) {
     args.push_back(std::move(arg));
   }
   json out = {{"call", call->function_name}, {"args", std::move(args)}};
-  if (call->options != nullptr) {
+  // A bound call carries its function's default options (is_null's NullOptions) even where the
+  // plan gave none: those need not travel, since binding on the worker adds them again.
+  auto function = cp::GetFunctionRegistry()->GetFunction(call->function_name);
+  const bool defaults = call->options != nullptr && function.ok() &&
+                        (*function)->default_options() != nullptr &&
+                        call->options->Equals(*(*function)->default_options());
+  if (call->options != nullptr && !defaults) {
     ARROW_ASSIGN_OR_RAISE(out["options"], EncodeOptions(*call->options));
   }
   return out;

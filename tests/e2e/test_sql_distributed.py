@@ -56,6 +56,16 @@ def query(sluice, sql, out, workers, env=None, limit=None):
         return rows_of(reader.read_all()), proc.stderr.decode()
 
 
+def assert_distributed_matches(sluice, con, sql, tmp_path, workers, limit=None, ordered=False):
+    """Runs `sql` on `workers` workers, which must not fall back to in-process, and checks its
+    rows against DuckDB's and against --workers 0."""
+    ours, err = query(sluice, sql, tmp_path / "d.arrow", workers, limit=limit)
+    assert "running in-process" not in err, err
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    assert_same_rows(ours, duckdb_rows(con, sql), ordered, what=f"{sql} vs DuckDB")
+    assert_same_rows(ours, local, ordered, what=f"{sql} vs --workers 0")
+
+
 def explain(sluice, sql, workers, analyze=False, env=None, limit=None):
     more = [] if limit is None else ["--broadcast-limit", limit]
     proc = sluice.run("query", "--workers", workers, *more,
@@ -226,9 +236,12 @@ MERGES = [
     "select d, count(*), sum(v) from t group by d",
     "select f, count(*), avg(v) from t group by f",
     "select g, k, sum(d), min(d), max(x) from t group by g, k",
-    # HAVING, ORDER BY and LIMIT above the final aggregate run in the driver
+    # HAVING and the select list run in the final tasks, ORDER BY and LIMIT in the driver
     "select g, sum(v) as total from t group by g having count(*) > 10 order by total desc, g "
     "limit 3",
+    "select g, k, sum(v) / 2 as half from t group by g, k having sum(v) is null or count(*) > 3",
+    # IS NULL (with Arrow's default options) in a map stage's filter
+    "select g, count(*), sum(x) from t where v is null or s is null group by g",
     "select distinct g, k from t",
 ]
 
@@ -240,12 +253,7 @@ def test_final_merge_across_3_partitions(mixed, sql, tmp_path):
     assert "distributed plan: 3 stages on 3 workers" in plan, plan
     grouped = "group by" in sql or "distinct g" in sql
     assert ("into 3 partitions" if grouped else "into 1 partitions") in plan, plan
-    ours, err = query(sluice, sql, tmp_path / "d.arrow", 3)
-    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
-    want = duckdb_rows(con, sql)
-    ordered = "order by" in sql
-    assert_same_rows(ours, want, ordered, what=f"{sql} vs DuckDB")
-    assert_same_rows(ours, local, ordered, what=f"{sql} vs --workers 0")
+    assert_distributed_matches(sluice, con, sql, tmp_path, 3, ordered="order by" in sql)
     assert shuffle_files(data) == []
 
 
@@ -398,12 +406,7 @@ def test_aggregate_over_join_splits_the_probe_side(joined, sql, tmp_path):
     plan = explain(sluice, sql, 2)
     assert re.search(r"stage 1 \(map\): 2 tasks over f's 6 files \(split\); broadcast by re-scan, "
                      r"read whole by every task: [de];", plan), plan
-    ours, err = query(sluice, sql, tmp_path / "d.arrow", 2)
-    assert "running in-process" not in err, err
-    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
-    want = duckdb_rows(con, sql)
-    assert_same_rows(ours, want, False, what=f"{sql} vs DuckDB")
-    assert_same_rows(ours, local, False, what=f"{sql} vs --workers 0")
+    assert_distributed_matches(sluice, con, sql, tmp_path, 2)
     assert shuffle_files(data) == []
 
 
@@ -420,12 +423,7 @@ def test_aggregate_over_hash_partitioned_join(joined, sql, tmp_path):
     # A semi or anti join's build side sends one row per key.
     semi = re.search(r"\b(exists|in) \(", sql) is not None
     assert ("one row per key, hash on" in plan) == semi, plan
-    ours, err = query(sluice, sql, tmp_path / "d.arrow", 3, limit=0)
-    assert "running in-process" not in err, err
-    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
-    want = duckdb_rows(con, sql)
-    assert_same_rows(ours, want, False, what=f"{sql} vs DuckDB")
-    assert_same_rows(ours, local, False, what=f"{sql} vs --workers 0")
+    assert_distributed_matches(sluice, con, sql, tmp_path, 3, limit=0)
     # Every join task read its partition of every task of both map stages.
     analyzed = explain(sluice, sql, 3, analyze=True, limit=0)
     joins = re.findall(r"stage 3 \(join\) task s3p\d+ attempt \d+: shuffle_read=\S+ KiB from "
@@ -461,12 +459,7 @@ def test_join_with_a_grouped_subquery_on_its_keys_runs_in_one_join_stage(joined,
     assert join_stage and f"stage {join_stage.group(1)} (join)" in plan, plan
     finals = re.findall(r"FinalAggregate .*\[stage (\d+)\]", plan)
     assert join_stage.group(1) in finals, plan
-    ours, err = query(sluice, sql, tmp_path / "d.arrow", 3, limit=0)
-    assert "running in-process" not in err, err
-    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
-    want = duckdb_rows(con, sql)
-    assert_same_rows(ours, want, False, what=f"{sql} vs DuckDB")
-    assert_same_rows(ours, local, False, what=f"{sql} vs --workers 0")
+    assert_distributed_matches(sluice, con, sql, tmp_path, 3, limit=0)
     assert shuffle_files(data) == []
 
 
@@ -527,12 +520,7 @@ def test_an_aggregate_read_twice_runs_its_stages_once(joined, sql, tmp_path):
     plan = explain(sluice, sql, 2)
     assert len(re.findall(r"stage \d+ \(final\)", plan)) == 1, plan
     assert re.search(r"\[stage \d+'s rows, read again by the driver\]", plan), plan
-    ours, err = query(sluice, sql, tmp_path / "d.arrow", 2)
-    assert "running in-process" not in err, err
-    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
-    want = duckdb_rows(con, sql)
-    assert_same_rows(ours, want, False, what=f"{sql} vs DuckDB")
-    assert_same_rows(ours, local, False, what=f"{sql} vs --workers 0")
+    assert_distributed_matches(sluice, con, sql, tmp_path, 2)
     # f's files were read by one map stage's tasks, not once per reference.
     analyzed = explain(sluice, sql, 2, analyze=True)
     assert len(re.findall(r"\(map\) task s\d+p\d+ attempt 1: files=", analyzed)) == 2, analyzed
