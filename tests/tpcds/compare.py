@@ -357,9 +357,10 @@ def divides_integers_maybe(sql):
 
 # ---------------------------------------------------------------------------------------------
 
-def check_query(name, sql, sluice, duck, out, timeout, max_rss_gb):
-    """One query through sluice and DuckDB: a dict with "status" (PASS, FAIL, ERROR, TIMEOUT or
-    ORACLE-ERROR), "detail", "seconds", and what the oracle said."""
+def check_query(name, sql, sluice, duck, out, timeout, max_rss_gb, workers=0):
+    """One query through sluice (on `workers` worker processes; 0: in-process) and DuckDB: a
+    dict with "status" (PASS, FAIL, ERROR, TIMEOUT or ORACLE-ERROR), "detail", "seconds", and
+    what the oracle said."""
     res = {"query": name}
     duck_sql = sql
     for pattern, repl in DUCKDB_TEXT.get(name, []):
@@ -386,7 +387,8 @@ def check_query(name, sql, sluice, duck, out, timeout, max_rss_gb):
                 res["oracle_error"] = "with integer_division: " + str(e).splitlines()[0][:250]
     if out.exists():
         out.unlink()
-    status, err, secs = sluice.run("query", "--format", "arrow", "-o", out, sql)
+    status, err, secs = sluice.run("query", "--workers", workers, "--format", "arrow", "-o", out,
+                                   sql)
     res["seconds"] = round(secs, 2)
     if status == "TIMEOUT":
         res["status"], res["detail"] = "TIMEOUT", f"> {timeout:g} s"
