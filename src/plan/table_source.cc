@@ -61,6 +61,14 @@ arrow::Status ReadParquetFooters(TableSource* table) {
       row_groups.push_back(metadata->RowGroup(rg)->total_compressed_size());
     }
     table->row_group_bytes.push_back(std::move(row_groups));
+    for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
+      auto row_group = metadata->RowGroup(rg);
+      for (int c = 0; c < row_group->num_columns(); ++c) {
+        const auto path = metadata->schema()->Column(c)->path()->ToDotVector();
+        table->column_bytes[path.empty() ? std::string() : path[0]] +=
+            row_group->ColumnChunk(c)->total_compressed_size();
+      }
+    }
     if (f == 0) {
       for (const auto& field : table->file_schema->fields()) {
         const auto id = field->type()->id();
@@ -246,6 +254,17 @@ int64_t TableSource::SplitUnits() const {
     units += std::max<int64_t>(1, static_cast<int64_t>(groups.size()));
   }
   return units;
+}
+
+int64_t TableSource::ScanBytes(const std::vector<std::string>& columns) const {
+  if (column_bytes.empty()) return total_bytes;
+  int64_t bytes = 0;
+  for (const auto& c : columns) {
+    auto it = column_bytes.find(c);
+    if (it == column_bytes.end()) return total_bytes;  // not a file column: weigh the files
+    bytes += it->second;
+  }
+  return bytes;
 }
 
 int64_t TableSource::DistinctBound(const std::string& column) const {

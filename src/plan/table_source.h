@@ -44,6 +44,9 @@ struct TableSource {
   std::vector<std::pair<int32_t, int32_t>> row_group_ranges;
   /// Bytes of all files: a size estimate for join ordering.
   int64_t total_bytes = 0;
+  /// Parquet: each column's compressed bytes over all files, from the footers (empty for other
+  /// formats): what reading some of the columns costs.
+  std::map<std::string, int64_t> column_bytes;
   /// Rows in all files, from the Parquet footers.
   int64_t num_rows = 0;
   /// min and max of each integer column, from row-group statistics: (max - min + 1) bounds a
@@ -57,6 +60,10 @@ struct TableSource {
   /// The units a scan of this table splits into among tasks: row groups where the footers
   /// gave them, else files.
   int64_t SplitUnits() const;
+  /// The bytes a scan of `columns` (file columns) reads: their compressed bytes where the
+  /// footers give them, else the whole files'.
+  int64_t ScanBytes(const std::vector<std::string>& columns) const;
+
   /// An upper bound of the distinct values of `column`: its integer range, capped by the rows.
   int64_t DistinctBound(const std::string& column) const;
   /// The schema as stored in the files.

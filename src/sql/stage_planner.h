@@ -87,6 +87,8 @@ struct Stage {
   std::vector<StageInput> inputs;
   /// Every other scan in the stage, in pre-order: each task reads it whole.
   std::vector<const PlanNode*> broadcast;
+  /// What re-reading them weighs in every task, against `bytes`.
+  int64_t broadcast_bytes = 0;
   /// The output exchange: gather (one file per task, for the driver) or hash on output_keys.
   bool gather = false;
   std::vector<std::string> output_keys;

@@ -98,11 +98,18 @@ class StagePlannerTest : public ::testing::Test {
     auto u = Table(
         "u", 1,
         arrow::schema({arrow::field("uk", arrow::int64()), arrow::field("name", arrow::utf8())}));
+    // Five times t's bytes, but its key column weighs a tenth of t.
+    auto w = Table(
+        "w", 1,
+        arrow::schema({arrow::field("wk", arrow::int64()), arrow::field("wname", arrow::utf8())}),
+        500000);
+    w->column_bytes = {{"wk", 100000}, {"wname", 4900000}};
     auto bound =
         BindSelect(select.select, sql,
                    [&](const std::string& name) -> arrow::Result<std::shared_ptr<TableSource>> {
                      if (name == "t") return t;
                      if (name == "u") return u;
+                     if (name == "w") return w;
                      return arrow::Status::Invalid("no table ", name);
                    });
     EXPECT_TRUE(bound.ok()) << bound.status().ToString();
@@ -338,7 +345,7 @@ TEST(StageSplitTest, BroadcastOutweighingTheSplitIsRefused) {
   EXPECT_EQ(
       stages.not_cut_reason,
       "no aggregate or window can be cut: the tables every map task would re-read whole (big: 1000 "
-      "bytes) outweigh the split table small (10 bytes), which is the largest that can be "
+      "bytes to read) outweigh the split table small (10 bytes), which is the largest that can be "
       "split");
   // Equal weights are still cut: a self-join of a table split on one side.
   auto even = CountOver(JoinNode(JoinType::kInner, ScanNode("left", 500), ScanNode("right", 500)));
@@ -445,6 +452,29 @@ TEST_F(StagePlannerTest, MapTasksFollowFilesAndWorkers) {
 
 // A build side above the broadcast limit: both sides are split in map stages of their own and
 // hash-partitioned on the join keys, and the join runs once per partition.
+TEST_F(StagePlannerTest, ABuildSideIsWeighedByTheColumnsItsScansRead) {
+  // w's files outweigh t's five times; the one column a semi join reads of it, a tenth of t.
+  auto broadcasts_w = [&](const std::string& sql) {
+    BoundQuery q = Bind(sql);
+    StagePlan stages = Plan(*q.plan, 2);
+    EXPECT_FALSE(stages.stages.empty()) << sql << ": " << stages.not_cut_reason;
+    for (const Stage& s : stages.stages) {
+      if (TablesOf(s.broadcast).find('w') != std::string::npos) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(broadcasts_w("SELECT g, count(*) FROM t WHERE k IN (SELECT wk FROM w) GROUP BY g"));
+  EXPECT_TRUE(broadcasts_w(
+      "SELECT g, count(*) FROM t WHERE NOT EXISTS (SELECT 1 FROM w WHERE wk = k) GROUP BY g"));
+  // Reading wname too, w outweighs t: both sides are hash-partitioned.
+  EXPECT_FALSE(
+      broadcasts_w("SELECT g, count(*) FROM t JOIN w ON k = wk WHERE wname <> 'x' GROUP BY g"));
+  // Below an aggregate, every task would recompute it over w's whole files.
+  EXPECT_FALSE(broadcasts_w(
+      "SELECT g, count(*) FROM t WHERE k IN (SELECT wk FROM w GROUP BY wk HAVING count(*) > 1) "
+      "GROUP BY g"));
+}
+
 TEST_F(StagePlannerTest, LargeBuildSideIsHashPartitionedWithTheProbeSide) {
   for (const char* sql :
        {"SELECT name, sum(v) FROM t JOIN u ON k = uk GROUP BY name",
