@@ -113,9 +113,8 @@ bool KeysOnlyBuildSide(const PlanNode& join) {
          join.right->OutputNames() == join.right_keys;
 }
 
-// Why every task re-reading the stage's broadcast tables would cost more than splitting saves.
-// Tables weigh the compressed bytes of the columns their scans read: TPC-H Q21's re-read of
-// lineitem's two key columns is a fifth of the file, and cheaper than hash-partitioning them.
+// Why every task re-reading the stage's broadcast tables (weighed as BroadcastBytes says) would
+// cost more than splitting saves.
 std::string BroadcastRefusal(const Stage& stage) {
   const int64_t bytes = stage.broadcast_bytes;
   if (bytes <= stage.bytes) return "";
@@ -411,8 +410,10 @@ class Planner {
         }
       }
       std::string why = CutAggregate(*top, *pair);
-      if (why.empty()) cut_at_.insert(pair);
-      if (why.empty()) return;  // below a cut, everything runs in its stages
+      if (why.empty()) {
+        cut_at_.insert(pair);
+        return;  // below a cut, everything runs in its stages
+      }
       refused_.push_back(why);
       Walk(*pair->input);
       return;
