@@ -591,9 +591,10 @@ KILLED_WINDOW = ("select r, count(*) from (select rank() over (partition by l_or
                  "l_extendedprice desc, l_linenumber) r from lineitem) t group by r order by r")
 
 
-@pytest.mark.parametrize("n", [1, 14, 17, "window"])
+@pytest.mark.parametrize("n", [1, 14, 15, 17, 18, "window"])
 def test_worker_sigkilled_at_a_random_moment(tpch, n, tmp_path):
-    """Q1: an aggregate; Q14: a join of hash-partitioned part and lineitem; Q17: a join with
+    """Q1: an aggregate; Q14: a join of hash-partitioned part and lineitem; Q15: an aggregate
+    read twice, cut once; Q18: a HAVING applied in the final tasks; Q17: a join with
     a grouped subquery, co-partitioned; a window stage over hash-partitioned rows."""
     sluice, con, data = tpch
     sql = KILLED_WINDOW if n == "window" else q(n)
