@@ -591,10 +591,9 @@ KILLED_WINDOW = ("select r, count(*) from (select rank() over (partition by l_or
                  "l_extendedprice desc, l_linenumber) r from lineitem) t group by r order by r")
 
 
-@pytest.mark.parametrize("n", [1, 14, 15, 17, 18, "window"])
+@pytest.mark.parametrize("n", [1, 14, 17, "window"])
 def test_worker_sigkilled_at_a_random_moment(tpch, n, tmp_path):
-    """Q1: an aggregate; Q14: a join of hash-partitioned part and lineitem; Q15: an aggregate
-    read twice, cut once; Q18: a HAVING applied in the final tasks; Q17: a join with
+    """Q1: an aggregate; Q14: a join of hash-partitioned part and lineitem; Q17: a join with
     a grouped subquery, co-partitioned; a window stage over hash-partitioned rows."""
     sluice, con, data = tpch
     sql = KILLED_WINDOW if n == "window" else q(n)
@@ -682,10 +681,14 @@ def test_failed_query_leaves_no_shuffle_files(tpch, n, task, tmp_path):
 
 # Attempt 1 of map task `stale` writes all its shuffle files and then dies: every task of the
 # stage that reads them (Q1's final stage, Q14's join stage) reads attempt 2's. Q14 also loses a
-# join task once.
+# join task once; a final task dies once in Q15 (an aggregate read twice: the driver reads the
+# retried gather in both places) and in Q18 (its HAVING runs in the final tasks). Deterministic:
+# at SF 0.1 those two are too short for a random kill to land in a running task.
 @pytest.mark.parametrize("n,workers,stale,reader,readers,more", [
     (1, 4, "s1p3", r"2 \(final\)", 4, []),
     (14, 2, "s1p0", r"3 \(join\)", 2, ["kill:s3p1:1"]),
+    (15, 2, "s1p0", r"2 \(final\)", 2, ["kill:s2p0:1"]),
+    (18, 2, "s1p1", r"2 \(final\)", 2, ["kill:s2p1:1"]),
 ])
 def test_stale_output_of_an_earlier_attempt_is_never_read(tpch, n, workers, stale, reader, readers,
                                                           more, tmp_path):
