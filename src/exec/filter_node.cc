@@ -19,9 +19,11 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "plan/conjuncts.h"
 #include "plan/decimal_kernels.h"
 #include "plan/dictionary_kernels.h"
+#include "plan/expression_text.h"
 #include "plan/like_kernels.h"
 
 namespace sluice::exec {
@@ -277,7 +279,7 @@ class FilterNode : public ac::MapNode {
   arrow::Result<cp::ExecBatch> ProcessBatch(cp::ExecBatch batch) override {
     cp::ExecContext* ctx = plan()->query_context()->exec_context();
     if (conjuncts_.empty()) {
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum mask, cp::ExecuteScalarExpression(predicate_, batch, ctx));
+      ARROW_ASSIGN_OR_RAISE(arrow::Datum mask, Evaluate(predicate_, batch, ctx));
       return Keep(std::move(batch), mask, ctx);
     }
     // Conjunct by conjunct: while the rows kept so far are many, each runs on the whole batch
@@ -292,8 +294,7 @@ class FilterNode : public ac::MapNode {
     for (size_t c = 0; c < conjuncts_.size(); ++c) {
       const Conjunct& conjunct = conjuncts_[c];
       if (selection == nullptr) {
-        ARROW_ASSIGN_OR_RAISE(arrow::Datum part,
-                              cp::ExecuteScalarExpression(conjunct.bound, batch, ctx));
+        ARROW_ASSIGN_OR_RAISE(arrow::Datum part, Evaluate(conjunct.bound, batch, ctx));
         if (c == 0) {
           mask = std::move(part);
         } else {
@@ -327,8 +328,7 @@ class FilterNode : public ac::MapNode {
       }
       ARROW_ASSIGN_OR_RAISE(
           arrow::Datum part,
-          cp::ExecuteScalarExpression(conjunct.bound,
-                                      cp::ExecBatch(std::move(values), selection->length()), ctx));
+          Evaluate(conjunct.bound, cp::ExecBatch(std::move(values), selection->length()), ctx));
       const int64_t kept = Kept(part, selection->length());
       if (kept == 0) return batch.Slice(0, 0);
       if (part.is_scalar() || kept == selection->length()) continue;
@@ -376,6 +376,16 @@ class FilterNode : public ac::MapNode {
       values.push_back(std::move(out));
     }
     return cp::ExecBatch(std::move(values), length);
+  }
+
+  // `condition` on `batch`; an error names the condition, since a filter may hold several.
+  static arrow::Result<arrow::Datum> Evaluate(const cp::Expression& condition,
+                                              const cp::ExecBatch& batch, cp::ExecContext* ctx) {
+    auto value = cp::ExecuteScalarExpression(condition, batch, ctx);
+    if (!value.ok()) {
+      return AddContext(value.status(), "condition (" + plan::ExpressionText(condition) + ")");
+    }
+    return value;
   }
 
   // The rows of `batch` at `indices`.

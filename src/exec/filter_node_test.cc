@@ -249,6 +249,15 @@ TEST(FilterNode, AConjunctThatMayFailSeesOnlyTheRowsKeptBeforeIt) {
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.status().message().find("divide by zero"), std::string::npos)
       << failed.status().ToString();
+  // The error names the condition that failed, among the filter's conjuncts.
+  EXPECT_NE(failed.status().message().find("condition ((10 / i32) > 1)"), std::string::npos)
+      << failed.status().ToString();
+  // ... also when it runs on the rows an earlier conjunct selected (row 0, where i32 is 0, is).
+  failed = RunFilter(table, cp::and_({cp::not_equal(i32, cp::literal(int32_t{5})), tenth}));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("condition ((10 / i32) > 1): divide by zero"),
+            std::string::npos)
+      << failed.status().ToString();
 }
 
 }  // namespace

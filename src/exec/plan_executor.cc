@@ -21,6 +21,7 @@
 #include "exec/filter_node.h"
 #include "exec/int_key_aggregate.h"
 #include "exec/join_gate.h"
+#include "exec/project_node.h"
 #include "exec/shared_subplans.h"
 #include "exec/top_n.h"
 #include "exec/window.h"
@@ -29,6 +30,7 @@
 #include "plan/conjuncts.h"
 #include "plan/decimal_kernels.h"
 #include "plan/dictionary_kernels.h"
+#include "plan/expression_text.h"
 #include "plan/library_functions.h"
 #include "plan/like_kernels.h"
 #include "plan/row_width.h"
@@ -363,25 +365,48 @@ cp::Expression OwnKernels(const cp::Expression& expression, const arrow::Schema&
   return plan::WithLikeKernels(plan::WithDecimalKernels(expression, schema));
 }
 
+// How an error names a part that several outputs share, computed once as column `name`: by the
+// first output that reads it (`labels[j]` names `expressions[j]`, which read the parts).
+std::string SharedPartLabel(const std::string& name, const cp::Expression& part,
+                            const std::vector<cp::Expression>& expressions,
+                            const std::vector<std::string>& labels) {
+  const std::string text = "(" + plan::ExpressionText(part) + ")";
+  for (size_t j = 0; j < expressions.size() && j < labels.size(); ++j) {
+    for (const arrow::FieldRef& ref : cp::FieldsInExpression(expressions[j])) {
+      if (ref.name() != nullptr && *ref.name() == name && !labels[j].empty()) {
+        // The part may be the whole of the output, which its label already shows.
+        if (labels[j].ends_with(" " + text)) return labels[j];
+        return labels[j] + ", in its part " + text;
+      }
+    }
+  }
+  return "expression " + text;
+}
+
 // A project of `input`, whose plan schema is `input_schema`; `coded`, when given, is its actual
 // schema, where some columns are still dictionaries. The outputs named in `interned` are
 // interned ids (with `intern`'s interner) instead of strings.
-ac::Declaration Project(const PlanNode& node, ac::Declaration input,
-                        const arrow::Schema& input_schema, const arrow::Schema* coded,
-                        const std::set<std::string>& interned = {},
-                        const std::shared_ptr<cp::FunctionOptions>& intern = nullptr) {
+arrow::Result<ac::Declaration> Project(
+    const PlanNode& node, ac::Declaration input, const arrow::Schema& input_schema,
+    const arrow::Schema* coded, const std::set<std::string>& interned = {},
+    const std::shared_ptr<cp::FunctionOptions>& intern = nullptr) {
   std::vector<cp::Expression> expressions;
   std::vector<std::string> names;
+  // What an output's errors name: its column and the plan's expression, before our kernels
+  // replace Arrow's, since that is the form EXPLAIN shows.
+  std::vector<std::string> labels;
   if (node.keep_input) {
     for (const auto& n : node.input->OutputNames()) {
       expressions.push_back(cp::field_ref(n));
       names.push_back(n);
+      labels.emplace_back();
     }
   }
   for (size_t i = 0; i < node.expressions.size(); ++i) {
     cp::Expression e = OwnKernels(node.expressions[i], input_schema);
     if (interned.count(node.names[i])) e = cp::call(plan::kInternFunction, {std::move(e)}, intern);
     expressions.push_back(std::move(e));
+    labels.push_back(OutputLabel(node.names[i], node.expressions[i]));
   }
   const arrow::Schema& actual = coded != nullptr ? *coded : input_schema;
   std::vector<std::string> input_names;
@@ -392,6 +417,7 @@ ac::Declaration Project(const PlanNode& node, ac::Declaration input,
     // The shared parts first, as more columns beside the input's.
     std::vector<cp::Expression> first;
     for (const auto& n : input_names) first.push_back(cp::field_ref(n));
+    std::vector<std::string> first_labels(input_names.size());
     arrow::FieldVector fields = actual.fields();
     bool typed = true;
     for (size_t i = 0; i < common.shared.size() && typed; ++i) {
@@ -400,12 +426,14 @@ ac::Declaration Project(const PlanNode& node, ac::Declaration input,
       if (typed) fields.push_back(arrow::field(common.names[i], bound->type()->GetSharedPtr()));
       first.push_back(coded != nullptr ? plan::WithDictionaryMaps(common.shared[i], *coded)
                                        : common.shared[i]);
+      first_labels.push_back(
+          SharedPartLabel(common.names[i], common.shared[i], common.expressions, labels));
     }
     if (typed) {
       std::vector<std::string> first_names = input_names;
       first_names.insert(first_names.end(), common.names.begin(), common.names.end());
-      input = ac::Declaration::Sequence(
-          {std::move(input), {"project", ac::ProjectNodeOptions(first, first_names)}});
+      ARROW_ASSIGN_OR_RAISE(input, Projected(std::move(input), std::move(first),
+                                             std::move(first_names), std::move(first_labels)));
       expressions = std::move(common.expressions);
       widened = arrow::schema(std::move(fields));
       coded = widened.get();
@@ -415,8 +443,7 @@ ac::Declaration Project(const PlanNode& node, ac::Declaration input,
     for (auto& e : expressions) e = plan::WithDictionaryMaps(e, *coded);
   }
   names.insert(names.end(), node.names.begin(), node.names.end());
-  return ac::Declaration::Sequence(
-      {std::move(input), {"project", ac::ProjectNodeOptions(expressions, names)}});
+  return Projected(std::move(input), std::move(expressions), std::move(names), std::move(labels));
 }
 
 // A filter right over a scan, where Parquet's dictionary columns stay dictionaries: the filter
@@ -496,10 +523,9 @@ arrow::Result<ac::Declaration> AggregateOver(const PlanNode& out, const PlanNode
   }
   const auto intern = plan::MakeInternOptions();
   ARROW_ASSIGN_OR_RAISE(auto filter_schema, plan::OutputSchema(filter));
-  ARROW_ASSIGN_OR_RAISE(rows, Probed(input,
-                                     Project(input, std::move(rows), *filter_schema,
-                                             filtered.coded.get(), interned, intern),
-                                     probes));
+  ARROW_ASSIGN_OR_RAISE(rows, Project(input, std::move(rows), *filter_schema, filtered.coded.get(),
+                                      interned, intern));
+  ARROW_ASSIGN_OR_RAISE(rows, Probed(input, std::move(rows), probes));
   ac::Declaration aggregate = Aggregate(std::move(rows), *input_schema, keys, calls);
   if (interned.empty()) return aggregate;
   ARROW_ASSIGN_OR_RAISE(auto out_schema, plan::OutputSchema(out));

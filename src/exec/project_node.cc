@@ -1,0 +1,130 @@
+#include "exec/project_node.h"
+
+#include <arrow/acero/map_node.h>
+#include <arrow/acero/query_context.h>
+#include <arrow/compute/api.h>
+
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "plan/expression_text.h"
+
+namespace sluice::exec {
+
+namespace {
+
+namespace ac = arrow::acero;
+namespace cp = arrow::compute;
+
+constexpr char kProjectFactory[] = "sluice_project";
+
+class ProjectOptions : public ac::ExecNodeOptions {
+ public:
+  ProjectOptions(std::vector<cp::Expression> expressions, std::vector<std::string> names,
+                 std::vector<std::string> labels)
+      : expressions(std::move(expressions)), names(std::move(names)), labels(std::move(labels)) {}
+  std::vector<cp::Expression> expressions;
+  std::vector<std::string> names;
+  std::vector<std::string> labels;
+};
+
+class ProjectNode : public ac::MapNode {
+ public:
+  ProjectNode(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
+              std::shared_ptr<arrow::Schema> schema, std::vector<cp::Expression> bound,
+              std::vector<std::string> contexts)
+      : MapNode(plan, std::move(inputs), std::move(schema)),
+        bound_(std::move(bound)),
+        contexts_(std::move(contexts)) {}
+
+  static arrow::Result<ac::ExecNode*> Make(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
+                                           const ac::ExecNodeOptions& options) {
+    if (inputs.size() != 1) return arrow::Status::Invalid("internal: a project takes one input");
+    const auto& project = static_cast<const ProjectOptions&>(options);
+    if (project.names.size() != project.expressions.size() ||
+        (!project.labels.empty() && project.labels.size() != project.expressions.size())) {
+      return arrow::Status::Invalid("internal: a project's names or labels do not match");
+    }
+    const arrow::Schema& schema = *inputs[0]->output_schema();
+    std::vector<cp::Expression> bound;
+    std::vector<std::string> contexts;
+    arrow::FieldVector fields;
+    for (size_t i = 0; i < project.expressions.size(); ++i) {
+      const std::string label = !project.labels.empty() && !project.labels[i].empty()
+                                    ? project.labels[i]
+                                    : OutputLabel(project.names[i], project.expressions[i]);
+      ARROW_ASSIGN_OR_RAISE(auto expression, project.expressions[i].Bind(schema));
+      fields.push_back(arrow::field(project.names[i], expression.type()->GetSharedPtr()));
+      bound.push_back(std::move(expression));
+      contexts.push_back(label);
+    }
+    return plan->EmplaceNode<ProjectNode>(plan, std::move(inputs), arrow::schema(std::move(fields)),
+                                          std::move(bound), std::move(contexts));
+  }
+
+  const char* kind_name() const override { return "SluiceProjectNode"; }
+
+ protected:
+  // As Acero's project shows itself in EXPLAIN's physical plan.
+  std::string ToStringExtra(int /*indent*/) const override {
+    std::string out = "projection=[";
+    for (size_t i = 0; i < bound_.size(); ++i) {
+      if (i > 0) out += ", ";
+      const std::string text = bound_[i].ToString();
+      const std::string& name = output_schema()->field(static_cast<int>(i))->name();
+      out += text == name ? text : text + " as " + name;
+    }
+    return out + "]";
+  }
+
+  arrow::Result<cp::ExecBatch> ProcessBatch(cp::ExecBatch batch) override {
+    cp::ExecContext* ctx = plan()->query_context()->exec_context();
+    std::vector<arrow::Datum> values(bound_.size());
+    for (size_t i = 0; i < bound_.size(); ++i) {
+      // As Acero's project: what the batch guarantees (a partition's values) may simplify it.
+      ARROW_ASSIGN_OR_RAISE(cp::Expression simplified,
+                            cp::SimplifyWithGuarantee(bound_[i], batch.guarantee));
+      auto value = cp::ExecuteScalarExpression(simplified, batch, ctx);
+      if (!value.ok()) return AddContext(value.status(), contexts_[i]);
+      values[i] = std::move(*value);
+    }
+    return cp::ExecBatch{std::move(values), batch.length};
+  }
+
+  std::vector<cp::Expression> bound_;
+  std::vector<std::string> contexts_;  // what each expression's errors are prefixed with
+};
+
+arrow::Status RegisterProject() {
+  static std::once_flag once;
+  static arrow::Status status;
+  std::call_once(once, [] {
+    status = ac::default_exec_factory_registry()->AddFactory(kProjectFactory, ProjectNode::Make);
+  });
+  return status;
+}
+
+}  // namespace
+
+std::string OutputLabel(const std::string& name, const cp::Expression& expression) {
+  const std::string column = plan::WithoutColumnId(name);
+  const std::string text = "(" + plan::ExpressionText(expression) + ")";
+  if (column.rfind("__", 0) == 0) return "expression " + text;
+  return "column \"" + column + "\" " + text;
+}
+
+arrow::Result<ac::Declaration> Projected(ac::Declaration input,
+                                         std::vector<cp::Expression> expressions,
+                                         std::vector<std::string> names,
+                                         std::vector<std::string> labels) {
+  ARROW_RETURN_NOT_OK(RegisterProject());
+  return ac::Declaration::Sequence(
+      {std::move(input),
+       {kProjectFactory,
+        ProjectOptions(std::move(expressions), std::move(names), std::move(labels))}});
+}
+
+}  // namespace sluice::exec

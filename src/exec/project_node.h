@@ -1,0 +1,26 @@
+// A project node for Acero plans whose errors say which output failed. Acero's own project
+// passes a kernel's error on as it is, so a query failing on one row reported only "divide by
+// zero", with nothing to tell which of its expressions divided.
+#pragma once
+
+#include <arrow/acero/exec_plan.h>
+#include <arrow/compute/expression.h>
+#include <arrow/result.h>
+
+#include <string>
+#include <vector>
+
+namespace sluice::exec {
+
+/// How an error names output `name` computed by `expression`: `column "name" (text)`, or for an
+/// internal name (an aggregate's argument, "__in3") `expression (text)`, without plan ids.
+std::string OutputLabel(const std::string& name, const arrow::compute::Expression& expression);
+
+/// `input` with the columns `expressions`, named `names`, as Acero's project computes them. An
+/// expression that fails on a row fails the plan with its error prefixed by `labels[i]`, or,
+/// where that is empty, by its OutputLabel.
+arrow::Result<arrow::acero::Declaration> Projected(
+    arrow::acero::Declaration input, std::vector<arrow::compute::Expression> expressions,
+    std::vector<std::string> names, std::vector<std::string> labels = {});
+
+}  // namespace sluice::exec
