@@ -80,7 +80,7 @@ std::string Cell(const arrow::Array& column, int64_t row) {
   return (*scalar)->ToString();
 }
 
-void PrintTable(const arrow::Table& table) {
+void PrintTable(const arrow::Table& table, std::ostream& out) {
   std::vector<std::vector<std::string>> cells(static_cast<size_t>(table.num_columns()));
   std::vector<size_t> width(cells.size());
   for (int c = 0; c < table.num_columns(); ++c) {
@@ -95,21 +95,19 @@ void PrintTable(const arrow::Table& table) {
   auto line = [&](auto get) {
     for (size_t c = 0; c < cells.size(); ++c) {
       const std::string s = get(c);
-      std::cout << (c ? " | " : " ") << s
-                << std::string(width[c] - std::min(width[c], s.size()), ' ');
+      out << (c ? " | " : " ") << s << std::string(width[c] - std::min(width[c], s.size()), ' ');
     }
-    std::cout << "\n";
+    out << "\n";
   };
   line([&](size_t c) { return table.field(static_cast<int>(c))->name(); });
-  for (size_t c = 0; c < cells.size(); ++c)
-    std::cout << (c ? "-+-" : "-") << std::string(width[c], '-');
-  std::cout << "\n";
+  for (size_t c = 0; c < cells.size(); ++c) out << (c ? "-+-" : "-") << std::string(width[c], '-');
+  out << "\n";
   for (int64_t r = 0; r < table.num_rows(); ++r)
     line([&](size_t c) { return cells[c][static_cast<size_t>(r)]; });
-  std::cout << "(" << table.num_rows() << (table.num_rows() == 1 ? " row)\n" : " rows)\n");
+  out << "(" << table.num_rows() << (table.num_rows() == 1 ? " row)\n" : " rows)\n");
 }
 
-void PrintJson(const arrow::Table& table) {
+void PrintJson(const arrow::Table& table, std::ostream& out) {
   for (int64_t r = 0; r < table.num_rows(); ++r) {
     nlohmann::ordered_json row = nlohmann::ordered_json::object();
     for (int c = 0; c < table.num_columns(); ++c) {
@@ -135,72 +133,108 @@ void PrintJson(const arrow::Table& table) {
           row[name] = Cell(*column, r);
       }
     }
-    std::cout << row.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    out << row.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
   }
 }
 
-arrow::Status WriteBinary(arrow::RecordBatchReader* rows, const QueryOptions& o) {
-  std::shared_ptr<arrow::io::OutputStream> out;
-  // A file is written the way the object store writes: under a unique temporary name, renamed
-  // into place on success, so a failed write never leaves a partial result at --output.
-  std::unique_ptr<storage::PendingObject> pending;
-  if (o.output.empty() || o.output == "-") {
-    if (isatty(STDOUT_FILENO)) {
-      return arrow::Status::Invalid("--format ", o.format,
-                                    " writes binary data: give --output FILE or redirect stdout");
+// Where a result goes: standard output, or with --output a file written the way the object
+// store writes, under a unique temporary name and renamed into place by Commit, so a query that
+// fails never leaves a partial result at --output.
+class Destination {
+ public:
+  static arrow::Result<Destination> Open(const QueryOptions& o) {
+    Destination d;
+    if (o.output.empty() || o.output == "-") {
+      d.stdout_ = std::make_shared<arrow::io::StdoutStream>();
+      return d;
     }
-    out = std::make_shared<arrow::io::StdoutStream>();
-  } else {
     const std::filesystem::path path = std::filesystem::absolute(o.output);
     ARROW_ASSIGN_OR_RAISE(auto dir,
                           storage::ObjectStore::Open("file://" + path.parent_path().string()));
-    ARROW_ASSIGN_OR_RAISE(pending, dir->Create(path.filename().string()));
-    out = std::shared_ptr<arrow::io::OutputStream>(std::shared_ptr<void>(), pending->stream());
+    ARROW_ASSIGN_OR_RAISE(d.pending_, dir->Create(path.filename().string()));
+    return d;
+  }
+
+  bool is_stdout() const { return pending_ == nullptr; }
+
+  // The stream, shared without ownership where the pending file owns it.
+  std::shared_ptr<arrow::io::OutputStream> stream() const {
+    if (pending_ == nullptr) return stdout_;
+    return std::shared_ptr<arrow::io::OutputStream>(std::shared_ptr<void>(), pending_->stream());
+  }
+
+  arrow::Status Write(const std::string& text) const { return stream()->Write(text); }
+
+  // Publishes the file; on standard output, flushes it.
+  arrow::Status Commit() {
+    if (pending_ != nullptr) return pending_->Commit();
+    std::cout.flush();
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::shared_ptr<arrow::io::OutputStream> stdout_;
+  std::unique_ptr<storage::PendingObject> pending_;
+};
+
+arrow::Status WriteBinary(arrow::RecordBatchReader* rows, const std::string& format,
+                          Destination* out) {
+  if (out->is_stdout() && isatty(STDOUT_FILENO)) {
+    return arrow::Status::Invalid("--format ", format,
+                                  " writes binary data: give --output FILE or redirect stdout");
   }
   // Batch by batch, as they come: the writer holds one row group (Parquet) or nothing (IPC).
-  if (o.format == "parquet") {
-    ARROW_ASSIGN_OR_RAISE(auto writer, parquet::arrow::FileWriter::Open(
-                                           *rows->schema(), arrow::default_memory_pool(), out));
+  if (format == "parquet") {
+    ARROW_ASSIGN_OR_RAISE(
+        auto writer, parquet::arrow::FileWriter::Open(*rows->schema(), arrow::default_memory_pool(),
+                                                      out->stream()));
     for (auto batch : *rows) {
       ARROW_ASSIGN_OR_RAISE(auto b, std::move(batch));
       ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*b));
     }
     ARROW_RETURN_NOT_OK(writer->Close());
   } else {
-    ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(out, rows->schema()));
+    ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(out->stream(), rows->schema()));
     for (auto batch : *rows) {
       ARROW_ASSIGN_OR_RAISE(auto b, std::move(batch));
       ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*b));
     }
     ARROW_RETURN_NOT_OK(writer->Close());
   }
-  return pending != nullptr ? pending->Commit() : out->Close();
+  return out->Commit();
 }
 
 // Writes the rows as text (csv, json) batch by batch, each batch's binary columns as hex.
-arrow::Status WriteText(arrow::RecordBatchReader* rows, const std::string& format) {
+arrow::Status WriteText(arrow::RecordBatchReader* rows, const std::string& format,
+                        Destination* out) {
+  // The CSV header is written with the first rows (or at the end, for none): a query that fails
+  // on its first batch then prints nothing at all, rather than a header that looks like an
+  // empty result.
   std::shared_ptr<arrow::ipc::RecordBatchWriter> csv;
-  auto out = std::make_shared<arrow::io::StdoutStream>();
-  if (format == "csv") {
+  auto start_csv = [&]() -> arrow::Status {
     ARROW_ASSIGN_OR_RAISE(auto empty, arrow::Table::MakeEmpty(rows->schema()));
     ARROW_ASSIGN_OR_RAISE(auto text_schema, TextForm(empty));
-    ARROW_ASSIGN_OR_RAISE(csv, arrow::csv::MakeCSVWriter(out, text_schema->schema(),
+    ARROW_ASSIGN_OR_RAISE(csv, arrow::csv::MakeCSVWriter(out->stream(), text_schema->schema(),
                                                          arrow::csv::WriteOptions::Defaults()));
-  }
+    return arrow::Status::OK();
+  };
   for (auto batch : *rows) {
     ARROW_ASSIGN_OR_RAISE(auto b, std::move(batch));
     if (b->num_rows() == 0) continue;
     ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches({b}));
     ARROW_ASSIGN_OR_RAISE(auto text, TextForm(table));
-    if (csv != nullptr) {
+    if (format == "csv") {
+      if (csv == nullptr) ARROW_RETURN_NOT_OK(start_csv());
       ARROW_RETURN_NOT_OK(csv->WriteTable(*text));
     } else {
-      PrintJson(*text);
+      std::ostringstream lines;
+      PrintJson(*text, lines);
+      ARROW_RETURN_NOT_OK(out->Write(lines.str()));
     }
   }
+  if (format == "csv" && csv == nullptr) ARROW_RETURN_NOT_OK(start_csv());
   if (csv != nullptr) ARROW_RETURN_NOT_OK(csv->Close());
-  std::cout.flush();
-  return arrow::Status::OK();
+  return out->Commit();
 }
 
 arrow::Status RunQueryCommand(QueryOptions o) {
@@ -246,20 +280,20 @@ arrow::Status RunQueryCommand(QueryOptions o) {
   }
   std::shared_ptr<arrow::RecordBatchReader> rows = result.stream;
   if (rows == nullptr) rows = std::make_shared<arrow::TableBatchReader>(result.table);
-  const std::string format =
-      o.format.empty() ? (isatty(STDOUT_FILENO) ? "table" : "csv") : o.format;
-  if (format == "parquet" || format == "arrow") {
-    o.format = format;
-    return WriteBinary(rows.get(), o);
-  }
-  if (format != "table") return WriteText(rows.get(), format);
+  // With no --format: a table for a person at a terminal, CSV for a pipe or a file.
+  const bool to_terminal = (o.output.empty() || o.output == "-") && isatty(STDOUT_FILENO);
+  const std::string format = o.format.empty() ? (to_terminal ? "table" : "csv") : o.format;
+  ARROW_ASSIGN_OR_RAISE(Destination out, Destination::Open(o));
+  if (format == "parquet" || format == "arrow") return WriteBinary(rows.get(), format, &out);
+  if (format != "table") return WriteText(rows.get(), format, &out);
   // A table is laid out to its widest cell: it needs every row first.
   ARROW_ASSIGN_OR_RAISE(auto table, rows->ToTable());
   ARROW_ASSIGN_OR_RAISE(table, table->CombineChunks());
   ARROW_ASSIGN_OR_RAISE(auto text, TextForm(table));
-  PrintTable(*text);
-  std::cout.flush();
-  return arrow::Status::OK();
+  std::ostringstream laid_out;
+  PrintTable(*text, laid_out);
+  ARROW_RETURN_NOT_OK(out.Write(laid_out.str()));
+  return out.Commit();
 }
 
 }  // namespace
@@ -271,7 +305,9 @@ void AddQueryCommand(CLI::App& app, Action& action) {
   query->add_option("-f,--file", options->file, "Read the statement from a file");
   query->add_option("--format", options->format, "table, csv, json, parquet or arrow")
       ->check(CLI::IsMember({"table", "csv", "json", "parquet", "arrow"}));
-  query->add_option("-o,--output", options->output, "Output file for parquet and arrow");
+  query->add_option("-o,--output", options->output,
+                    "Write the result to this file, in any format; it appears only when the "
+                    "query succeeds (written under a temporary name, then renamed)");
   query
       ->add_option("--workers", options->workers,
                    "Run aggregates across this many worker processes; 0 (the default) runs "

@@ -234,6 +234,19 @@ def test_output_formats_and_explain(tpch, tmp_path):
         assert "divide by zero" in proc.stderr.decode()
     proc = sluice.run("query", "--format", "csv", midway)
     assert proc.returncode == 1 and "divide by zero" in proc.stderr.decode()
+    # --output takes every format: the text ones too are written whole or not at all.
+    for fmt, want in [("csv", csv), ("json", "\n".join(json_lines) + "\n"), ("table", table)]:
+        written = tmp_path / f"out.{fmt}"
+        proc = sluice.run("query", "--format", fmt, "-o", written, sql, check=True)
+        assert proc.stdout == b"" and written.read_text() == want, (fmt, proc.stdout)
+        failed = tmp_path / f"midway.{fmt}"
+        proc = sluice.run("query", "--format", fmt, "-o", failed, midway)
+        assert proc.returncode == 1 and not failed.exists() and proc.stdout == b"", fmt
+        assert "divide by zero" in proc.stderr.decode()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".sluice-tmp-")]
+    # No --format with --output: CSV, as for a pipe.
+    sluice.run("query", "-o", tmp_path / "plain", sql, check=True)
+    assert (tmp_path / "plain").read_text() == csv
     # No rows: a header, a table with its column names, no JSON lines, files with the schema.
     none = "select n_name, n_nationkey from nation where n_nationkey > 100"
     assert sluice.run("query", "--format", "csv", none, check=True).stdout.decode() == \
@@ -321,6 +334,35 @@ def test_sql_null_and_division_semantics(tpch):
                      "select sum(n_nationkey) as s, count(*) as c from nation where n_nationkey < 0",
                      check=True).stdout.decode().splitlines()
     assert out[1] == ",0"  # SUM over no rows is NULL, COUNT is 0, as in PostgreSQL
+
+
+def test_a_row_that_fails_names_the_expression(tpch):
+    """A division by zero on some row says which select-list column, aggregate argument or
+    condition divided, in process and in worker processes' tasks; CSV prints nothing, not a
+    header, when the first rows fail."""
+    sluice, _, _ = tpch
+    cases = [
+        ("select l_orderkey, l_linenumber / 2 as half, 7 / (l_linenumber - 1) as per_line "
+         "from lineitem", 'column "per_line" (7 / (l_linenumber - 1)): divide by zero'),
+        ("select l_linenumber / 2 as half, 7 / (l_linenumber - 1) + 1 as a, "
+         "7 / (l_linenumber - 1) - 1 as b from lineitem",  # one part shared by two columns
+         'column "a" ((7 / (l_linenumber - 1)) + 1), in its part (7 / (l_linenumber - 1)): '
+         'divide by zero'),
+        ("select sum(l_quantity / (l_linenumber - 1)) as s from lineitem",
+         "expression (cast(l_quantity as decimal128(18, 5)) / (l_linenumber - 1)): "
+         "divide by zero"),
+        ("select count(*) from lineitem where l_linenumber < 4 and 7 / (l_linenumber - 1) > 1",
+         "condition ((7 / (l_linenumber - 1)) > 1): divide by zero"),
+        ("select l_returnflag, count(*) from lineitem group by l_returnflag "
+         "having 10 / (count(*) - count(*)) > 0", "condition ((10 / cast("),
+    ]
+    for sql, named in cases:
+        for workers in ["0", "2"]:
+            proc = sluice.run("query", "--workers", workers, "--format", "csv", sql)
+            err = proc.stderr.decode()
+            assert proc.returncode == 1 and named in err.lower(), (sql, workers, err)
+            assert "half" not in err, err
+            assert proc.stdout == b"", (sql, workers, proc.stdout[:200])
 
 
 # Beyond TPC-H: each SQL feature of the binder, checked against DuckDB on the same files.
