@@ -8,6 +8,7 @@
 // paths given with --hide (the signing keys, a SQLite registry) are hidden from it. With
 // --memory-pool it allocates from that Arrow pool (dist/worker_memory.h).
 #include <arrow/memory_pool.h>
+#include <arrow/util/thread_pool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -38,6 +39,7 @@ struct WorkerOptions {
   int report_fd = -1;
   std::vector<std::string> hide;
   std::string memory_pool;
+  int cpu_threads = 0;
 };
 
 // Kills this worker's whole process group: the worker and whatever a transform started.
@@ -132,6 +134,10 @@ arrow::Status RunWorker(const WorkerOptions& options) {
   // A crashing transform must not leave core files behind (the worker runs in "/").
   const rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);
+  // After the namespace: sizing Arrow's CPU pool may start its threads.
+  if (options.cpu_threads > 0) {
+    ARROW_RETURN_NOT_OK(arrow::SetCpuThreadPoolCapacity(options.cpu_threads));
+  }
   exec::ProgressFn progress;
   if (options.progress_fd >= 0) {
     // A transform's children must not inherit it (they could write lines the driver would
@@ -176,6 +182,10 @@ void AddWorkerCommand(CLI::App& app, Action& action) {
   worker->add_option(
       "--memory-pool", options->memory_pool,
       "Allocate from this Arrow memory pool unless ARROW_DEFAULT_MEMORY_POOL is set");
+  worker
+      ->add_option("--cpu-threads", options->cpu_threads,
+                   "Threads in Arrow's CPU pool (default: one per core)")
+      ->check(CLI::Range(1, 1024));
   worker->callback([&action, options] { action = [options] { return RunWorker(*options); }; });
 }
 

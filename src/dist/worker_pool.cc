@@ -128,6 +128,11 @@ WorkerPool::~WorkerPool() {
   }
 }
 
+int CpuThreadsPerWorker(int workers, unsigned cores) {
+  if (workers < 1 || cores < 1) return 1;
+  return std::max(1, static_cast<int>(cores) / workers);
+}
+
 void WorkerPool::StartWorkers() {
   for (size_t slot = 0; slot < slots_.size(); ++slot) (void)EnsureWorker(slot);
 }
@@ -155,6 +160,10 @@ arrow::Status WorkerPool::EnsureWorker(size_t slot) {
   if (!options_.memory_pool.empty()) {
     argv.push_back("--memory-pool");
     argv.push_back(options_.memory_pool);
+  }
+  if (options_.cpu_threads > 0) {
+    argv.push_back("--cpu-threads");
+    argv.push_back(std::to_string(options_.cpu_threads));
   }
   ARROW_ASSIGN_OR_RAISE(worker, launcher_->Start(argv));
   ++workers_started_;

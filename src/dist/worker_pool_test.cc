@@ -64,6 +64,28 @@ TEST_F(FakeWorkerTest, WorkersAreAskedForThePoolsMemoryPool) {
   EXPECT_EQ(argv[1].find("--memory-pool"), std::string::npos) << argv[1];
 }
 
+TEST_F(FakeWorkerTest, WorkersAreToldHowManyCpuThreadsToRun) {
+  PoolOptions options = Options(1);
+  options.cpu_threads = 3;
+  WorkerPool with(options);
+  ASSERT_TRUE(with.RunStage(Fragments({"a"})).ok());
+  WorkerPool without(Options(1));
+  ASSERT_TRUE(without.RunStage(Fragments({"b"})).ok());
+  const std::vector<std::string> argv = Log("argv");
+  ASSERT_EQ(argv.size(), 2u);
+  EXPECT_NE(argv[0].find("--cpu-threads 3"), std::string::npos) << argv[0];
+  EXPECT_EQ(argv[1].find("--cpu-threads"), std::string::npos) << argv[1];
+}
+
+TEST(CpuThreadsPerWorker, DividesTheCoresAmongTheWorkers) {
+  EXPECT_EQ(CpuThreadsPerWorker(2, 2), 1);
+  EXPECT_EQ(CpuThreadsPerWorker(2, 16), 8);
+  EXPECT_EQ(CpuThreadsPerWorker(3, 16), 5);
+  EXPECT_EQ(CpuThreadsPerWorker(1, 2), 2);
+  EXPECT_EQ(CpuThreadsPerWorker(8, 2), 1);  // more workers than cores: one each
+  EXPECT_EQ(CpuThreadsPerWorker(2, 0), 1);  // cores unknown (hardware_concurrency() is 0)
+}
+
 TEST_F(FakeWorkerTest, ACrashRetriesOnlyItsTaskOnAFreshWorker) {
   WorkerPool pool(Options(1));
   auto reports = pool.RunStage(Fragments({"a", "b", "crash-once", "d"}));

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "dist/driver_tag.h"
 #include "dist/stage_cutter.h"
@@ -295,6 +296,9 @@ std::unique_ptr<dist::StageScheduler> MakeScheduler(const DistributedOptions& op
   pool.max_attempts = options.max_attempts;
   pool.worker_binary =
       options.worker_binary.empty() ? dist::SelfExecutable() : options.worker_binary;
+  // The workers share this machine's cores: more threads than cores only take turns.
+  pool.cpu_threads =
+      dist::CpuThreadsPerWorker(options.workers, std::thread::hardware_concurrency());
   dist::SchedulerOptions scheduling;
   scheduling.label = "query q-" + query_id;
   // On a terminal only: a query's stderr stays clean elsewhere.
