@@ -6,7 +6,8 @@
 // descriptor ("running stage 'x' on object 'k'"), which the driver keeps so that it can say what
 // a killed worker was doing. With --parent-pid it dies with that process (see TieToParent); the
 // paths given with --hide (the signing keys, a SQLite registry) are hidden from it. With
-// --memory-pool it allocates from that Arrow pool (dist/worker_memory.h).
+// --memory-pool it allocates from that Arrow pool (dist/worker_memory.h); with --cpu-threads
+// Arrow's CPU pool has that many threads (a query's workers share the machine's cores).
 #include <arrow/memory_pool.h>
 #include <arrow/util/thread_pool.h>
 #include <fcntl.h>
