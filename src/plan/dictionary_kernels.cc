@@ -501,6 +501,14 @@ arrow::Status RegisterDictionaryKernels(cp::FunctionRegistry* registry) {
   return registry->AddFunction(std::move(lookup), /*allow_overwrite=*/true);
 }
 
+const cp::Expression* DictionaryMapBody(const cp::Expression::Call& call) {
+  if (call.function_name != kDictionaryMapFunction || call.options == nullptr ||
+      call.options->options_type() != DictionaryMapOptionsType::Get()) {
+    return nullptr;
+  }
+  return &static_cast<const DictionaryMapOptions&>(*call.options).body;
+}
+
 std::shared_ptr<cp::FunctionOptions> MakeInternOptions() {
   return std::make_shared<InternOptions>();
 }

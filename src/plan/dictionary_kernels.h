@@ -16,6 +16,10 @@ namespace sluice::plan {
 /// Gives exactly what the expression gives on the decoded column.
 inline constexpr const char* kDictionaryMapFunction = "sluice_dictionary_map";
 
+/// The expression a dictionary_map call computes per value (over its column's name), or null for
+/// any other call.
+const arrow::compute::Expression* DictionaryMapBody(const arrow::compute::Expression::Call& call);
+
 /// intern(s) -> int32 and intern_lookup(id) -> string, with options holding one interner: equal
 /// strings get equal ids, so a GROUP BY of ids groups as one of the strings, and hashes and
 /// compares 4 bytes instead of a string per row. Under dictionary_map, intern runs once per

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "plan/decimal_kernels.h"
+#include "plan/dictionary_kernels.h"
 
 namespace sluice::plan {
 
@@ -81,6 +82,9 @@ std::string Text(const cp::Expression& e, bool nested) {
     if (options != nullptr && options->to_type.type != nullptr) {
       return "CAST(" + Text(args[0], false) + " AS " + options->to_type.type->ToString() + ")";
     }
+  }
+  if (const cp::Expression* body = DictionaryMapBody(*call)) {
+    return Text(*body, nested);  // computed per dictionary value, as written
   }
   if (call->function_name == kDecimalFitFunction && args.size() == 1) {
     return Text(args[0], nested);  // a change of precision only

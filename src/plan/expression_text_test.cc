@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "plan/decimal_kernels.h"
+#include "plan/dictionary_kernels.h"
 
 namespace sluice::plan {
 namespace {
@@ -31,6 +32,18 @@ TEST(ExpressionText, CastsLiteralsAndOtherFunctions) {
   EXPECT_EQ(ExpressionText(cp::literal(arrow::MakeNullScalar(arrow::int32()))), "NULL");
   EXPECT_EQ(ExpressionText(cp::call("utf8_upper", {cp::field_ref("n_name#1")})),
             "utf8_upper(n_name)");
+}
+
+// A test run per dictionary value reads as the test on the column that it is.
+TEST(ExpressionText, ADictionaryMapReadsAsItsBody) {
+  const arrow::Schema schema(
+      {arrow::field("s#2", arrow::dictionary(arrow::int32(), arrow::utf8()))});
+  const auto mapped = WithDictionaryMaps(
+      cp::call("cast", {cp::field_ref("s#2")}, cp::CastOptions::Safe(arrow::date32())), schema);
+  ASSERT_NE(mapped.call(), nullptr);
+  EXPECT_EQ(mapped.call()->function_name, kDictionaryMapFunction) << mapped.ToString();
+  EXPECT_EQ(ExpressionText(mapped), "CAST(s AS date32[day])");
+  EXPECT_EQ(DictionaryMapBody(*cp::call("utf8_upper", {cp::field_ref("s")}).call()), nullptr);
 }
 
 TEST(ExpressionText, DropsOnlyAColumnsOwnId) {

@@ -1515,7 +1515,7 @@ arrow::Result<std::string> Binder::WindowInput(const json& node, Scope scope,
   if (const auto* ref = e.field_ref(); ref != nullptr && ref->name() != nullptr) {
     return *ref->name();
   }
-  const std::string id = ctx_.NewId("window_input");
+  const std::string id = ctx_.NewId("__window_input");
   window_inputs_.push_back(std::move(e));
   window_input_names_.push_back(id);
   return id;
@@ -2856,7 +2856,7 @@ arrow::Result<std::unique_ptr<PlanNode>> Binder::OrderAndLimit(
         if (out_scope == Scope::kRow) {
           ARROW_ASSIGN_OR_RAISE(target_expr, Typecheck(target_expr, by.at("node"), RowSchema()));
         }
-        target = ctx_.NewId("sort");
+        target = ctx_.NewId("__sort");
         hidden.push_back(target_expr);
         hidden_ids.push_back(target);
       }

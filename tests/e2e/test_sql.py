@@ -355,6 +355,11 @@ def test_a_row_that_fails_names_the_expression(tpch):
          "condition ((7 / (l_linenumber - 1)) > 1): divide by zero"),
         ("select l_returnflag, count(*) from lineitem group by l_returnflag "
          "having 10 / (count(*) - count(*)) > 0", "condition ((10 / cast("),
+        # a cast that a dictionary column's values run once each, and a window's argument
+        ("select count(*) from lineitem where cast(l_shipmode as date) > date '2000-01-01'",
+         "condition (cast(l_shipmode as date32[day]) > 2000-01-01): failed to parse string"),
+        ("select l_linenumber, sum(7 / (l_linenumber - 1)) over (partition by l_linenumber) "
+         "from lineitem", "expression (7 / (l_linenumber - 1)): divide by zero"),
     ]
     for sql, named in cases:
         for workers in ["0", "2"]:
