@@ -56,19 +56,22 @@ arrow::Status ReadParquetFooters(TableSource* table) {
     }
     auto metadata = (*reader)->parquet_reader()->metadata();
     table->num_rows += metadata->num_rows();
+    // Each leaf column's top-level field, which its bytes count towards.
+    std::vector<std::string> fields;
+    for (int c = 0; c < metadata->num_columns(); ++c) {
+      const auto path = metadata->schema()->Column(c)->path()->ToDotVector();
+      fields.push_back(path.empty() ? std::string() : path[0]);
+    }
     std::vector<int64_t> row_groups;
     for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
-      row_groups.push_back(metadata->RowGroup(rg)->total_compressed_size());
-    }
-    table->row_group_bytes.push_back(std::move(row_groups));
-    for (int rg = 0; rg < metadata->num_row_groups(); ++rg) {
       auto row_group = metadata->RowGroup(rg);
+      row_groups.push_back(row_group->total_compressed_size());
       for (int c = 0; c < row_group->num_columns(); ++c) {
-        const auto path = metadata->schema()->Column(c)->path()->ToDotVector();
-        table->column_bytes[path.empty() ? std::string() : path[0]] +=
+        table->column_bytes[fields[static_cast<size_t>(c)]] +=
             row_group->ColumnChunk(c)->total_compressed_size();
       }
     }
+    table->row_group_bytes.push_back(std::move(row_groups));
     if (f == 0) {
       for (const auto& field : table->file_schema->fields()) {
         const auto id = field->type()->id();

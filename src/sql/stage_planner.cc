@@ -36,10 +36,10 @@ int64_t BroadcastBytes(const PlanNode& side, bool under_aggregate = false) {
   return bytes;
 }
 
-// Adds `side` to the tables every task of `stage` reads whole.
-void AddBroadcast(Stage* stage, const PlanNode& side) {
+// Adds `side`, whose BroadcastBytes are `bytes`, to the tables every task of `stage` reads whole.
+void AddBroadcast(Stage* stage, const PlanNode& side, int64_t bytes) {
   for (const PlanNode* s : ScansOf(side)) stage->broadcast.push_back(s);
-  stage->broadcast_bytes += BroadcastBytes(side);
+  stage->broadcast_bytes += bytes;
 }
 
 std::string JoinNames(const std::vector<std::string>& names) {
@@ -276,10 +276,11 @@ class Planner {
     // too and neither side's stage re-reads more than it splits.
     // A build side that every task re-reading would outweigh the split side, or above the
     // broadcast limit, is hash-partitioned with the probe side instead.
+    const int64_t right_bytes = BroadcastBytes(*node.right);
     Stage with_broadcast = b->open;
-    AddBroadcast(&with_broadcast, *node.right);
-    const bool hash = BroadcastBytes(*node.right) > options_.broadcast_limit_bytes ||
-                      !BroadcastRefusal(with_broadcast).empty();
+    AddBroadcast(&with_broadcast, *node.right, right_bytes);
+    const bool hash =
+        right_bytes > options_.broadcast_limit_bytes || !BroadcastRefusal(with_broadcast).empty();
     if (hash && !node.left_keys.empty() && KeysHashAlike(node) &&
         BroadcastRefusal(b->open).empty()) {
       std::string right_why;
@@ -307,7 +308,7 @@ class Planner {
     // A broadcast by re-scan: every task reads the build side whole.
     *why = WholeRefusal(*node.right);
     if (!why->empty()) return std::nullopt;
-    AddBroadcast(&b->open, *node.right);
+    AddBroadcast(&b->open, *node.right, right_bytes);
     b->open.root = &node;
     return b;
   }
