@@ -1,8 +1,7 @@
-#include <libpq-fe.h>
-
 #include <cstdlib>
 
 #include "catalog/database_internal.h"
+#include "catalog/libpq_library.h"
 
 namespace sluice::catalog::internal {
 
@@ -33,18 +32,18 @@ int HexValue(char c) {
 
 class PostgresDatabase : public Database {
  public:
-  PostgresDatabase(PGconn* conn, std::string display_url)
-      : Database(std::move(display_url)), conn_(conn) {}
-  ~PostgresDatabase() override { PQfinish(conn_); }
+  PostgresDatabase(const LibPq* pq, PGconn* conn, std::string display_url)
+      : Database(std::move(display_url)), pq_(pq), conn_(conn) {}
+  ~PostgresDatabase() override { pq_->finish(conn_); }
 
   std::string_view dialect() const override { return "postgresql"; }
 
   arrow::Status ExecScript(std::string_view sql) override {
-    PGresult* res = PQexec(conn_, std::string(sql).c_str());
-    std::unique_ptr<PGresult, decltype(&PQclear)> guard(res, &PQclear);
-    const auto status = PQresultStatus(res);
+    PGresult* res = pq_->exec(conn_, std::string(sql).c_str());
+    std::unique_ptr<PGresult, decltype(&PQclear)> guard(res, pq_->clear);
+    const auto status = pq_->result_status(res);
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-      return Error(PQresultErrorMessage(res));
+      return Error(pq_->result_error_message(res));
     }
     return arrow::Status::OK();
   }
@@ -73,34 +72,34 @@ class PostgresDatabase : public Database {
       values[i] = storage[i].data();
       lengths[i] = static_cast<int>(storage[i].size());
     }
-    PGresult* res = PQexecParams(conn_, text.c_str(), static_cast<int>(params.size()), nullptr,
-                                 values.data(), lengths.data(), formats.data(), /*text*/ 0);
-    std::unique_ptr<PGresult, decltype(&PQclear)> guard(res, &PQclear);
-    const auto status = PQresultStatus(res);
+    PGresult* res = pq_->exec_params(conn_, text.c_str(), static_cast<int>(params.size()), nullptr,
+                                     values.data(), lengths.data(), formats.data(), /*text*/ 0);
+    std::unique_ptr<PGresult, decltype(&PQclear)> guard(res, pq_->clear);
+    const auto status = pq_->result_status(res);
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-      return Error(PQresultErrorMessage(res));
+      return Error(pq_->result_error_message(res));
     }
     std::vector<Row> rows;
-    for (int r = 0; r < PQntuples(res); ++r) {
+    for (int r = 0; r < pq_->ntuples(res); ++r) {
       Row row;
-      for (int c = 0; c < PQnfields(res); ++c) {
-        if (PQgetisnull(res, r, c)) {
+      for (int c = 0; c < pq_->nfields(res); ++c) {
+        if (pq_->getisnull(res, r, c)) {
           row.emplace_back(std::monostate{});
           continue;
         }
-        const char* v = PQgetvalue(res, r, c);
-        const Oid type = PQftype(res, c);
+        const char* v = pq_->getvalue(res, r, c);
+        const Oid type = pq_->ftype(res, c);
         if (type == 20 || type == 21 || type == 23) {  // int8, int2, int4
           row.emplace_back(static_cast<int64_t>(std::strtoll(v, nullptr, 10)));
         } else if (type == 17) {  // bytea, text form "\x0a1b..."
           std::vector<uint8_t> bytes;
-          const size_t len = static_cast<size_t>(PQgetlength(res, r, c));
+          const size_t len = static_cast<size_t>(pq_->getlength(res, r, c));
           for (size_t i = 2; i + 1 < len; i += 2) {
             bytes.push_back(static_cast<uint8_t>(HexValue(v[i]) * 16 + HexValue(v[i + 1])));
           }
           row.emplace_back(Blob{std::move(bytes)});
         } else {
-          row.emplace_back(std::string(v, static_cast<size_t>(PQgetlength(res, r, c))));
+          row.emplace_back(std::string(v, static_cast<size_t>(pq_->getlength(res, r, c))));
         }
       }
       rows.push_back(std::move(row));
@@ -114,6 +113,7 @@ class PostgresDatabase : public Database {
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
     return arrow::Status::IOError("registry ", display_url(), ": ", text);
   }
+  const LibPq* pq_;
   PGconn* conn_;
 };
 
@@ -121,17 +121,21 @@ class PostgresDatabase : public Database {
 
 arrow::Result<std::unique_ptr<Database>> OpenPostgres(const std::string& conninfo,
                                                       const std::string& display_url) {
-  PGconn* conn = PQconnectdb(conninfo.c_str());
-  if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
-    std::string message = conn != nullptr ? PQerrorMessage(conn) : "out of memory";
+  auto pq = LoadLibPq();
+  if (!pq.ok()) {
+    return arrow::Status::IOError("registry ", display_url, ": ", pq.status().message());
+  }
+  PGconn* conn = (*pq)->connectdb(conninfo.c_str());
+  if (conn == nullptr || (*pq)->status(conn) != CONNECTION_OK) {
+    std::string message = conn != nullptr ? (*pq)->error_message(conn) : "out of memory";
     while (!message.empty() && message.back() == '\n') message.pop_back();
-    PQfinish(conn);
+    (*pq)->finish(conn);
     return arrow::Status::IOError("registry ", display_url, ": cannot connect: ", message);
   }
   // Quiet NOTICEs (e.g. "relation already exists, skipping") so they never reach stdout.
-  PQsetNoticeProcessor(
+  (*pq)->set_notice_processor(
       conn, [](void*, const char*) {}, nullptr);
-  return std::make_unique<PostgresDatabase>(conn, display_url);
+  return std::make_unique<PostgresDatabase>(*pq, conn, display_url);
 }
 
 }  // namespace sluice::catalog::internal

@@ -1,10 +1,12 @@
 // One registry suite, two backends: a SQLite file and a real PostgreSQL server on loopback.
 #include "catalog/registry.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
+#include "catalog/libpq_library.h"
 #include "catalog/pipeline_spec.h"
 #include "catalog/postgres_server_testing.h"
 #include "catalog/signing.h"
@@ -334,10 +336,46 @@ TEST(Database, BadUrlsAreNamedWithoutPasswords) {
   EXPECT_NE(unreachable.status().message().find("cannot connect"), std::string::npos);
 }
 
+bool LibPqIsLoaded() {
+  void* handle = dlopen(kLibPqSoname, RTLD_NOW | RTLD_NOLOAD);
+  if (handle == nullptr) return false;
+  dlclose(handle);  // only drops the reference RTLD_NOLOAD took
+  return true;
+}
+
+// Set by main() before any test runs.
+bool g_libpq_loaded_at_start = true;
+
+TEST(LibPq, IsLoadedOnlyWhenAPostgresRegistryOpens) {
+  EXPECT_FALSE(g_libpq_loaded_at_start) << "libpq is linked into the process again";
+  ASSERT_NE(g_postgres, nullptr);
+  auto url = g_postgres->CreateDatabase("reg_libpq_" + std::to_string(getpid()));
+  ASSERT_TRUE(url.ok()) << url.status().ToString();
+  auto db = Database::Open(*url);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_TRUE(LibPqIsLoaded());
+  ASSERT_TRUE((*db)->ExecScript("select 1").ok());
+}
+
+TEST(LibPq, AMissingLibraryIsNamedWithItsPackage) {
+  auto missing = LoadLibPqFrom("libpq-sluice-missing.so.5");
+  ASSERT_FALSE(missing.ok());
+  const std::string message = missing.status().message();
+  EXPECT_TRUE(missing.status().IsIOError());
+  EXPECT_NE(message.find("libpq-sluice-missing.so.5"), std::string::npos) << message;
+  EXPECT_NE(message.find("libpq5"), std::string::npos) << message;
+  // A library that loads but lacks the functions is named with the one it lacks.
+  auto wrong = LoadLibPqFrom("libm.so.6");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("has no PQconnectdb"), std::string::npos)
+      << wrong.status().message();
+}
+
 }  // namespace
 }  // namespace sluice::catalog
 
 int main(int argc, char** argv) {
+  sluice::catalog::g_libpq_loaded_at_start = sluice::catalog::LibPqIsLoaded();
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new sluice::catalog::PostgresEnvironment());
   return RUN_ALL_TESTS();
