@@ -8,6 +8,7 @@ import blake3
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import s3_store_url
 
 
 def test_version_names_sluice_arrow_and_abi(sluice):
@@ -18,6 +19,26 @@ def test_version_names_sluice_arrow_and_abi(sluice):
     assert f"arrow {pa.__version__} (runtime" in out
     assert "transform-abi 1" in out
     assert "function-abi 1" in out
+
+
+def test_libpq_and_s3_are_loaded_only_by_a_process_that_uses_them(sluice, tmp_path,
+                                                                     moto_endpoint,
+                                                                     postgres_server):
+    """libpq (a PostgreSQL registry) and Arrow's S3 module (an s3:// store) and their dozens of
+    dependencies are opened on first use, not linked: loading them cost every process, each
+    worker included, about 7 ms of its start. LD_DEBUG=files lists each library the loader
+    opens."""
+    def loaded(env):
+        proc = sluice.run("query", "select 1", env={"LD_DEBUG": "files", **env})
+        assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+        return proc.stderr.decode(errors="replace")
+
+    local = loaded({})
+    assert "libpq.so" not in local and "libarrow_s3.so" not in local
+    on_s3 = loaded({"SLUICE_STORE": s3_store_url(moto_endpoint, tmp_path)})
+    assert "libarrow_s3.so" in on_s3 and "libpq.so" not in on_s3
+    on_postgres = loaded({"SLUICE_DATABASE_URL": postgres_server()})
+    assert "libpq.so" in on_postgres and "libarrow_s3.so" not in on_postgres
 
 
 @pytest.mark.parametrize(
