@@ -10,6 +10,7 @@
 #include <arrow/compute/registry.h>
 #include <arrow/util/bit_util.h>
 
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -35,7 +36,10 @@ struct AggregateKernel {
 constexpr uint32_t kPrefetchRows = 64;
 
 // Keys to dense group ids: open addressing over a power-of-two table of ids (0 is empty,
-// otherwise id + 1), the keys themselves in id order. NULL is a group of its own.
+// otherwise id + 1), the keys themselves in id order. A key is one int64: the key column's
+// value, or two 32-bit key columns' values side by side. Keys with a NULL part are groups of
+// their own, found through a small map by which parts are NULL (bit i: key column i) and the
+// others' values, and are in no slot.
 class KeyGroups {
  public:
   uint32_t size() const { return static_cast<uint32_t>(keys_.size()); }
@@ -46,10 +50,10 @@ class KeyGroups {
     for (;;) {
       const uint32_t s = slots_[i];
       if (s == 0) {
-        slots_[i] = Add(key) + 1;
+        slots_[i] = Add(key, 0) + 1;
         return slots_[i] - 1;
       }
-      if (keys_[s - 1] == key) return s - 1;  // the NULL group is in no slot
+      if (keys_[s - 1] == key) return s - 1;
       i = (i + 1) & mask_;
     }
   }
@@ -60,13 +64,22 @@ class KeyGroups {
     if (!slots_.empty()) __builtin_prefetch(&slots_[Slot(key)], 1);
   }
 
-  uint32_t FindNull() {
-    if (null_group_ < 0) null_group_ = Add(0);
-    return static_cast<uint32_t>(null_group_);
+  // The group of a key with NULL parts (`nulls` != 0; those parts of `key` are 0).
+  uint32_t FindWithNulls(uint8_t nulls, int64_t key) {
+    // Runs of NULL keys (a single NULL key is one group) skip the map.
+    if (last_with_nulls_ >= 0 && nulls_[last_with_nulls_] == nulls &&
+        keys_[last_with_nulls_] == key) {
+      return static_cast<uint32_t>(last_with_nulls_);
+    }
+    auto [it, added] = with_nulls_.try_emplace({nulls, key}, 0);
+    if (added) it->second = Add(key, nulls);
+    last_with_nulls_ = it->second;
+    return it->second;
   }
 
   int64_t key(uint32_t group) const { return keys_[group]; }
-  bool is_null(uint32_t group) const { return static_cast<int64_t>(group) == null_group_; }
+  // Which parts of the group's key are NULL (bit i: key column i).
+  uint8_t nulls(uint32_t group) const { return nulls_[group]; }
 
  private:
   // Keys that differ only in their low 3 bits share a run of 8 slots (half a cache line), the
@@ -78,8 +91,9 @@ class KeyGroups {
     return static_cast<size_t>((run << 3) | (k & 7));
   }
 
-  uint32_t Add(int64_t key) {
+  uint32_t Add(int64_t key, uint8_t nulls) {
     keys_.push_back(key);
+    nulls_.push_back(nulls);
     return static_cast<uint32_t>(keys_.size() - 1);
   }
 
@@ -91,7 +105,7 @@ class KeyGroups {
     const uint32_t n = static_cast<uint32_t>(keys_.size());
     for (uint32_t g = 0; g < n; ++g) {
       if (g + kPrefetchRows < n) __builtin_prefetch(&slots_[Slot(keys_[g + kPrefetchRows])], 1);
-      if (static_cast<int64_t>(g) == null_group_) continue;
+      if (nulls_[g] != 0) continue;
       size_t i = Slot(keys_[g]);
       while (slots_[i] != 0) i = (i + 1) & mask_;
       slots_[i] = g + 1;
@@ -99,11 +113,19 @@ class KeyGroups {
   }
 
   std::vector<int64_t> keys_;
+  std::vector<uint8_t> nulls_;
   std::vector<uint32_t> slots_;
   size_t mask_ = 0;
   int shift_ = 64;
-  int64_t null_group_ = -1;
+  std::map<std::pair<uint8_t, int64_t>, uint32_t> with_nulls_;
+  int64_t last_with_nulls_ = -1;  // the group FindWithNulls last returned
 };
+
+// Two 32-bit keys side by side in one int64 key.
+inline int64_t PackKeys(int32_t first, int32_t second) {
+  return static_cast<int64_t>((static_cast<uint64_t>(static_cast<uint32_t>(first)) << 32) |
+                              static_cast<uint32_t>(second));
+}
 
 // What one thread has aggregated.
 struct ThreadState {
@@ -114,10 +136,10 @@ struct ThreadState {
 class IntKeyAggregateNode : public ac::ExecNode {
  public:
   IntKeyAggregateNode(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
-                      std::shared_ptr<arrow::Schema> output_schema, int key,
+                      std::shared_ptr<arrow::Schema> output_schema, std::vector<int> keys,
                       std::vector<AggregateKernel> kernels)
       : ExecNode(plan, std::move(inputs), {"input"}, std::move(output_schema)),
-        key_(key),
+        keys_(std::move(keys)),
         kernels_(std::move(kernels)),
         threads_(ac::ThreadIndexer::Capacity()) {}
 
@@ -125,8 +147,11 @@ class IntKeyAggregateNode : public ac::ExecNode {
 
  protected:
   std::string ToStringExtra(int) const override {
-    std::string text =
-        "keys=[\"" + inputs_[0]->output_schema()->field(key_)->name() + "\"], aggregates=[";
+    std::string text = "keys=[";
+    for (size_t k = 0; k < keys_.size(); ++k) {
+      text += (k > 0 ? ", \"" : "\"") + inputs_[0]->output_schema()->field(keys_[k])->name() + "\"";
+    }
+    text += "], aggregates=[";
     for (size_t a = 0; a < kernels_.size(); ++a) {
       text += (a > 0 ? ", " : "") + kernels_[a].function + "(";
       for (size_t i = 0; i < kernels_[a].arguments.size(); ++i) {
@@ -194,25 +219,65 @@ class IntKeyAggregateNode : public ac::ExecNode {
     }
     for (int64_t i = 0; i < n; ++i) {
       if (i + kPrefetchRows < n) groups->Prefetch(values[i + kPrefetchRows]);
-      ids[i] = keys.IsValid(i) ? groups->Find(values[i]) : groups->FindNull();
+      ids[i] = keys.IsValid(i) ? groups->Find(values[i]) : groups->FindWithNulls(1, 0);
+    }
+  }
+
+  // Group ids of two 32-bit key columns of `length` rows, each pair packed into one key.
+  static void PairGroupIds(const arrow::ArraySpan& first, const arrow::ArraySpan& second,
+                           KeyGroups* groups, uint32_t* ids) {
+    const int32_t* a = first.GetValues<int32_t>(1);
+    const int32_t* b = second.GetValues<int32_t>(1);
+    const int64_t n = first.length;
+    if (first.GetNullCount() == 0 && second.GetNullCount() == 0) {
+      // Pairs of small keys (interned strings) are few and interleaved, so the last pair seen
+      // at each of 16 places answers most rows without the table.
+      constexpr int kRecent = 16;
+      int64_t recent_key[kRecent];
+      uint32_t recent_id[kRecent];
+      bool seen[kRecent] = {};
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t key = PackKeys(a[i], b[i]);
+        const int at = static_cast<int>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> 60);
+        if (seen[at] && recent_key[at] == key) {
+          ids[i] = recent_id[at];
+          continue;
+        }
+        ids[i] = groups->Find(key);
+        seen[at] = true;
+        recent_key[at] = key;
+        recent_id[at] = ids[i];
+      }
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const bool a_valid = first.IsValid(i), b_valid = second.IsValid(i);
+      const int64_t key = PackKeys(a_valid ? a[i] : 0, b_valid ? b[i] : 0);
+      const uint8_t nulls = static_cast<uint8_t>((a_valid ? 0 : 1) | (b_valid ? 0 : 2));
+      ids[i] = nulls == 0 ? groups->Find(key) : groups->FindWithNulls(nulls, key);
     }
   }
 
   arrow::Status Consume(ThreadState* state, const cp::ExecBatch& batch) {
-    std::shared_ptr<arrow::ArrayData> keys;
-    const arrow::Datum& key = batch.values[key_];
-    if (key.is_scalar()) {
-      ARROW_ASSIGN_OR_RAISE(auto array, arrow::MakeArrayFromScalar(*key.scalar(), batch.length,
-                                                                   exec_context()->memory_pool()));
-      keys = array->data();
-    } else {
-      keys = key.array();
+    std::vector<std::shared_ptr<arrow::ArrayData>> keys;
+    for (int column : keys_) {
+      const arrow::Datum& key = batch.values[column];
+      if (key.is_scalar()) {
+        ARROW_ASSIGN_OR_RAISE(
+            auto array,
+            arrow::MakeArrayFromScalar(*key.scalar(), batch.length, exec_context()->memory_pool()));
+        keys.push_back(array->data());
+      } else {
+        keys.push_back(key.array());
+      }
     }
     ARROW_ASSIGN_OR_RAISE(auto ids, arrow::AllocateBuffer(batch.length * sizeof(uint32_t),
                                                           exec_context()->memory_pool()));
     auto* id = reinterpret_cast<uint32_t*>(ids->mutable_data());
-    const arrow::ArraySpan key_span(*keys);
-    if (keys->type->byte_width() == 8) {
+    const arrow::ArraySpan key_span(*keys[0]);
+    if (keys.size() == 2) {
+      PairGroupIds(key_span, arrow::ArraySpan(*keys[1]), &state->groups, id);
+    } else if (keys[0]->type->byte_width() == 8) {
       GroupIds<int64_t>(key_span, &state->groups, id);
     } else {
       GroupIds<int32_t>(key_span, &state->groups, id);
@@ -259,8 +324,9 @@ class IntKeyAggregateNode : public ac::ExecNode {
       auto* to = reinterpret_cast<uint32_t*>(mapping->mutable_data());
       for (uint32_t g = 0; g < n; ++g) {
         if (g + kPrefetchRows < n) into->groups.Prefetch(t->groups.key(g + kPrefetchRows));
-        to[g] =
-            t->groups.is_null(g) ? into->groups.FindNull() : into->groups.Find(t->groups.key(g));
+        const uint8_t nulls = t->groups.nulls(g);
+        to[g] = nulls == 0 ? into->groups.Find(t->groups.key(g))
+                           : into->groups.FindWithNulls(nulls, t->groups.key(g));
       }
       auto mapping_data =
           arrow::ArrayData::Make(arrow::uint32(), n, {nullptr, std::move(mapping)}, 0);
@@ -278,28 +344,37 @@ class IntKeyAggregateNode : public ac::ExecNode {
     }
     const uint32_t n = into->groups.size();
     std::vector<arrow::Datum> columns;
-    // The key, in its own type.
-    const auto& key_type = output_schema_->field(0)->type();
-    const int width = key_type->byte_width();
-    ARROW_ASSIGN_OR_RAISE(auto values,
-                          arrow::AllocateBuffer(int64_t{n} * width, exec_context()->memory_pool()));
-    std::shared_ptr<arrow::Buffer> validity;
-    int64_t nulls = 0;
-    for (uint32_t g = 0; g < n; ++g) {
-      if (width == 8) {
-        reinterpret_cast<int64_t*>(values->mutable_data())[g] = into->groups.key(g);
-      } else {
-        reinterpret_cast<int32_t*>(values->mutable_data())[g] =
-            static_cast<int32_t>(into->groups.key(g));
+    // The keys, each in its own type: the group's key, or its half of a pair.
+    for (size_t k = 0; k < keys_.size(); ++k) {
+      const auto& key_type = output_schema_->field(static_cast<int>(k))->type();
+      const int width = key_type->byte_width();
+      ARROW_ASSIGN_OR_RAISE(
+          auto values, arrow::AllocateBuffer(int64_t{n} * width, exec_context()->memory_pool()));
+      std::shared_ptr<arrow::Buffer> validity;
+      int64_t nulls = 0;
+      const uint8_t null_bit = static_cast<uint8_t>(1u << k);
+      const int shift = keys_.size() == 2 && k == 0 ? 32 : 0;
+      for (uint32_t g = 0; g < n; ++g) {
+        const int64_t key = into->groups.key(g);
+        if (width == 8) {
+          reinterpret_cast<int64_t*>(values->mutable_data())[g] = key;
+        } else {
+          reinterpret_cast<int32_t*>(values->mutable_data())[g] =
+              static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(key) >> shift));
+        }
+        if ((into->groups.nulls(g) & null_bit) != 0) {
+          if (validity == nullptr) {
+            ARROW_ASSIGN_OR_RAISE(validity,
+                                  arrow::AllocateBitmap(n, exec_context()->memory_pool()));
+            arrow::bit_util::SetBitsTo(validity->mutable_data(), 0, n, true);
+          }
+          arrow::bit_util::ClearBit(validity->mutable_data(), g);
+          ++nulls;
+        }
       }
-      if (into->groups.is_null(g)) {
-        ARROW_ASSIGN_OR_RAISE(validity, arrow::AllocateBitmap(n, exec_context()->memory_pool()));
-        arrow::bit_util::SetBitsTo(validity->mutable_data(), 0, n, true);
-        arrow::bit_util::ClearBit(validity->mutable_data(), g);
-        nulls = 1;
-      }
+      columns.emplace_back(
+          arrow::ArrayData::Make(key_type, n, {validity, std::move(values)}, nulls));
     }
-    columns.emplace_back(arrow::ArrayData::Make(key_type, n, {validity, std::move(values)}, nulls));
     for (size_t a = 0; a < kernels_.size(); ++a) {
       cp::KernelContext ctx(exec_context(), kernels_[a].kernel);
       ctx.SetState(into->states[a].get());
@@ -320,7 +395,7 @@ class IntKeyAggregateNode : public ac::ExecNode {
     return output_->InputFinished(this, batches);
   }
 
-  const int key_;
+  const std::vector<int> keys_;  // one key column, or two 32-bit ones
   const std::vector<AggregateKernel> kernels_;
   std::vector<std::unique_ptr<ThreadState>> threads_;
   ac::ThreadIndexer thread_indexer_;
@@ -330,6 +405,11 @@ class IntKeyAggregateNode : public ac::ExecNode {
 bool IntegerKey(const arrow::DataType& type) {
   return type.id() == arrow::Type::INT32 || type.id() == arrow::Type::INT64 ||
          type.id() == arrow::Type::DATE32;
+}
+
+// A key that packs beside another into one int64 (an interned string's id is an int32).
+bool HalfKey(const arrow::DataType& type) {
+  return type.id() == arrow::Type::INT32 || type.id() == arrow::Type::DATE32;
 }
 
 // Our node for `options`, or Arrow's where our grouper does not apply.
@@ -342,11 +422,16 @@ arrow::Result<ac::ExecNode*> MakeIntKeyAggregate(ac::ExecPlan* plan,
   }
   const auto& schema = inputs[0]->output_schema();
   auto fallback = [&]() { return ac::MakeExecNode("aggregate", plan, inputs, options); };
-  if (options.keys.size() != 1 || !options.segment_keys.empty()) return fallback();
-  auto key = options.keys[0].FindOne(*schema);
-  if (!key.ok() || key->indices().size() != 1 ||
-      !IntegerKey(*schema->field(key->indices()[0])->type())) {
+  if (options.keys.empty() || options.keys.size() > 2 || !options.segment_keys.empty()) {
     return fallback();
+  }
+  std::vector<int> keys;
+  for (const auto& ref : options.keys) {
+    auto key = ref.FindOne(*schema);
+    if (!key.ok() || key->indices().size() != 1) return fallback();
+    const auto& type = *schema->field(key->indices()[0])->type();
+    if (options.keys.size() == 1 ? !IntegerKey(type) : !HalfKey(type)) return fallback();
+    keys.push_back(key->indices()[0]);
   }
   auto* registry = plan->query_context()->exec_context()->func_registry();
   std::vector<AggregateKernel> kernels;
@@ -369,9 +454,10 @@ arrow::Result<ac::ExecNode*> MakeIntKeyAggregate(ac::ExecPlan* plan,
     k.options = k.owned != nullptr ? k.owned.get() : (*function)->default_options();
     kernels.push_back(std::move(k));
   }
-  // As Arrow's node names and types its output: the key's field, then each aggregate's name
+  // As Arrow's node names and types its output: the keys' fields, then each aggregate's name
   // with the type its kernel resolves (some resolve from their initialized state).
-  arrow::FieldVector fields = {schema->field(key->indices()[0])};
+  arrow::FieldVector fields;
+  for (int key : keys) fields.push_back(schema->field(key));
   for (size_t a = 0; a < kernels.size(); ++a) {
     const AggregateKernel& k = kernels[a];
     cp::KernelContext ctx(plan->query_context()->exec_context(), k.kernel);
@@ -382,7 +468,7 @@ arrow::Result<ac::ExecNode*> MakeIntKeyAggregate(ac::ExecPlan* plan,
   }
   auto output_schema = arrow::schema(std::move(fields));
   return plan->EmplaceNode<IntKeyAggregateNode>(plan, std::move(inputs), std::move(output_schema),
-                                                key->indices()[0], std::move(kernels));
+                                                std::move(keys), std::move(kernels));
 }
 
 }  // namespace

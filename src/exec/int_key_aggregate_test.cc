@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "plan/compute_init.h"
@@ -80,6 +82,18 @@ std::shared_ptr<arrow::Table> Grouped(const std::shared_ptr<arrow::Table>& table
   return cp::Take(*out, order).ValueOrDie().table()->CombineChunks().ValueOrDie();
 }
 
+// The kind of node `factory` makes for grouping `table` by `keys`.
+std::string NodeKind(const std::shared_ptr<arrow::Table>& table,
+                     const std::vector<arrow::FieldRef>& keys) {
+  auto plan = ac::ExecPlan::Make().ValueOrDie();
+  ac::Declaration decl = ac::Declaration::Sequence(
+      {{"table_source", ac::TableSourceNodeOptions(table)},
+       {kIntKeyAggregateFactory, ac::AggregateNodeOptions(Aggregates(), keys)}});
+  auto node = decl.AddToPlan(plan.get());
+  EXPECT_TRUE(node.ok()) << node.status().ToString();
+  return node.ok() ? (*node)->kind_name() : "";
+}
+
 class IntKeyAggregate : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -146,9 +160,63 @@ TEST_F(IntKeyAggregate, SortedRunsAndStridedKeys) {
   }
 }
 
+// Two 32-bit keys a and b (b of `b_type`) with `a_keys` x `b_keys` pairs in random order, the
+// types' extremes among them, a NULL in every 11th a and 13th b (and so both in some rows).
+std::shared_ptr<arrow::Table> Pairs(int64_t n, int64_t a_keys, int64_t b_keys,
+                                    const std::shared_ptr<arrow::DataType>& b_type, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  auto value = [&](int64_t keys) -> int32_t {
+    const int64_t r = static_cast<int64_t>(rng() % (keys + 2));
+    if (r == keys) return std::numeric_limits<int32_t>::min();
+    if (r == keys + 1) return std::numeric_limits<int32_t>::max();
+    return static_cast<int32_t>(r * 7919 - 50'000);  // negative ones too
+  };
+  arrow::Int32Builder a, b;
+  arrow::Int64Builder v;
+  arrow::Decimal128Builder d(arrow::decimal128(15, 2));
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_TRUE((i % 11 == 10 ? a.AppendNull() : a.Append(value(a_keys))).ok());
+    EXPECT_TRUE((i % 13 == 12 ? b.AppendNull() : b.Append(value(b_keys))).ok());
+    EXPECT_TRUE(v.Append(static_cast<int64_t>(rng() % 1000)).ok());
+    EXPECT_TRUE(d.Append(arrow::Decimal128(static_cast<int64_t>(rng() % 100000))).ok());
+  }
+  auto b_array = cp::Cast(*b.Finish().ValueOrDie(), b_type).ValueOrDie();
+  return arrow::Table::Make(
+      arrow::schema({arrow::field("a", arrow::int32()), arrow::field("b", b_type),
+                     arrow::field("v", arrow::int64()),
+                     arrow::field("d", arrow::decimal128(15, 2))}),
+      {a.Finish().ValueOrDie(), b_array, v.Finish().ValueOrDie(), d.Finish().ValueOrDie()});
+}
+
+TEST_F(IntKeyAggregate, PairsOfKeysGiveWhatArrowsAggregateGives) {
+  const std::vector<arrow::FieldRef> keys = {arrow::FieldRef("a"), arrow::FieldRef("b")};
+  EXPECT_EQ(NodeKind(Pairs(10, 3, 2, arrow::date32(), 1), keys), "IntKeyAggregateNode");
+  for (const auto& type : {arrow::int32(), arrow::date32()}) {
+    // Few pairs (Q1's four flags); many (the tables grow and threads' tables merge); none.
+    for (const auto& [rows, a_keys, b_keys] :
+         {std::tuple<int64_t, int64_t, int64_t>{20'000, 3, 2}, {60'000, 300, 200}, {0, 1, 1}}) {
+      auto table = Pairs(rows, a_keys, b_keys, type, 17);
+      auto want = Grouped(table, "aggregate", Aggregates(), keys);
+      auto got = Grouped(table, kIntKeyAggregateFactory, Aggregates(), keys);
+      ASSERT_NE(want, nullptr);
+      ASSERT_NE(got, nullptr);
+      EXPECT_TRUE(got->schema()->Equals(*want->schema())) << got->schema()->ToString();
+      EXPECT_EQ(got->num_rows(), want->num_rows()) << type->ToString() << " " << rows;
+      EXPECT_TRUE(got->Equals(*want)) << type->ToString() << " " << rows;
+    }
+  }
+  // The same rows with one key swapped for the other: the pair's halves stay apart.
+  auto table = Pairs(20'000, 3, 2, arrow::int32(), 23);
+  const std::vector<arrow::FieldRef> swapped = {arrow::FieldRef("b"), arrow::FieldRef("a")};
+  auto want = Grouped(table, "aggregate", Aggregates(), swapped);
+  auto got = Grouped(table, kIntKeyAggregateFactory, Aggregates(), swapped);
+  ASSERT_NE(got, nullptr);
+  EXPECT_TRUE(got->Equals(*want));
+}
+
 TEST_F(IntKeyAggregate, OtherKeysGoToArrowsAggregate) {
   auto table = Input(5'000, 50, arrow::int64(), 3);
-  // Two keys, a string key, a float key: the same result as Arrow's node, made by it.
+  // Two keys one of which is 64-bit, a string key: the same result as Arrow's node, made by it.
   auto strings =
       table
           ->AddColumn(3, arrow::field("s", arrow::utf8()),
@@ -161,6 +229,7 @@ TEST_F(IntKeyAggregate, OtherKeysGoToArrowsAggregate) {
     auto got = Grouped(strings, kIntKeyAggregateFactory, Aggregates(), keys);
     ASSERT_NE(got, nullptr);
     EXPECT_TRUE(got->Equals(*want));
+    EXPECT_EQ(NodeKind(strings, keys), "GroupByNode");
   }
 }
 

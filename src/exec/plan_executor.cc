@@ -316,8 +316,9 @@ ac::Declaration Aggregate(ac::Declaration input, const arrow::Schema& input_sche
   }
   std::vector<arrow::FieldRef> keys;
   for (const auto& k : key_names) keys.emplace_back(k);
-  // One integer key: our grouper (it makes Arrow's node itself where it does not apply).
-  const bool int_key = keys.size() == 1 && RegisterIntKeyAggregate().ok();
+  // One integer key or two small ones: our grouper (it makes Arrow's node itself where it does
+  // not apply).
+  const bool int_key = keys.size() <= 2 && !keys.empty() && RegisterIntKeyAggregate().ok();
   return ac::Declaration::Sequence({std::move(input),
                                     {int_key ? kIntKeyAggregateFactory : "aggregate",
                                      ac::AggregateNodeOptions(aggregates, keys)}});

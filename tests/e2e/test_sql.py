@@ -986,9 +986,16 @@ COMMON_PARTS = [
 ]
 
 
-# GROUP BY one integer or date column runs on sluice's own grouper: many groups, NULL and
-# negative keys, an int32 key, a date key, distinct counts, no rows.
+# GROUP BY one integer or date column, or two 32-bit ones (interned strings, int32, date), runs
+# on sluice's own grouper: many groups, NULL and negative keys, an int32 key, a date key, distinct
+# counts, no rows; pairs few and many, a NULL half.
 INT_KEYS = [
+    "select l_shipmode, l_returnflag, count(*), sum(l_tax) from lineitem where l_orderkey < 100000 "
+    "group by 1, 2 order by 1, 2",
+    "select nullif(l_linenumber, 3) as a, l_shipdate, count(*), sum(l_quantity) from lineitem "
+    "where l_shipdate < date '1992-03-01' group by 1, 2 order by 1, 2",
+    "select -cast(l_partkey % 300 as integer) as a, l_linenumber, count(*) from lineitem "
+    "group by 1, 2 order by 3 desc, 1, 2 limit 25",
     "select l_orderkey, sum(l_quantity), count(*), min(l_shipdate), max(l_comment) from lineitem "
     "group by l_orderkey having sum(l_quantity) > 250 order by 1",
     "select nullif(l_linenumber, 3) as k, count(*), sum(l_extendedprice), avg(l_discount) "
