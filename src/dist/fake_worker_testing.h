@@ -144,6 +144,7 @@ class FakeWorkerTest : public ::testing::Test {
           {plan::Step(plan::ShuffleRead{{"_sluice/shuffle/fake/part-0.arrow"},
                                         {std::string(64, '0')},
                                         arrow::schema({arrow::field("k", arrow::int64())}),
+                                        {},
                                         {}})});
       out.push_back(std::move(f));
     }

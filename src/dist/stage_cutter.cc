@@ -3,6 +3,8 @@
 #include <map>
 #include <utility>
 
+#include "plan/column_texts.h"
+
 namespace sluice::dist {
 
 namespace {
@@ -127,9 +129,12 @@ arrow::Result<std::vector<plan::Fragment>> StageCut::Fragments(
   stage.read_bytes.assign(static_cast<size_t>(stage.tasks), 0);
   // Each input exchange's rows, as the next stage reads them.
   std::vector<std::shared_ptr<arrow::Schema>> schemas;
+  // What the inputs' hidden columns computed, for errors' text in the tasks.
+  std::vector<plan::ColumnTexts> texts;
   for (const PlanNode* in : stage.inputs) {
     ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(*in));
     schemas.push_back(std::move(schema));
+    texts.push_back(plan::HiddenColumnTexts(*in));
   }
   std::vector<plan::Fragment> out;
   for (int t = 0; t < stage.tasks; ++t) {
@@ -139,6 +144,7 @@ arrow::Result<std::vector<plan::Fragment>> StageCut::Fragments(
       plan::ShuffleRead read;
       read.schema = schemas[i];
       read.partition_keys = in->exchange.keys;
+      read.column_texts = texts[i];
       for (const exec::TaskReport& r : done[stage.producers[i]].reports) {
         if (static_cast<size_t>(t) >= r.shuffle_files.size()) {
           return arrow::Status::Invalid("internal: task ", r.task, " reported ",

@@ -229,17 +229,20 @@ constexpr int64_t kSelectBelowOneIn = 4;
 
 class FilterOptions : public ac::ExecNodeOptions {
  public:
-  explicit FilterOptions(cp::Expression predicate) : predicate(std::move(predicate)) {}
+  FilterOptions(cp::Expression predicate, std::shared_ptr<const plan::ColumnTexts> texts)
+      : predicate(std::move(predicate)), texts(std::move(texts)) {}
   cp::Expression predicate;
+  std::shared_ptr<const plan::ColumnTexts> texts;
 };
 
 class FilterNode : public ac::MapNode {
  public:
   FilterNode(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs, cp::Expression predicate,
-             std::vector<Conjunct> conjuncts)
+             std::vector<Conjunct> conjuncts, std::shared_ptr<const plan::ColumnTexts> texts)
       : MapNode(plan, inputs, inputs[0]->output_schema()),
         predicate_(std::move(predicate)),
-        conjuncts_(std::move(conjuncts)) {}
+        conjuncts_(std::move(conjuncts)),
+        texts_(std::move(texts)) {}
 
   static arrow::Result<ac::ExecNode*> Make(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
                                            const ac::ExecNodeOptions& options) {
@@ -270,7 +273,7 @@ class FilterNode : public ac::MapNode {
                             [](const Conjunct& conjunct) { return conjunct.cheap; });
     }
     return plan->EmplaceNode<FilterNode>(plan, std::move(inputs), std::move(bound),
-                                         std::move(conjuncts));
+                                         std::move(conjuncts), filter.texts);
   }
 
   const char* kind_name() const override { return "SluiceFilterNode"; }
@@ -379,11 +382,12 @@ class FilterNode : public ac::MapNode {
   }
 
   // `condition` on `batch`; an error names the condition, since a filter may hold several.
-  static arrow::Result<arrow::Datum> Evaluate(const cp::Expression& condition,
-                                              const cp::ExecBatch& batch, cp::ExecContext* ctx) {
+  arrow::Result<arrow::Datum> Evaluate(const cp::Expression& condition, const cp::ExecBatch& batch,
+                                       cp::ExecContext* ctx) const {
     auto value = cp::ExecuteScalarExpression(condition, batch, ctx);
     if (!value.ok()) {
-      return AddContext(value.status(), "condition (" + plan::ExpressionText(condition) + ")");
+      return AddContext(value.status(),
+                        "condition (" + plan::ExpressionText(condition, texts_.get()) + ")");
     }
     return value;
   }
@@ -431,6 +435,7 @@ class FilterNode : public ac::MapNode {
 
   cp::Expression predicate_;
   std::vector<Conjunct> conjuncts_;  // empty for a predicate that is not a conjunction
+  std::shared_ptr<const plan::ColumnTexts> texts_;  // what errors' text reads
 };
 
 arrow::Status RegisterFilter() {
@@ -444,10 +449,11 @@ arrow::Status RegisterFilter() {
 
 }  // namespace
 
-arrow::Result<ac::Declaration> Filtered(ac::Declaration input, cp::Expression predicate) {
+arrow::Result<ac::Declaration> Filtered(ac::Declaration input, cp::Expression predicate,
+                                        std::shared_ptr<const plan::ColumnTexts> texts) {
   ARROW_RETURN_NOT_OK(RegisterFilter());
   return ac::Declaration::Sequence(
-      {std::move(input), {kFilterFactory, FilterOptions(std::move(predicate))}});
+      {std::move(input), {kFilterFactory, FilterOptions(std::move(predicate), std::move(texts))}});
 }
 
 }  // namespace sluice::exec

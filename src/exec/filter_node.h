@@ -10,14 +10,20 @@
 #include <arrow/compute/expression.h>
 #include <arrow/result.h>
 
+#include <memory>
+
+#include "plan/expression_text.h"
+
 namespace sluice::exec {
 
 /// `input` with only the rows where `predicate` is true: a batch that keeps every row passes as
 /// it is, one that keeps few takes them by index, and any other is filtered column by column.
 /// A conjunct that may fail (a division, a cast) runs only on the rows that the conjuncts before
 /// it kept, comparisons of primitive columns first, so whether it fails does not depend on how
-/// rows fall into batches.
-arrow::Result<arrow::acero::Declaration> Filtered(arrow::acero::Declaration input,
-                                                  arrow::compute::Expression predicate);
+/// rows fall into batches. An error names the conjunct that failed, with the hidden columns in
+/// `texts` read as what they compute (plan/column_texts.h).
+arrow::Result<arrow::acero::Declaration> Filtered(
+    arrow::acero::Declaration input, arrow::compute::Expression predicate,
+    std::shared_ptr<const plan::ColumnTexts> texts = nullptr);
 
 }  // namespace sluice::exec

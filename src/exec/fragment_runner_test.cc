@@ -143,7 +143,7 @@ TEST_F(FragmentRunnerTest, MapAndReduceKeepTheFirstRowOfEachKeyInJobOrder) {
     plan::Fragment reduce = Task(1, p);
     const OutputFile& file = m.shuffle_files[static_cast<size_t>(p)];
     std::vector<plan::PlanNodeFields> steps = {
-        plan::Step(plan::ShuffleRead{{file.key}, {file.blake3}, seq_schema, {"k"}}),
+        plan::Step(plan::ShuffleRead{{file.key}, {file.blake3}, seq_schema, {"k"}, {}}),
         plan::Step(plan::DedupFirst{"k"})};
     const std::string out = "out/part-" + std::to_string(p) + ".arrow";
     steps.push_back(plan::Step(plan::WriteSink{"ipc", out}));
@@ -166,8 +166,8 @@ TEST_F(FragmentRunnerTest, MapAndReduceKeepTheFirstRowOfEachKeyInJobOrder) {
   // A shuffle file that is not what its writer reported is an error naming it.
   plan::Fragment damaged = Task(1, 0);
   damaged.root = plan::Chain(
-      {plan::Step(
-           plan::ShuffleRead{{m.shuffle_files[0].key}, {std::string(64, '0')}, seq_schema, {"k"}}),
+      {plan::Step(plan::ShuffleRead{
+           {m.shuffle_files[0].key}, {std::string(64, '0')}, seq_schema, {"k"}, {}}),
        plan::Step(plan::DedupFirst{"k"}), plan::Step(plan::WriteSink{"ipc", "out/damaged.arrow"})});
   TaskReport d = RunFragment(damaged);
   EXPECT_EQ(d.status, "error");
@@ -193,7 +193,7 @@ TEST_F(FragmentRunnerTest, ADedupOfNoRowsStillWritesAPartWithTheSchema) {
   plan::Fragment reduce = Task(1, 0);
   const OutputFile& file = m.shuffle_files[0];
   reduce.root = plan::Chain(
-      {plan::Step(plan::ShuffleRead{{file.key}, {file.blake3}, seq_schema, {"k"}}),
+      {plan::Step(plan::ShuffleRead{{file.key}, {file.blake3}, seq_schema, {"k"}, {}}),
        plan::Step(plan::DedupFirst{"k"}), plan::Step(plan::WriteSink{"ipc", "out/part-0.arrow"})});
   TaskReport r = RunFragment(reduce);
   ASSERT_EQ(r.status, "ok") << r.error;

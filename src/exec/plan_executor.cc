@@ -25,6 +25,7 @@
 #include "exec/shared_subplans.h"
 #include "exec/top_n.h"
 #include "exec/window.h"
+#include "plan/column_texts.h"
 #include "plan/common_subexpressions.h"
 #include "plan/compute_init.h"
 #include "plan/conjuncts.h"
@@ -366,6 +367,14 @@ cp::Expression OwnKernels(const cp::Expression& expression, const arrow::Schema&
   return plan::WithLikeKernels(plan::WithDecimalKernels(expression, schema));
 }
 
+// What the hidden columns that `expression` reads compute, from the plan below `input`, or
+// null when it reads none (plan/column_texts.h).
+std::shared_ptr<const plan::ColumnTexts> HiddenTexts(const cp::Expression& expression,
+                                                     const PlanNode& input) {
+  if (!plan::ReadsHiddenColumn(expression)) return nullptr;
+  return std::make_shared<const plan::ColumnTexts>(plan::HiddenColumnTexts(input));
+}
+
 // How an error names a part that several outputs share, computed once as column `name`: by the
 // first output that reads it (`labels[j]` names `expressions[j]`, which read the parts).
 std::string SharedPartLabel(const std::string& name, const cp::Expression& part,
@@ -396,6 +405,7 @@ arrow::Result<ac::Declaration> Project(
   // What an output's errors name: its column and the plan's expression, before our kernels
   // replace Arrow's, since that is the form EXPLAIN shows.
   std::vector<std::string> labels;
+  std::shared_ptr<const plan::ColumnTexts> texts;  // once an output reads a hidden column
   if (node.keep_input) {
     for (const auto& n : node.input->OutputNames()) {
       expressions.push_back(cp::field_ref(n));
@@ -407,7 +417,8 @@ arrow::Result<ac::Declaration> Project(
     cp::Expression e = OwnKernels(node.expressions[i], input_schema);
     if (interned.count(node.names[i])) e = cp::call(plan::kInternFunction, {std::move(e)}, intern);
     expressions.push_back(std::move(e));
-    labels.push_back(OutputLabel(node.names[i], node.expressions[i]));
+    if (texts == nullptr) texts = HiddenTexts(node.expressions[i], *node.input);
+    labels.push_back(OutputLabel(node.names[i], node.expressions[i], texts.get()));
   }
   const arrow::Schema& actual = coded != nullptr ? *coded : input_schema;
   std::vector<std::string> input_names;
@@ -761,7 +772,8 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
   ARROW_ASSIGN_OR_RAISE(auto input_schema, plan::OutputSchema(*node.input));
   switch (node.kind) {
     case PlanNode::Kind::kFilter:
-      return Filtered(std::move(input), OwnKernels(node.predicate, *input_schema));
+      return Filtered(std::move(input), OwnKernels(node.predicate, *input_schema),
+                      HiddenTexts(node.predicate, *node.input));
     case PlanNode::Kind::kProject:
       return Project(node, std::move(input), *input_schema, nullptr);
     case PlanNode::Kind::kSort:

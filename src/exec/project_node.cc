@@ -109,9 +109,10 @@ arrow::Status RegisterProject() {
 
 }  // namespace
 
-std::string OutputLabel(const std::string& name, const cp::Expression& expression) {
+std::string OutputLabel(const std::string& name, const cp::Expression& expression,
+                        const plan::ColumnTexts* texts) {
   const std::string column = plan::WithoutColumnId(name);
-  const std::string text = "(" + plan::ExpressionText(expression) + ")";
+  const std::string text = "(" + plan::ExpressionText(expression, texts) + ")";
   if (column.rfind("__", 0) == 0) return "expression " + text;
   return "column \"" + column + "\" " + text;
 }

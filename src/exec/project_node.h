@@ -10,11 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "plan/expression_text.h"
+
 namespace sluice::exec {
 
 /// How an error names output `name` computed by `expression`: `column "name" (text)`, or for an
-/// internal name (an aggregate's argument, "__in3") `expression (text)`, without plan ids.
-std::string OutputLabel(const std::string& name, const arrow::compute::Expression& expression);
+/// internal name (an aggregate's argument, "__in3") `expression (text)`, without plan ids; the
+/// hidden columns in `texts` read as what they compute (plan/column_texts.h).
+std::string OutputLabel(const std::string& name, const arrow::compute::Expression& expression,
+                        const plan::ColumnTexts* texts = nullptr);
 
 /// `input` with the columns `expressions`, named `names`, as Acero's project computes them. An
 /// expression that fails on a row fails the plan with its error prefixed by `labels[i]`, or,

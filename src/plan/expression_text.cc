@@ -51,7 +51,10 @@ const std::map<std::string, std::string>& InfixOperators() {
 }
 
 // `nested`: whether the text sits inside an operator, where it needs parentheses to read right.
-std::string Text(const cp::Expression& e, bool nested) {
+std::string Text(const cp::Expression& e, bool nested, const ColumnTexts* texts) {
+  auto Text = [&](const cp::Expression& part, bool part_nested) {
+    return sluice::plan::Text(part, part_nested, texts);
+  };
   if (const arrow::Datum* literal = e.literal()) {
     if (!literal->is_scalar()) return e.ToString();
     const arrow::Scalar& scalar = *literal->scalar();
@@ -67,6 +70,12 @@ std::string Text(const cp::Expression& e, bool nested) {
     return value;
   }
   if (const arrow::FieldRef* ref = e.field_ref()) {
+    if (texts != nullptr && ref->name() != nullptr) {
+      const auto known = texts->find(*ref->name());
+      if (known != texts->end()) {
+        return nested && known->second.infix ? "(" + known->second.text + ")" : known->second.text;
+      }
+    }
     return WithoutColumnId(ref->name() != nullptr ? *ref->name() : ref->ToString());
   }
   const cp::Expression::Call* call = e.call();
@@ -112,6 +121,21 @@ std::string WithoutColumnId(std::string_view name) {
   return std::string(name);
 }
 
-std::string ExpressionText(const cp::Expression& expression) { return Text(expression, false); }
+std::string ExpressionText(const cp::Expression& expression, const ColumnTexts* texts) {
+  return Text(expression, false, texts);
+}
+
+bool IsInfixText(const cp::Expression& expression) {
+  const cp::Expression::Call* call = expression.call();
+  if (call == nullptr) return false;
+  if (const cp::Expression* body = DictionaryMapBody(*call)) return IsInfixText(*body);
+  if (call->function_name == kDecimalFitFunction && call->arguments.size() == 1) {
+    return IsInfixText(call->arguments[0]);
+  }
+  const size_t args = call->arguments.size();
+  return (InfixOperators().count(call->function_name) > 0 && args == 2) ||
+         (call->function_name == "invert" && args == 1) ||
+         ((call->function_name == "is_null" || call->function_name == "is_valid") && args == 1);
+}
 
 }  // namespace sluice::plan

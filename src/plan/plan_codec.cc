@@ -214,6 +214,15 @@ json RangesJson(const std::vector<std::pair<int32_t, int32_t>>& ranges) {
                   {"blake3", r.blake3},
                   {"schema", schema},
                   {"partition_keys", r.partition_keys}});
+      if (!r.column_texts.empty()) {
+        std::vector<std::string> names, texts, kinds;
+        for (const auto& [name, text] : r.column_texts) {
+          names.push_back(name);
+          texts.push_back(text.text);
+          kinds.push_back(text.aggregate ? "aggregate" : text.infix ? "infix" : "");
+        }
+        out.update({{"text_columns", names}, {"texts", texts}, {"text_kinds", kinds}});
+      }
       break;
     }
     case PlanNode::Kind::kShuffleWrite: {
@@ -547,6 +556,22 @@ arrow::Status DecodeWindow(const json& v, PlanNode* n) {
     ARROW_ASSIGN_OR_RAISE(r.schema, SchemaAt(v, "schema"));
     if (r.schema == nullptr) return arrow::Status::Invalid("plan: shuffle_read needs a schema");
     ARROW_ASSIGN_OR_RAISE(r.partition_keys, TextList(v, "partition_keys"));
+    if (v.contains("text_columns")) {
+      ARROW_ASSIGN_OR_RAISE(auto names, TextList(v, "text_columns"));
+      ARROW_ASSIGN_OR_RAISE(auto texts, TextList(v, "texts"));
+      ARROW_ASSIGN_OR_RAISE(auto kinds, TextList(v, "text_kinds"));
+      if (texts.size() != names.size() || kinds.size() != names.size()) {
+        return arrow::Status::Invalid("plan: shuffle_read has ", names.size(), " text columns, ",
+                                      texts.size(), " texts and ", kinds.size(), " text kinds");
+      }
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (kinds[i] != "" && kinds[i] != "infix" && kinds[i] != "aggregate") {
+          return arrow::Status::Invalid("plan: shuffle_read text kind '", kinds[i], "' of column '",
+                                        names[i], "' is unknown");
+        }
+        r.column_texts[names[i]] = {texts[i], kinds[i] == "infix", kinds[i] == "aggregate"};
+      }
+    }
   } else if (kind == "shuffle_write") {
     n->kind = PlanNode::Kind::kShuffleWrite;
     ShuffleWrite& w = n->shuffle_write;

@@ -4,9 +4,13 @@
 
 #include <arrow/api.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <functional>
 
 #include <cstring>
 
+#include "plan/cbor_fields.h"
 #include "plan/compute_init.h"
 #include "plan/expression_codec.h"
 
@@ -39,7 +43,10 @@ std::unique_ptr<PlanNode> ReducePlan() {
                    "_sluice/shuffle/run-1/s0/s0p1-2/part-3.arrow"},
                   {std::string(64, 'a'), std::string(64, 'b')},
                   arrow::schema({arrow::field("data_hash", arrow::fixed_size_binary(32), false)}),
-                  {"data_hash"}};
+                  {"data_hash"},
+                  {{"__agg1", {"sum(l_quantity)", false, true}},
+                   {"__in2", {"l_extendedprice * (1 - l_discount)", true, false}},
+                   {"__window_input", {"l_tax", false, false}}}};
   auto dedup = MakeNode(PlanNode::Kind::kDedup, std::move(read));
   dedup->dedup = DedupFirst{"data_hash"};
   auto sink = MakeNode(PlanNode::Kind::kSinkWrite, std::move(dedup));
@@ -89,7 +96,17 @@ TEST(PlanCodec, RoundTrip) {
   auto reduce = RoundTrip(Sample(ReducePlan()));
   ASSERT_TRUE(reduce.ok()) << reduce.status().ToString();
   EXPECT_EQ(reduce->root->sink.key, "derived/x/run-1/part-00003.parquet");
-  EXPECT_EQ(reduce->root->input->input->shuffle_read.blake3[1], std::string(64, 'b'));
+  const ShuffleRead& read = reduce->root->input->input->shuffle_read;
+  EXPECT_EQ(read.blake3[1], std::string(64, 'b'));
+  // What the hidden columns computed travels with the read, for errors' text on a worker.
+  ASSERT_EQ(read.column_texts.size(), 3u);
+  EXPECT_EQ(read.column_texts.at("__agg1").text, "sum(l_quantity)");
+  EXPECT_TRUE(read.column_texts.at("__agg1").aggregate);
+  EXPECT_FALSE(read.column_texts.at("__agg1").infix);
+  EXPECT_TRUE(read.column_texts.at("__in2").infix);
+  EXPECT_FALSE(read.column_texts.at("__in2").aggregate);
+  EXPECT_EQ(read.column_texts.at("__window_input").text, "l_tax");
+  EXPECT_FALSE(read.column_texts.at("__window_input").infix);
   EXPECT_EQ(reduce->root->Explain(),
             "SinkWrite parquet derived/x/run-1/part-00003.parquet\n"
             "  DedupFirst data_hash\n"
@@ -170,6 +187,46 @@ TEST(PlanCodec, RefusesShapesNoTaskRuns) {
   keyless->shuffle_write.keys.clear();
   keyless->shuffle_write.one_row_per_key = true;
   refused(std::move(keyless), "plan: one row per key needs keys");
+}
+
+// Fragment bytes with `edit` applied to the object that holds `key`, wherever it is.
+std::vector<uint8_t> Tampered(const Fragment& f, const std::string& key,
+                              const std::function<void(nlohmann::json&)>& edit) {
+  auto bytes = EncodeFragment(f);
+  EXPECT_TRUE(bytes.ok());
+  const size_t magic = std::strlen(kPlanMagic);
+  nlohmann::json doc =
+      nlohmann::json::from_cbor(std::vector<uint8_t>(bytes->begin() + magic, bytes->end()));
+  std::function<bool(nlohmann::json&)> visit = [&](nlohmann::json& j) {
+    if (j.is_object() && j.contains(key)) {
+      edit(j);
+      return true;
+    }
+    if (j.is_structured()) {
+      for (auto& child : j) {
+        if (visit(child)) return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(visit(doc)) << key;
+  return WithMagic(kPlanMagic, doc);
+}
+
+TEST(PlanCodec, RefusesColumnTextsThatDoNotPair) {
+  const Fragment f = Sample(ReducePlan());
+  auto short_texts = Tampered(f, "texts", [](nlohmann::json& j) { j["texts"].erase(0); });
+  auto back = DecodeFragment(short_texts.data(), short_texts.size());
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.status().message().find("3 text columns, 2 texts and 3 text kinds"),
+            std::string::npos)
+      << back.status().message();
+  auto odd_kind = Tampered(f, "text_kinds", [](nlohmann::json& j) { j["text_kinds"][0] = "sql"; });
+  back = DecodeFragment(odd_kind.data(), odd_kind.size());
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.status().message().find("text kind 'sql' of column '__agg1' is unknown"),
+            std::string::npos)
+      << back.status().message();
 }
 
 TEST(PlanCodec, NeverEncodesWhatOnlyPlannersSee) {

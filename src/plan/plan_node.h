@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "plan/cardinality.h"
+#include "plan/expression_text.h"
 #include "plan/table_source.h"
 
 namespace sluice::plan {
@@ -101,6 +102,8 @@ struct ShuffleRead {
   std::shared_ptr<arrow::Schema> schema;
   /// The columns the rows were hash-partitioned on (a worker checks a stage's shape by them).
   std::vector<std::string> partition_keys;
+  /// What the rows' hidden columns computed in the stage below, for errors (column_texts.h).
+  ColumnTexts column_texts;
 };
 
 /// Calls a published batch transform, loaded by pin through the verified loader, once per

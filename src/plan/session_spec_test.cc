@@ -16,6 +16,7 @@ TEST(SessionSpec, EncodedTasksCarryTheDriversValuesAndTheyMatchHere) {
   read->shuffle_read = ShuffleRead{{"_sluice/shuffle/r/s0/s0p0-1/part-0.arrow"},
                                    {std::string(64, 'a')},
                                    arrow::schema({arrow::field("k", arrow::utf8())}),
+                                   {},
                                    {}};
   f.root = std::move(read);
   auto bytes = EncodeFragment(f);

@@ -353,8 +353,19 @@ def test_a_row_that_fails_names_the_expression(tpch):
          "divide by zero"),
         ("select count(*) from lineitem where l_linenumber < 4 and 7 / (l_linenumber - 1) > 1",
          "condition ((7 / (l_linenumber - 1)) > 1): divide by zero"),
+        # An aggregate reads as its call, in a final task on a worker too (the shuffle read
+        # carries what the partial stage computed).
         ("select l_returnflag, count(*) from lineitem group by l_returnflag "
-         "having 10 / (count(*) - count(*)) > 0", "condition ((10 / cast("),
+         "having 10 / (count(*) - count(*)) > 0",
+         "condition ((10 / cast(count(*) - count(*) as double)) > 0): divide by zero"),
+        ("select l_returnflag, sum(l_extendedprice * (1 - l_discount)) / (count(*) - count(*)) "
+         "as r from lineitem group by l_returnflag",
+         'column "r" (cast(sum(l_extendedprice * (1 - l_discount)) as double) / '
+         "cast(count(*) - count(*) as double)): divide by zero"),
+        ("select o_orderpriority, max(o_totalprice) from orders group by 1 "
+         "having count(distinct o_custkey) / (count(*) - count(*)) > 1",
+         "condition ((cast(count(distinct o_custkey) as double) / "
+         "cast(count(*) - count(*) as double)) > 1): divide by zero"),
         # a cast that a dictionary column's values run once each, and a window's argument
         ("select count(*) from lineitem where cast(l_shipmode as date) > date '2000-01-01'",
          "condition (cast(l_shipmode as date32[day]) > 2000-01-01): failed to parse string"),
