@@ -6,6 +6,7 @@
 #include <arrow/io/interfaces.h>
 #include <arrow/util/config.h>
 #include <arrow/util/thread_pool.h>
+#include <link.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <random>
 
@@ -139,15 +141,33 @@ namespace {
 // included. Loading registers the s3 scheme with FileSystemFromUri, whose factory initializes
 // the SDK; FinalizeFilesystems shuts it down.
 constexpr char kS3Module[] = "libarrow_s3.so." ARROW_SO_VERSION;
+constexpr char kArrowLibrary[] = "/libarrow.so." ARROW_SO_VERSION;
+
+// The module's path beside the libarrow this process loaded. A bare soname would be searched
+// for from the caller of dlopen, which under ASan is its interceptor, not libarrow with its
+// $ORIGIN run path.
+std::string S3ModulePath() {
+  std::string dir;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        const std::string_view name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        if (!name.ends_with(kArrowLibrary)) return 0;
+        *static_cast<std::string*>(out) = name.substr(0, name.size() - std::strlen(kArrowLibrary));
+        return 1;
+      },
+      &dir);
+  return dir.empty() ? kS3Module : dir + "/" + kS3Module;
+}
 
 arrow::Status EnsureS3Module() {
   static std::once_flag once;
   static arrow::Status loaded;
   std::call_once(once, [] {
-    loaded = arrow::fs::LoadFileSystemFactories(kS3Module);
+    const std::string path = S3ModulePath();
+    loaded = arrow::fs::LoadFileSystemFactories(path.c_str());
     if (!loaded.ok()) {
       loaded =
-          arrow::Status::IOError("cannot load Arrow's S3 filesystem (", kS3Module,
+          arrow::Status::IOError("cannot load Arrow's S3 filesystem (", path,
                                  ", beside libarrow in the pyarrow wheel): ", loaded.message());
     }
   });
