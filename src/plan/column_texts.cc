@@ -48,14 +48,12 @@ ColumnTexts HiddenColumnTexts(const PlanNode& node) {
             texts[a.output] = argument->second;  // combines the partial results
           } else if (a.function == "count_all") {
             texts[a.output] = {"count(*)", false, true};
-          } else if (a.function == "count_distinct") {
-            texts[a.output] = {
-                "count(DISTINCT " + ExpressionText(cp::field_ref(a.input), &texts) + ")", false,
-                true};
           } else {
-            texts[a.output] = {
-                a.function + "(" + ExpressionText(cp::field_ref(a.input), &texts) + ")", false,
-                true};
+            const std::string argument_text = ExpressionText(cp::field_ref(a.input), &texts);
+            texts[a.output] = {a.function == "count_distinct"
+                                   ? "count(DISTINCT " + argument_text + ")"
+                                   : a.function + "(" + argument_text + ")",
+                               false, true};
           }
         }
         break;
