@@ -22,6 +22,7 @@
 #include "exec/int_key_aggregate.h"
 #include "exec/join_gate.h"
 #include "exec/project_node.h"
+#include "exec/scan_readahead.h"
 #include "exec/shared_subplans.h"
 #include "exec/top_n.h"
 #include "exec/window.h"
@@ -34,7 +35,6 @@
 #include "plan/expression_text.h"
 #include "plan/library_functions.h"
 #include "plan/like_kernels.h"
-#include "plan/row_width.h"
 #include "plan/table_provider.h"
 
 namespace sluice::exec {
@@ -162,26 +162,6 @@ arrow::Result<std::vector<std::shared_ptr<ds::FileFragment>>> ParquetFragments(
     fragments.push_back(std::move(fragment));
   }
   return fragments;
-}
-
-// Batches a scan reads ahead. Memory is what bounds a query here, not read latency (the default
-// of 16 held ~250 MiB more in TPC-H Q1 at SF 1 for no speedup). Arrow's Parquet reader decodes
-// whole row groups until batch_readahead x batch_size rows are in flight: two 32K-row batches
-// are less than one row group of ~100K rows, so a scan feeding a join decoded on one core while
-// the other waited. Up to kScanAheadBytes of decoded rows ahead (by a guess at each column's
-// width) it reads four, two row groups at once: TPC-H SF 1 Q5, Q7, Q18 and Q21 12-20 % faster.
-// Wider rows keep two, since more in flight then costs more memory than it saves time: Q9's six
-// lineitem columns peaked at 319 MB with four, against 267 MB with two (DuckDB: 202 MB).
-int ScanReadahead(const arrow::Schema& schema, const std::vector<std::string>& columns,
-                  int64_t batch_rows) {
-  constexpr int64_t kScanAheadBytes = int64_t{8} << 20;
-  arrow::FieldVector fields;
-  for (const auto& name : columns) {
-    if (auto field = schema.GetFieldByName(name)) fields.push_back(std::move(field));
-  }
-  const double batch_bytes =
-      static_cast<double>(std::max<int64_t>(batch_rows, 1)) * plan::GuessRowBytes(fields);
-  return static_cast<double>(kScanAheadBytes) >= 4 * batch_bytes ? 4 : 2;
 }
 
 // The scan of `node`. With `dictionaries`, Parquet's dictionary string columns stay
