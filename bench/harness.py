@@ -22,6 +22,14 @@ from pathlib import Path
 from typing import Callable
 
 
+# Runs of a start-up workload, the start-up time each report shows. "Net" does not use it: each
+# timed run of a query is paired with a start-up run just before it (measure()), since the
+# machine drifts between a run's first minute and its last. With one start-up median for the
+# whole run, DuckDB's ranged over 0.143-0.198 s in four `make bench BENCH_ONLY=tpch` runs of one
+# build, and their 22-query net totals over 1.46-2.11x DuckDB.
+STARTUP_REPEAT = 11
+
+
 @dataclass
 class Workload:
     name: str
@@ -50,6 +58,8 @@ class Measurement:
     seconds: list[float]
     peak_rss_mib: float
     error: str | None = None
+    # The engine's start-up run just before each of `seconds`, when the workload has one.
+    startup_seconds: list[float] = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -124,19 +134,25 @@ def _guard(pgid, start, timeout, max_rss_mib, done, killed):
             return
 
 
-def measure(workload: Workload) -> list[Measurement]:
+def measure(workload: Workload,
+            startup: dict[str, list[str]] | None = None) -> list[Measurement]:
+    """Runs each engine's command; with `startup` (each engine's start-up command), each timed
+    run follows a run of the engine's start-up, for net() to subtract."""
     results = []
     for engine, argv in workload.commands.items():
         print(f"  {workload.name} / {engine} ...", file=sys.stderr, flush=True)
+        before = (startup or {}).get(engine)
         try:
             limits = (workload.timeout, workload.max_rss_mib)
             run_once(argv, workload.env, *limits)  # warm-up: page cache, imports
-            times, peak = [], 0.0
+            times, starts, peak = [], [], 0.0
             for _ in range(workload.repeat):
+                if before is not None:
+                    starts.append(run_once(before, workload.env, *limits)[0])
                 t, rss = run_once(argv, workload.env, *limits)
                 times.append(t)
                 peak = max(peak, rss)
-            results.append(Measurement(workload.name, engine, times, peak))
+            results.append(Measurement(workload.name, engine, times, peak, startup_seconds=starts))
         except Exception as e:  # a failing peer is reported, not fatal
             results.append(Measurement(workload.name, engine, [], float("nan"), str(e)))
     return results
@@ -149,7 +165,10 @@ def ratio(m: Measurement, base: Measurement | None) -> float:
 
 
 def net(m: Measurement | None, w: Workload, results: list[Measurement]) -> float:
-    """Median minus the same engine's start-up median; NaN without one."""
+    """The median of each run less the start-up run just before it, or else the median less the
+    same engine's start-up median; NaN without either."""
+    if m is not None and m.seconds and len(m.startup_seconds) == len(m.seconds):
+        return statistics.median(t - s for t, s in zip(m.seconds, m.startup_seconds))
     start = next((r for r in results if r.workload == w.startup and m and r.engine == m.engine),
                  None)
     if m is None or not m.seconds or start is None or not start.seconds:
@@ -219,8 +238,10 @@ def report(workloads: list[Workload], out_dir: Path, title: str, notes: str = ""
     measurements, returns more markdown to put after the main table."""
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
+    by_name = {w.name: w for w in workloads}
     for w in workloads:
-        results.extend(measure(w))
+        start = by_name.get(w.startup) if w.startup else None
+        results.extend(measure(w, start.commands if start is not None else None))
     png = out_dir / "ratios.png"
     chart(workloads, results, png)
     more = sections(results) if sections else ""

@@ -14,7 +14,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from harness import Workload, report  # noqa: E402
+from harness import STARTUP_REPEAT, Workload, report  # noqa: E402
 
 SLUICE = str(ROOT / "build" / "sluice")
 PY = sys.executable
@@ -107,7 +107,10 @@ def workloads(keep):
     if queries or keep("tpch-startup"):
         tpch.prepare()
         # Start-up cost of each engine's process (Python + import for the peers), then the queries.
-        selected += [Workload(name="tpch-startup", commands=tpch.commands(0)), *queries]
+        selected += [
+            Workload(name="tpch-startup", commands=tpch.commands(0), repeat=STARTUP_REPEAT),
+            *queries,
+        ]
     for name, objects in (("pipeline", pipeline.OBJECTS), (LARGE_PIPELINE, pipeline.LARGE_OBJECTS)):
         if not keep(name):
             continue
@@ -161,7 +164,8 @@ def workloads(keep):
     ]
     if queries or keep("tpcds-startup"):
         tpcds.prepare()
-        selected += [Workload(name="tpcds-startup", commands=tpcds.commands("q0"), **limits),
+        selected += [Workload(name="tpcds-startup", commands=tpcds.commands("q0"),
+                              repeat=STARTUP_REPEAT, **limits),
                      *queries]
     return selected
 
@@ -296,7 +300,8 @@ def scale(sf: str) -> None:
         size[f] = tpch.data_bytes(f)
         env = {"BENCH_TPCH_SF": f}
         pick = lambda n: {e: c for e, c in tpch.commands(n).items() if e in engines}  # noqa: E731
-        selected.append(Workload(name=f"tpch-sf{f}-startup", commands=pick(0), env=env, **limits))
+        selected.append(Workload(name=f"tpch-sf{f}-startup", commands=pick(0), env=env,
+                                 repeat=STARTUP_REPEAT, **limits))
         selected += [Workload(name=f"tpch-sf{f}-q{n}", commands=pick(n), env=env,
                               startup=f"tpch-sf{f}-startup", **limits)
                      for n in tpch.SCALE_QUERIES]
@@ -339,8 +344,10 @@ def scale(sf: str) -> None:
                 + "\n".join(lines) + f"\n\n## SF {big}: sluice against DuckDB\n\n"
                 + "\n".join(ratio_lines) + "\n\n")
 
-    notes = (f"Machine: {os.cpu_count()} cores. Median of 3 runs after one warm-up; both engines "
-             "limited to 2 threads; net subtracts each engine's start-up median at that scale.")
+    notes = (f"Machine: {os.cpu_count()} cores. Median of 3 runs after one warm-up "
+             f"({STARTUP_REPEAT} for start-up); both engines limited to 2 threads; net subtracts "
+             "from each run the engine's start-up run just before it, at that scale (median of the "
+             "differences).")
     md = report(selected, OUT / f"scale-sf{sf}", f"sluice at TPC-H SF {sf}", notes, growth)
     print(md.read_text())
     print(f"report: {md}")
@@ -361,10 +368,12 @@ def main():
     selected = workloads(selector(only))
     notes = (
         f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}. "
-        "Median of 3 runs after one warm-up; peak MiB is the process's max RSS. Every TPC-H "
-        "and TPC-DS command is a Python launcher (bench/tpch.py, bench/tpcds.py) that runs the "
-        "engine; 'net' subtracts each engine's tpch-startup or tpcds-startup median (launcher, "
-        "process start, imports, catalog). sluice-w2 is sluice with `--workers 2` "
+        f"Median of 3 runs after one warm-up ({STARTUP_REPEAT} for start-up); peak MiB is the "
+        "process's max RSS. Every TPC-H and TPC-DS command is a Python launcher (bench/tpch.py, "
+        "bench/tpcds.py) that runs the engine; 'net' subtracts from each run the engine's "
+        "tpch-startup or tpcds-startup run just before it (the median of those differences; a "
+        "start-up is the launcher, process start, imports, catalog). sluice-w2 is sluice with "
+        "`--workers 2` "
         "(distributed), sluice the default (in-process)."
     )
     # The ABI's micro-benchmark runs with the whole bench only (it is not a workload).

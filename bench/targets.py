@@ -104,8 +104,8 @@ def section(selected, results, abi_ratio=None):
     rows.append(("transform ABI identity / in-process", "<= 1.5", _verdict(abi_ratio, 1.5)))
     lines = ["| target | goal | this run |", "|---|---|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
-    return ("## Performance targets\n\nNet subtracts each engine's own start-up median. "
-            "Throughput is DuckDB's median over sluice's on the same input.\n\n"
+    return ("## Performance targets\n\nNet subtracts from each run the engine's own start-up run "
+            "just before it. Throughput is DuckDB's median over sluice's on the same input.\n\n"
             + "\n".join(lines) + "\n\n")
 
 
