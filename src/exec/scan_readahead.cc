@@ -16,7 +16,9 @@ namespace sluice::exec {
 //   12-20 % faster than with two);
 // - 32K-row batches (a plan with a large hash build) read at least kScanAheadRows: Q9's six
 //   lineitem columns (2.25 MB a batch) with two kept its two cores ~65 % busy while probing,
-//   and ran 12-18 % slower than with four, for 7-16 MB less peak memory.
+//   and ran 12-18 % slower than with four at about the same peak memory at SF 1; at SF 10
+//   four cost ~100 MB more (1.56 against 1.45 GB), the probe side queuing more while Acero
+//   builds the orders table.
 int ScanReadahead(const arrow::Schema& schema, const std::vector<std::string>& columns,
                   int64_t batch_rows) {
   arrow::FieldVector fields;
