@@ -3,7 +3,7 @@ reports median wall time, peak memory and the ratio to sluice, as a markdown tab
 chart.
 
 A workload is a name and a mapping from engine to a command (argv list). Every command runs
-`repeat` times after one warm-up; peak memory is the child's maximum resident set size from
+`repeat` times after one warm-up, the engines' runs interleaved; peak memory is the child's maximum resident set size from
 wait4(), so it measures exactly that process tree's largest process. Timings are only ever
 reported here, never asserted by tests.
 """
@@ -28,6 +28,12 @@ from typing import Callable
 # whole run, DuckDB's ranged over 0.143-0.198 s in four `make bench BENCH_ONLY=tpch` runs of one
 # build, and their 22-query net totals over 1.46-2.11x DuckDB.
 STARTUP_REPEAT = 11
+
+# Timed runs of a TPC-H query (measure() interleaves the engines' runs). With 3, each engine's
+# run back to back, a busy spell of the host decided a median: DuckDB's Q14 net read 0.066 s in
+# one run of the bench and 0.166 s in the next, which made Q14 the worst query of one run and a
+# tie in the other.
+QUERY_REPEAT = 5
 
 
 @dataclass
@@ -136,26 +142,41 @@ def _guard(pgid, start, timeout, max_rss_mib, done, killed):
 
 def measure(workload: Workload,
             startup: dict[str, list[str]] | None = None) -> list[Measurement]:
-    """Runs each engine's command; with `startup` (each engine's start-up command), each timed
-    run follows a run of the engine's start-up, for net() to subtract."""
-    results = []
-    for engine, argv in workload.commands.items():
-        print(f"  {workload.name} / {engine} ...", file=sys.stderr, flush=True)
-        before = (startup or {}).get(engine)
+    """Runs each engine's command once to warm up (page cache, imports), then `repeat` rounds of
+    one timed run per engine, the engines' order rotating each round: a busy spell of the host
+    then falls on every engine alike, not on whichever engine's runs it met. With `startup`
+    (each engine's start-up command), each timed run follows a run of the engine's start-up,
+    for net() to subtract."""
+    limits = (workload.timeout, workload.max_rss_mib)
+    engines = list(workload.commands)
+    times: dict[str, list[float]] = {e: [] for e in engines}
+    starts: dict[str, list[float]] = {e: [] for e in engines}
+    peak = {e: 0.0 for e in engines}
+    failed: dict[str, str] = {}
+
+    def run(engine: str, timed: bool) -> None:
         try:
-            limits = (workload.timeout, workload.max_rss_mib)
-            run_once(argv, workload.env, *limits)  # warm-up: page cache, imports
-            times, starts, peak = [], [], 0.0
-            for _ in range(workload.repeat):
-                if before is not None:
-                    starts.append(run_once(before, workload.env, *limits)[0])
-                t, rss = run_once(argv, workload.env, *limits)
-                times.append(t)
-                peak = max(peak, rss)
-            results.append(Measurement(workload.name, engine, times, peak, startup_seconds=starts))
+            before = (startup or {}).get(engine)
+            if timed and before is not None:
+                starts[engine].append(run_once(before, workload.env, *limits)[0])
+            t, rss = run_once(workload.commands[engine], workload.env, *limits)
+            if timed:
+                times[engine].append(t)
+                peak[engine] = max(peak[engine], rss)
         except Exception as e:  # a failing peer is reported, not fatal
-            results.append(Measurement(workload.name, engine, [], float("nan"), str(e)))
-    return results
+            failed[engine] = str(e)
+
+    for engine in engines:
+        print(f"  {workload.name} / {engine} ...", file=sys.stderr, flush=True)
+        run(engine, timed=False)
+    for r in range(workload.repeat):
+        for i in range(len(engines)):
+            engine = engines[(i + r) % len(engines)]
+            if engine not in failed:
+                run(engine, timed=True)
+    return [Measurement(workload.name, e, [], float("nan"), failed[e]) if e in failed
+            else Measurement(workload.name, e, times[e], peak[e], startup_seconds=starts[e])
+            for e in engines]
 
 
 def ratio(m: Measurement, base: Measurement | None) -> float:

@@ -14,7 +14,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from harness import STARTUP_REPEAT, Workload, report  # noqa: E402
+from harness import QUERY_REPEAT, STARTUP_REPEAT, Workload, report  # noqa: E402
 
 SLUICE = str(ROOT / "build" / "sluice")
 PY = sys.executable
@@ -91,18 +91,19 @@ def workloads(keep):
 
     selected = []
     queries = [
-        Workload(name=query_name(n), commands=tpch.commands(n), startup="tpch-startup")
+        Workload(name=query_name(n), commands=tpch.commands(n), startup="tpch-startup",
+                 repeat=QUERY_REPEAT)
         for n in tpch.SUPPORTED
     ]
     # LIMIT without ORDER BY over lineitem: how soon each engine stops reading.
     queries.append(Workload(name=limit_name(), commands=tpch.commands("limit5"),
-                            startup="tpch-startup"))
+                            startup="tpch-startup", repeat=QUERY_REPEAT))
     # ORDER BY under the LIMIT: a top-N reads every row and keeps few.
     queries.append(Workload(name=topn_name(), commands=tpch.commands("topn5"),
-                            startup="tpch-startup"))
+                            startup="tpch-startup", repeat=QUERY_REPEAT))
     # The same columns without the LIMIT, written as CSV: results stream to the output.
     queries.append(Workload(name=export_name(), commands=tpch.export_commands(),
-                            startup="tpch-startup"))
+                            startup="tpch-startup", repeat=QUERY_REPEAT))
     queries = [w for w in queries if keep(w.name)]
     if queries or keep("tpch-startup"):
         tpch.prepare()
@@ -303,7 +304,7 @@ def scale(sf: str) -> None:
         selected.append(Workload(name=f"tpch-sf{f}-startup", commands=pick(0), env=env,
                                  repeat=STARTUP_REPEAT, **limits))
         selected += [Workload(name=f"tpch-sf{f}-q{n}", commands=pick(n), env=env,
-                              startup=f"tpch-sf{f}-startup", **limits)
+                              startup=f"tpch-sf{f}-startup", repeat=QUERY_REPEAT, **limits)
                      for n in tpch.SCALE_QUERIES]
 
     def growth(results):
@@ -344,7 +345,7 @@ def scale(sf: str) -> None:
                 + "\n".join(lines) + f"\n\n## SF {big}: sluice against DuckDB\n\n"
                 + "\n".join(ratio_lines) + "\n\n")
 
-    notes = (f"Machine: {os.cpu_count()} cores. Median of 3 runs after one warm-up "
+    notes = (f"Machine: {os.cpu_count()} cores. Median of {QUERY_REPEAT} runs after one warm-up "
              f"({STARTUP_REPEAT} for start-up); both engines limited to 2 threads; net subtracts "
              "from each run the engine's start-up run just before it, at that scale (median of the "
              "differences).")
@@ -368,7 +369,8 @@ def main():
     selected = workloads(selector(only))
     notes = (
         f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}. "
-        f"Median of 3 runs after one warm-up ({STARTUP_REPEAT} for start-up); peak MiB is the "
+        f"Median of 3 runs after one warm-up ({QUERY_REPEAT} for a TPC-H query, {STARTUP_REPEAT} "
+        "for start-up); peak MiB is the "
         "process's max RSS. Every TPC-H and TPC-DS command is a Python launcher (bench/tpch.py, "
         "bench/tpcds.py) that runs the engine; 'net' subtracts from each run the engine's "
         "tpch-startup or tpcds-startup run just before it (the median of those differences; a "
