@@ -122,7 +122,8 @@ def workloads(keep):
         if objects == pipeline.OBJECTS:
             commands["sluice-1-worker"] = pipeline.sluice_command(1, objects=objects)
         commands["duckdb"] = pipeline.duckdb_command(raw, DATA / "duckdb-out.parquet")
-        selected.append(Workload(name=name, commands=commands, input_bytes=input_bytes))
+        selected.append(Workload(name=name, commands=commands, input_bytes=input_bytes,
+                                 repeat=QUERY_REPEAT))
     if keep("blake3-512MiB"):
         blob = str(make_blob(DATA / "blob-512MiB.bin", 512 << 20))
         # BLAKE3 over a large file: sluice's C implementation with SIMD dispatch (one thread)
@@ -369,8 +370,8 @@ def main():
     selected = workloads(selector(only))
     notes = (
         f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}. "
-        f"Median of 3 runs after one warm-up ({QUERY_REPEAT} for a TPC-H query, {STARTUP_REPEAT} "
-        "for start-up); peak MiB is the "
+        f"Median of 3 runs after one warm-up ({QUERY_REPEAT} for a TPC-H query or the main job, "
+        f"{STARTUP_REPEAT} for start-up); the engines take turns; peak MiB is the "
         "process's max RSS. Every TPC-H and TPC-DS command is a Python launcher (bench/tpch.py, "
         "bench/tpcds.py) that runs the engine; 'net' subtracts from each run the engine's "
         "tpch-startup or tpcds-startup run just before it (the median of those differences; a "
