@@ -3,9 +3,9 @@ reports median wall time, peak memory and the ratio to sluice, as a markdown tab
 chart.
 
 A workload is a name and a mapping from engine to a command (argv list). Every command runs
-`repeat` times after one warm-up, the engines' runs interleaved; peak memory is the child's maximum resident set size from
-wait4(), so it measures exactly that process tree's largest process. Timings are only ever
-reported here, never asserted by tests.
+`repeat` times after one warm-up, the engines taking turns; peak memory is the child's maximum
+resident set size from wait4(), so it measures exactly that process tree's largest process.
+Timings are only ever reported here, never asserted by tests.
 """
 
 from __future__ import annotations
