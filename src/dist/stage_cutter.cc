@@ -165,7 +165,13 @@ arrow::Result<std::vector<plan::Fragment>> StageCut::Fragments(
         node->shuffle_read = it->second;
         return node;
       }
-      if (&n != stage.split) return nullptr;
+      if (&n != stage.split) {
+        if (stage.split == nullptr || !options_.task_node || !failed.ok()) return nullptr;
+        auto node = options_.task_node(*stage.root, *stage.split, n, t);
+        if (node.ok()) return std::move(*node);
+        failed = node.status();
+        return nullptr;
+      }
       auto share = options_.split_share(n, t);
       if (share.ok()) return std::move(*share);
       failed = share.status();

@@ -52,6 +52,11 @@ struct CutOptions {
   std::function<arrow::Result<std::unique_ptr<plan::PlanNode>>(const plan::PlanNode& leaf,
                                                                int task)>
       split_share;
+  /// When given, task `task`'s copy of another node of a split stage whose top is `root` (a
+  /// broadcast scan read only where it can meet the task's share), or null to copy it as it is.
+  std::function<arrow::Result<std::unique_ptr<plan::PlanNode>>(
+      const plan::PlanNode& root, const plan::PlanNode& leaf, const plan::PlanNode& node, int task)>
+      task_node;
   /// Completes task `task` of the root stage (a job's sink part key), when given.
   std::function<void(int task, plan::PlanNode* top)> finish_root;
 };

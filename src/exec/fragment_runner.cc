@@ -204,6 +204,11 @@ arrow::Status RunRelational(const plan::PlanNode& root, const std::shared_ptr<Jo
     }
     task->report->objects = static_cast<int64_t>(split->table->files.size());
   }
+  for (const plan::PlanNode* s : plan::ScansOf(stage)) {
+    if (auto it = probes.find(s); s != split && it != probes.end()) {
+      task->report->broadcast_rows += it->second->rows;
+    }
+  }
   task->report->rows_out = table->num_rows();
   return WriteExchange(table, root.shuffle_write, *task);
 }

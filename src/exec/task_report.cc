@@ -23,6 +23,7 @@ std::string TaskReport::ToJsonLine() const {
                         {"error", error},
                         {"objects", objects},
                         {"records_in", records_in},
+                        {"broadcast_rows", broadcast_rows},
                         {"bad_records", bad_records},
                         {"rows_out", rows_out},
                         {"duplicates_dropped", duplicates_dropped},
@@ -47,6 +48,7 @@ arrow::Result<TaskReport> TaskReport::FromJsonLine(const std::string& line) {
     r.error = doc.at("error").get<std::string>();
     r.objects = doc.at("objects").get<int64_t>();
     r.records_in = doc.at("records_in").get<int64_t>();
+    r.broadcast_rows = doc.value("broadcast_rows", int64_t{0});
     r.bad_records = doc.at("bad_records").get<int64_t>();
     r.rows_out = doc.at("rows_out").get<int64_t>();
     r.duplicates_dropped = doc.at("duplicates_dropped").get<int64_t>();

@@ -27,6 +27,9 @@ struct TaskReport {
   std::string error;
   int64_t objects = 0;
   int64_t records_in = 0;
+  /// A SQL map task: rows its scans read besides its share of the split table (the broadcast
+  /// tables it re-read).
+  int64_t broadcast_rows = 0;
   int64_t bad_records = 0;
   int64_t rows_out = 0;
   int64_t duplicates_dropped = 0;

@@ -78,7 +78,11 @@ class ShapeChecker {
           return {false, "a full outer join of split rows with whole ones", std::nullopt};
         }
         if (!r.split) return l;  // each output row comes from one row of `input`
-        if (!l.split) return {false, "split rows on a join's build side", std::nullopt};
+        if (!l.split) {
+          // An inner join's output rows each come from one row of `right` too.
+          if (n.join_type == JoinType::kInner) return r;
+          return {false, "split rows on the build side of a left, semi or anti join", std::nullopt};
+        }
         if (l.keys != n.left_keys || r.keys != n.right_keys) {
           return {false, "a join of two split sides that are not partitions on its own keys",
                   std::nullopt};

@@ -7,7 +7,9 @@
 // filters, projections and the `input` side of joins: a join's output rows each come from exactly
 // one row of its `input` side, and which rows a given `input` row yields depends on that row and
 // the WHOLE `right` side only (true of inner, left, semi and anti joins, whichever side the hash
-// table is built on). The same holds of a hash partition read in place of `input`, and of a join
+// table is built on). An inner join's are symmetric, so the path may also pass through its
+// `right` side. (A `right` side read whole may still skip rows that can match nothing: see
+// plan/split_key_ranges.h.) The same holds of a hash partition read in place of `input`, and of a join
 // whose two sides are partitions with the same number on exactly its keys. Rows stay partitioned
 // on their columns through filters, projections that pass those columns on (under new names) and
 // the `input` side of joins; and a final aggregate over partials partitioned on exactly its keys

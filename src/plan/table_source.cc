@@ -116,6 +116,12 @@ arrow::Status ReadParquetFooters(TableSource* table) {
           continue;
         }
         const std::string column = metadata->schema()->Column(c)->name();
+        if (metadata->schema()->Column(c)->path()->ToDotVector().size() == 1) {  // not nested
+          auto& per_file = table->row_group_int_ranges[column];
+          per_file.resize(table->files.size());
+          per_file[f].resize(static_cast<size_t>(metadata->num_row_groups()), {1, 0});
+          per_file[f][static_cast<size_t>(rg)] = {lo, hi};
+        }
         auto [it, inserted] = table->int_ranges.emplace(column, std::make_pair(lo, hi));
         if (!inserted) {
           it->second.first = std::min(it->second.first, lo);

@@ -52,6 +52,10 @@ struct TableSource {
   /// min and max of each integer column, from row-group statistics: (max - min + 1) bounds a
   /// key's distinct count, which is what join ordering needs to avoid exploding joins.
   std::map<std::string, std::pair<int64_t, int64_t>> int_ranges;
+  /// The same per row group: [column][file][row group], {1, 0} where a row group has no
+  /// statistics. What a map task's share of the table holds of a join key
+  /// (plan/split_key_ranges.h). Read from the footers; not sent to workers.
+  std::map<std::string, std::vector<std::vector<std::pair<int64_t, int64_t>>>> row_group_int_ranges;
 
   /// String columns whose every Parquet data page is dictionary-encoded: read as dictionary
   /// indices and expanded once, instead of decoded value by value (TPC-H's flags and modes).

@@ -16,6 +16,7 @@
 #include "exec/plan_executor.h"
 #include "exec/shuffle.h"
 #include "plan/fragment.h"
+#include "plan/split_key_ranges.h"
 
 namespace sluice::sql {
 
@@ -166,20 +167,31 @@ class QueryStages {
     // Map stage: contiguous runs of the split table's row groups (or files).
     cut.split_share = [this](const PlanNode& leaf,
                              int task) -> arrow::Result<std::unique_ptr<PlanNode>> {
-      const Stage& stage = *ex_.split.at(&leaf);
-      auto& shares = shares_[&leaf];
-      if (shares.empty()) shares = SplitShares(*leaf.table, stage.tasks);
-      if (task >= static_cast<int>(shares.size())) {
-        return arrow::Status::Invalid("internal: no share for task ", task);
-      }
-      SplitShare& share = shares[static_cast<size_t>(task)];
-      scan_bytes_[stage.id].push_back(share.bytes);
       auto scan = plan::CopyPlan(leaf);
-      auto subset = std::make_shared<TableSource>(*leaf.table);
-      subset->files = std::move(share.files);
-      subset->row_group_ranges = std::move(share.row_group_ranges);
-      scan->table = std::move(subset);
+      ARROW_ASSIGN_OR_RAISE(scan->table, ShareTable(leaf, task));
+      scan_bytes_[ex_.split.at(&leaf)->id].push_back(
+          shares_[&leaf][static_cast<size_t>(task)].bytes);
       return scan;
+    };
+    // A broadcast scan that meets the split scan on a join key: only the row groups whose keys
+    // can meet the task's share (plan/split_key_ranges.h).
+    cut.task_node = [this](const PlanNode& root, const PlanNode& leaf, const PlanNode& node,
+                           int task) -> arrow::Result<std::unique_ptr<PlanNode>> {
+      if (node.kind != PlanNode::Kind::kScan) return nullptr;
+      auto it = key_ranges_.find(&root);
+      if (it == key_ranges_.end()) {
+        it = key_ranges_.emplace(&root, plan::SplitKeyRanges(root, leaf)).first;
+      }
+      std::unique_ptr<PlanNode> out;
+      for (const plan::SplitKeyRange& k : it->second) {
+        if (k.scan != &node) continue;
+        ARROW_ASSIGN_OR_RAISE(auto share, ShareTable(leaf, task));
+        const auto range = plan::ShareKeyRange(*leaf.table, *share, k.split_column);
+        if (!range) continue;
+        if (out == nullptr) out = plan::CopyPlan(node);
+        plan::RestrictScan(out.get(), k.scan_column, range->first, range->second);
+      }
+      return out;
     };
     ARROW_ASSIGN_OR_RAISE(cut_, dist::StageCut::Make(*ex_.root, std::move(cut)));
     return arrow::Status::OK();
@@ -264,6 +276,7 @@ class QueryStages {
         if (stage.split != nullptr && scanned != scan_bytes_.end() && t < scanned->second.size()) {
           bytes_in = " bytes_in=" + Kib(scanned->second[t]);
         }
+        if (r.broadcast_rows > 0) bytes_in += " broadcast_rows=" + std::to_string(r.broadcast_rows);
         line += "rows_in=" + std::to_string(r.records_in) + bytes_in +
                 " rows_out=" + std::to_string(r.rows_out) +
                 " shuffle_written=" + Kib(task_written) + " in " +
@@ -280,12 +293,28 @@ class QueryStages {
   }
 
  private:
+  // Task `task`'s share of the split scan `leaf`'s table (its stage's shares made once).
+  arrow::Result<std::shared_ptr<TableSource>> ShareTable(const PlanNode& leaf, int task) {
+    auto& shares = shares_[&leaf];
+    if (shares.empty()) shares = SplitShares(*leaf.table, ex_.split.at(&leaf)->tasks);
+    if (task < 0 || task >= static_cast<int>(shares.size())) {
+      return arrow::Status::Invalid("internal: no share for task ", task);
+    }
+    const SplitShare& share = shares[static_cast<size_t>(task)];
+    auto subset = std::make_shared<TableSource>(*leaf.table);
+    subset->files = share.files;
+    subset->row_group_ranges = share.row_group_ranges;
+    return subset;
+  }
+
   ExchangePlan ex_;
   std::unique_ptr<dist::StageCut> cut_;
   // Per split scan of the exchange plan: its table's shares, one per task.
   std::map<const PlanNode*, std::vector<SplitShare>> shares_;
   // Per map stage id: the bytes of each task's share of the split table.
   std::map<int, std::vector<int64_t>> scan_bytes_;
+  // Per map stage's top: its broadcast scans that meet the split scan on a join key.
+  std::map<const PlanNode*, std::vector<plan::SplitKeyRange>> key_ranges_;
 };
 
 // The scheduler of one query: one pool of long-lived workers, which end with it.

@@ -24,8 +24,10 @@
 //     keys on both sides, and the join runs in a join stage, one task per partition (a left,
 //     semi or anti join's unmatched rows meet their only partition). A semi or anti join's build
 //     side that is its keys alone drops repeated keys first (exec/key_repeats.h);
-//   - a smaller build side is a broadcast by re-scan: every task of the stage reads it whole
-//     from storage (no exchange).
+//   - a smaller build side is a broadcast by re-scan: every task of the stage reads it from
+//     storage (no exchange); whole, or only the row groups whose join keys can meet the task's
+//     share of the split table (plan/split_key_ranges.h). An inner join may split its build
+//     side instead, every task re-reading the probe side, where that side weighs less.
 // Which plans a stage may split, and why, is in plan/stage_shape.h: the planner follows those
 // rules and every worker checks them again.
 //

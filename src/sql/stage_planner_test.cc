@@ -7,6 +7,7 @@
 
 #include <regex>
 
+#include "plan/split_key_ranges.h"
 #include "sql/binder.h"
 #include "sql/sql_parser.h"
 
@@ -104,12 +105,33 @@ class StagePlannerTest : public ::testing::Test {
         arrow::schema({arrow::field("wk", arrow::int64()), arrow::field("wname", arrow::utf8())}),
         500000);
     w->column_bytes = {{"wk", 100000}, {"wname", 4900000}};
+    // l and o hold their keys in key order (lk, ok and oi: each file a run of keys), as TPC-H's
+    // lineitem and orders do; l's lp is in no order.
+    auto l = Table(
+        "l", 4,
+        arrow::schema({arrow::field("lk", arrow::int64()), arrow::field("lp", arrow::int64()),
+                       arrow::field("li", arrow::int32()), arrow::field("lv", arrow::float64())}),
+        400000);
+    l->row_group_int_ranges["lk"] = {{{1, 100}}, {{101, 200}}, {{201, 300}}, {{301, 400}}};
+    l->row_group_int_ranges["li"] = l->row_group_int_ranges["lk"];
+    l->row_group_int_ranges["lp"] = {{{1, 400}}, {{1, 400}}, {{1, 400}}, {{1, 400}}};
+    l->row_group_bytes = {{1000000}, {1000000}, {1000000}, {1000000}};
+    auto o =
+        Table("o", 2,
+              arrow::schema({arrow::field("ok", arrow::int64()), arrow::field("oi", arrow::int32()),
+                             arrow::field("op", arrow::utf8())}),
+              20000);
+    o->row_group_int_ranges["ok"] = {{{1, 200}}, {{201, 400}}};
+    o->row_group_int_ranges["oi"] = o->row_group_int_ranges["ok"];
+    o->row_group_bytes = {{100000}, {100000}};
     auto bound =
         BindSelect(select.select, sql,
                    [&](const std::string& name) -> arrow::Result<std::shared_ptr<TableSource>> {
                      if (name == "t") return t;
                      if (name == "u") return u;
                      if (name == "w") return w;
+                     if (name == "l") return l;
+                     if (name == "o") return o;
                      return arrow::Status::Invalid("no table ", name);
                    });
     EXPECT_TRUE(bound.ok()) << bound.status().ToString();
@@ -279,10 +301,20 @@ TEST(StageSplitTest, EveryJoinTypeSplitsItsInputSide) {
   }
 }
 
-// A build side is never split, even where the only other table cannot be: splitting `right`
-// would keep, drop or null-pad each `input` row once per task.
+// The build side of a left, semi or anti join is never split, even where the only other table
+// cannot be: splitting `right` would keep, drop or null-pad each `input` row once per task. An
+// inner join's may be, its probe side read whole by every task: each output row comes from one
+// row of either side.
 TEST(StageSplitTest, BuildSideIsNeverSplit) {
-  for (JoinType type : {JoinType::kInner, JoinType::kLeft, JoinType::kSemi, JoinType::kAnti}) {
+  {
+    auto plan = CountOver(
+        JoinNode(JoinType::kInner, Aggregate(ScanNode("small", 10)), ScanNode("big", 1000)));
+    StagePlan stages = Plan(*plan);
+    ASSERT_EQ(FinalStages(stages), 1) << stages.not_cut_reason;
+    EXPECT_EQ(stages.stages[0].split->table->name, "big");
+    EXPECT_EQ(TablesOf(stages.stages[0].broadcast), "small");
+  }
+  for (JoinType type : {JoinType::kLeft, JoinType::kSemi, JoinType::kAnti}) {
     auto plan = CountOver(JoinNode(type, Aggregate(ScanNode("small", 10)), ScanNode("big", 1000)));
     StagePlan stages = Plan(*plan);
     EXPECT_FALSE(stages.cut()) << JoinTypeName(type);
@@ -542,7 +574,8 @@ TEST(StageShapeTest, WorkersRefuseStagesWhoseSplitDoesNotSplitTheOutput) {
   const PlanNode* big = join.input.get();
   const PlanNode* small = join.right.get();
   EXPECT_EQ(StageShapeRefusal(partial, big, {}), "");
-  EXPECT_EQ(StageShapeRefusal(partial, small, {}), "split rows on a join's build side");
+  EXPECT_EQ(StageShapeRefusal(partial, small, {}),
+            "split rows on the build side of a left, semi or anti join");
   EXPECT_EQ(StageShapeRefusal(partial, nullptr, {}), "the stage splits nothing");
   EXPECT_EQ(StageShapeRefusal(*plan, big, {}),
             "an aggregate over split rows below the stage's top");
@@ -551,7 +584,13 @@ TEST(StageShapeTest, WorkersRefuseStagesWhoseSplitDoesNotSplitTheOutput) {
   EXPECT_EQ(StageShapeRefusal(partial, nullptr, Inputs{{big, {"a.k"}}, {small, {"other"}}}),
             "a join of two split sides that are not partitions on its own keys");
   EXPECT_EQ(StageShapeRefusal(partial, nullptr, Inputs{{small, {"b.k"}}}),
-            "split rows on a join's build side");
+            "split rows on the build side of a left, semi or anti join");
+  // An inner join's output rows each come from one row of either side.
+  auto inner = CountOver(JoinNode(JoinType::kInner, ScanNode("big", 1000), ScanNode("small", 10)));
+  const PlanNode& inner_join = *inner->input->input;
+  EXPECT_EQ(StageShapeRefusal(*inner->input, inner_join.right.get(), {}), "");
+  EXPECT_EQ(StageShapeRefusal(*inner->input, nullptr, Inputs{{inner_join.right.get(), {"b.k"}}}),
+            "");
   // A final aggregate reads partials partitioned on its keys.
   EXPECT_EQ(StageShapeRefusal(*plan, nullptr, Inputs{{&partial, {"a.k"}}}), "");
   EXPECT_EQ(StageShapeRefusal(*plan, nullptr, Inputs{{&partial, {}}}),
@@ -654,6 +693,122 @@ TEST(StageSplitTest, KeysOfOtherTypesAreNotHashPartitioned) {
     for (const Stage& s : stages.stages) joins = joins || s.role == StageRole::kJoin;
     EXPECT_EQ(joins, same_types) << ExplainStages(*plan, stages);
   }
+}
+
+// Where re-reading the probe side weighs less than re-reading the build side, an inner join
+// splits its build side: TPC-H Q12 re-reads orders' two columns, not five of lineitem's. Other
+// joins never do.
+TEST(StageSplitTest, AnInnerJoinSplitsItsBuildSideWhereThatReReadsLess) {
+  for (JoinType type : {JoinType::kInner, JoinType::kLeft, JoinType::kSemi, JoinType::kAnti}) {
+    auto plan = CountOver(JoinNode(type, ScanNode("probe", 100), ScanNode("build", 1000), true));
+    StagePlan stages = Plan(*plan, 2);
+    if (type != JoinType::kInner) {
+      // Splitting the probe side would re-read more than it splits, and the build side may not be.
+      EXPECT_FALSE(stages.cut()) << JoinTypeName(type);
+      continue;
+    }
+    ASSERT_EQ(FinalStages(stages), 1) << stages.not_cut_reason;
+    EXPECT_EQ(stages.stages[0].split->table->name, "build");
+    EXPECT_EQ(TablesOf(stages.stages[0].broadcast), "probe");
+    EXPECT_EQ(stages.stages[0].broadcast_bytes, 100);
+  }
+  // Where the build side weighs no more than the probe side, the probe side is split.
+  auto plan = CountOver(JoinNode(JoinType::kInner, ScanNode("probe", 500), ScanNode("build", 500)));
+  StagePlan stages = Plan(*plan, 2);
+  ASSERT_EQ(FinalStages(stages), 1) << stages.not_cut_reason;
+  EXPECT_EQ(stages.stages[0].split->table->name, "probe");
+}
+
+// A broadcast scan that meets the split scan on an integer join key, both tables in key order, is
+// read by each task only where its keys can meet the task's share.
+TEST_F(StagePlannerTest, BroadcastScansMeetingTheSplitOnAKeyAreReadByRange) {
+  auto ranges = [&](const std::string& sql) {
+    BoundQuery q = Bind(sql);
+    StagePlan stages = Plan(*q.plan, 2);
+    EXPECT_EQ(FinalStages(stages), 1) << sql << ": " << stages.not_cut_reason;
+    std::string out;
+    for (const Stage& s : stages.stages) {
+      if (s.split == nullptr) continue;
+      for (const auto& k : plan::SplitKeyRanges(*s.root, *s.split)) {
+        out += (out.empty() ? "" : ";") + k.scan->table->name + "." + k.scan_column + " by " +
+               s.split->table->name + "." + k.split_column;
+      }
+    }
+    return out;
+  };
+  // inner (either side split), left, semi and anti joins: the build side's unmatched rows are
+  // dropped, and so may be those that cannot match.
+  EXPECT_EQ(ranges("SELECT op, sum(lv) FROM l JOIN o ON lk = ok GROUP BY op"), "o.ok by l.lk");
+  EXPECT_EQ(ranges("SELECT lp, count(*) FROM o JOIN l ON ok = lk GROUP BY lp"), "o.ok by l.lk");
+  EXPECT_EQ(ranges("SELECT lp, count(op) FROM l LEFT JOIN o ON lk = ok GROUP BY lp"),
+            "o.ok by l.lk");
+  EXPECT_EQ(ranges("SELECT lp, count(*) FROM l WHERE EXISTS (SELECT 1 FROM o WHERE ok = lk) "
+                   "GROUP BY lp"),
+            "o.ok by l.lk");
+  EXPECT_EQ(ranges("SELECT lp, count(*) FROM l WHERE NOT EXISTS (SELECT 1 FROM o WHERE ok = lk) "
+                   "GROUP BY lp"),
+            "o.ok by l.lk");
+  // Through renaming projections, filters and the build side's grouping on the key.
+  EXPECT_EQ(
+      ranges("SELECT lp, sum(n) FROM (SELECT lk AS key, lp FROM l WHERE lv > 1) x "
+             "JOIN (SELECT ok, count(*) AS n FROM o GROUP BY ok) y ON key = y.ok GROUP BY lp"),
+      "o.ok by l.lk");
+  // int32 keys too.
+  EXPECT_EQ(ranges("SELECT op, sum(lv) FROM l JOIN o ON li = oi GROUP BY op"), "o.oi by l.li");
+  // Not: a split key in no order (every share spans all keys), a computed key, keys of other
+  // types, a key the build side aggregates away.
+  EXPECT_EQ(ranges("SELECT op, sum(lv) FROM l JOIN o ON lp = ok GROUP BY op"), "");
+  EXPECT_EQ(ranges("SELECT op, sum(lv) FROM l JOIN o ON lk + 1 = ok GROUP BY op"), "");
+  EXPECT_EQ(ranges("SELECT op, sum(lv) FROM l JOIN o ON li = ok GROUP BY op"), "");
+  EXPECT_EQ(ranges("SELECT lp, sum(m) FROM l JOIN (SELECT op, max(ok) AS m FROM o GROUP BY op) y "
+                   "ON lk = y.m GROUP BY lp"),
+            "");
+  BoundQuery q = Bind("SELECT op, sum(lv) FROM l JOIN o ON lk = ok JOIN u ON lp = uk GROUP BY op");
+  const std::string text = ExplainStages(*q.plan, Plan(*q.plan, 2));
+  EXPECT_NE(text.find("broadcast by re-scan, read whole by every task: u; read by every task "
+                      "where its keys can meet the task's share: o (ok by lk)"),
+            std::string::npos)
+      << text;
+}
+
+// A share's range of a key is its row groups' statistics together; a row group without any
+// gives none.
+TEST(SplitKeyRangeTest, AShareSpansItsRowGroupsStatistics) {
+  TableSource whole;
+  whole.files = {"a", "b", "c"};
+  whole.row_group_int_ranges["k"] = {{{1, 10}, {11, 20}}, {{21, 30}}, {{31, 40}, {1, 0}}};
+  whole.row_group_int_ranges["j"] = {{{1, 10}, {11, 20}}, {}, {{31, 40}, {41, 50}}};
+  whole.row_group_bytes = {{1, 1}, {1}, {1, 1}};
+  TableSource share = whole;
+  share.files = {"a", "b"};
+  EXPECT_EQ(plan::ShareKeyRange(whole, share, "k"), std::make_pair(int64_t{1}, int64_t{30}));
+  share.row_group_ranges = {{1, 2}, {0, 1}};
+  EXPECT_EQ(plan::ShareKeyRange(whole, share, "k"), std::make_pair(int64_t{11}, int64_t{30}));
+  share.files = {"c"};
+  share.row_group_ranges = {{0, 1}};
+  EXPECT_EQ(plan::ShareKeyRange(whole, share, "k"), std::make_pair(int64_t{31}, int64_t{40}));
+  share.row_group_ranges = {{0, 2}};
+  EXPECT_EQ(plan::ShareKeyRange(whole, share, "k"), std::nullopt);  // no statistics
+  share.row_group_ranges = {{0, 3}};
+  EXPECT_EQ(plan::ShareKeyRange(whole, share, "k"), std::nullopt);  // no such row group
+  EXPECT_EQ(plan::ShareKeyRange(whole, share, "other"), std::nullopt);
+  // A file whose footer gave no statistics of the column at all: its keys are unknown.
+  share.files = {"a", "b"};
+  share.row_group_ranges = {};
+  EXPECT_EQ(plan::ShareKeyRange(whole, share, "j"), std::nullopt);
+  share.files = {"a"};
+  EXPECT_EQ(plan::ShareKeyRange(whole, share, "j"), std::make_pair(int64_t{1}, int64_t{20}));
+  share.files = {"d"};
+  EXPECT_EQ(plan::ShareKeyRange(whole, share, "k"), std::nullopt);
+
+  // The range joins the scan's pushed-down filter, typed as the column.
+  auto scan = ScanNode("o", 100);
+  scan->table->schema = arrow::schema({arrow::field("k", arrow::int32())});
+  scan->names = {"o.k"};
+  scan->scan_filter = arrow::compute::greater(arrow::compute::field_ref("o.k"),
+                                              arrow::compute::literal(int32_t{0}));
+  plan::RestrictScan(scan.get(), "k", 5, 9);
+  EXPECT_EQ(scan->scan_filter.ToString(), "(((o.k > 0) and (o.k >= 5)) and (o.k <= 9))");
 }
 
 }  // namespace
