@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "exec/huge_page_allocator.h"
+
 namespace sluice::exec {
 
 namespace {
@@ -112,9 +114,10 @@ class KeyGroups {
     }
   }
 
-  std::vector<int64_t> keys_;
+  // On huge pages once large: lookups land anywhere in slots_, and keys_ is read at each hit.
+  std::vector<int64_t, HugePageAllocator<int64_t>> keys_;
   std::vector<uint8_t> nulls_;
-  std::vector<uint32_t> slots_;
+  std::vector<uint32_t, HugePageAllocator<uint32_t>> slots_;
   size_t mask_ = 0;
   int shift_ = 64;
   std::map<std::pair<uint8_t, int64_t>, uint32_t> with_nulls_;

@@ -160,6 +160,19 @@ TEST_F(IntKeyAggregate, SortedRunsAndStridedKeys) {
   }
 }
 
+// Enough groups that each thread's table, and the merged one, are on huge pages (from 2 MiB:
+// exec/huge_page_allocator.h), in keys as TPC-H's order keys.
+TEST_F(IntKeyAggregate, TablesLargeEnoughForHugePages) {
+  auto table = Clustered(
+      300'000, [](int64_t i) { return (i / 8) * 32 + i % 8 + 1; }, 9);
+  auto want = Grouped(table, "aggregate", Aggregates());
+  auto got = Grouped(table, kIntKeyAggregateFactory, Aggregates());
+  ASSERT_NE(want, nullptr);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got->num_rows(), 300'000);
+  EXPECT_TRUE(got->Equals(*want));
+}
+
 // Two 32-bit keys a and b (b of `b_type`) with `a_keys` x `b_keys` pairs in random order, the
 // types' extremes among them, a NULL in every 11th a and 13th b (and so both in some rows).
 std::shared_ptr<arrow::Table> Pairs(int64_t n, int64_t a_keys, int64_t b_keys,
