@@ -183,9 +183,12 @@ class QueryStages {
         it = key_ranges_.emplace(&root, plan::SplitKeyRanges(root, leaf)).first;
       }
       std::unique_ptr<PlanNode> out;
+      std::shared_ptr<TableSource> share;  // the task's share, made once for all its keys
       for (const plan::SplitKeyRange& k : it->second) {
         if (k.scan != &node) continue;
-        ARROW_ASSIGN_OR_RAISE(auto share, ShareTable(leaf, task));
+        if (share == nullptr) {
+          ARROW_ASSIGN_OR_RAISE(share, ShareTable(leaf, task));
+        }
         const auto range = plan::ShareKeyRange(*leaf.table, *share, k.split_column);
         if (!range) continue;
         if (out == nullptr) out = plan::CopyPlan(node);

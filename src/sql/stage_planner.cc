@@ -583,8 +583,8 @@ std::string ExplainStages(const PlanNode& root, const StagePlan& plan,
       for (const PlanNode* b : s.broadcast) {
         std::string keys;
         for (const auto& k : ranges) {
-          if (k.scan == b)
-            keys += (keys.empty() ? "" : ", ") + k.scan_column + " by " + k.split_column;
+          if (k.scan != b) continue;
+          keys += (keys.empty() ? "" : ", ") + k.scan_column + " by " + k.split_column;
         }
         if (keys.empty()) {
           whole.push_back(b);
