@@ -7,11 +7,13 @@
 #include "sql/optimizer/filter_pushdown.h"
 #include "sql/optimizer/join_order.h"
 #include "sql/optimizer/physical_choices.h"
+#include "sql/optimizer/window_subqueries.h"
 
 namespace sluice::sql {
 
 const std::vector<Pass>& DefaultPasses() {
   static const std::vector<Pass> passes = {
+      {"window_subqueries", WindowScalarSubqueries},
       {"decorrelate", Decorrelate},
       {"join_order", OrderJoinSets},
       {"constant_folding",
