@@ -1278,6 +1278,10 @@ WINDOWED_SUBQUERIES = [
     "i > (select avg(i) from wfacts f2 where f2.k = dk)",
     "select k, count(*), min(v) from wfacts, wdims where dk = k and tag <> 'c' and "
     "v >= (select (min(v) + avg(v)) / 2 from wfacts f2 where f2.k = dk) group by k order by k",
+    # over two tables with conditions among them, which the outer query has as well (TPC-H Q2)
+    "select count(*), sum(v) from wfacts, wgroups, wdims where gk = i and grp = 'x' and "
+    "dk = k and tag = 'b' and v > (select avg(v) from wfacts f2, wgroups g2 where "
+    "g2.gk = f2.i and g2.grp = 'x' and f2.k = dk)",
     # inside a subquery correlated with the query around it
     "select count(*) from wdims d0 where exists (select * from wfacts, wdims where dk = k and "
     "tag = 'a' and k = d0.dk and v < (select avg(v) from wfacts f2 where f2.k = dk))",
@@ -1289,6 +1293,10 @@ JOINED_SUBQUERIES = [
     "v * 40 < (select sum(v) from wfacts f2 where f2.k = dk)",
     "select count(*), sum(v) from wfacts, wdims where dk = k and tag = 'a' and f > 300 and "
     "v < (select avg(v) from wfacts f2 where f2.k = dk)",
+    # the subquery has a condition among its tables that the outer query has not
+    "select count(*), sum(v) from wfacts, wgroups, wdims where gk = i and "
+    "dk = k and tag = 'b' and v > (select avg(v) from wfacts f2, wgroups g2 where "
+    "g2.gk = f2.i and g2.grp = 'x' and f2.k = dk)",
 ]
 
 
@@ -1299,7 +1307,9 @@ def windowed(tpch):
     import pyarrow.parquet as pq
     n = 5000
     k = [None if i % 97 == 0 else i % 300 for i in range(n)]
-    v = [None if i % 13 == 0 else decimal.Decimal(f"{(i * 37) % 1000}.{i % 100:02d}")
+    # Fractions vary within a key, so that no average lands exactly on a value: a decimal
+    # compared with a double average there depends on the average's last bit.
+    v = [None if i % 13 == 0 else decimal.Decimal(f"{(i * 37) % 1000}.{(i * 7919) % 97:02d}")
          for i in range(n)]
     f = [None if i % 17 == 0 else ((i * 7919) % 5000) / 7.0 for i in range(n)]
     i32 = [None if i % 11 == 0 else (i * 31) % 400 for i in range(n)]
@@ -1309,7 +1319,11 @@ def windowed(tpch):
     dk = [j for j in range(300)] + [j for j in range(0, 300, 5)] + [None]
     tag = ["abc"[j % 3] for j in range(300)] + ["abc"[j % 3] for j in range(0, 300, 5)] + ["a"]
     dims = pa.table({"dk": pa.array(dk, pa.int64()), "tag": pa.array(tag, pa.string())})
-    for name, table in [("wfacts", facts), ("wdims", dims)]:
+    # Groups of i: some twice (with both names), one NULL.
+    gk = list(range(400)) + list(range(0, 400, 7)) + [None]
+    grp = ["xy"[j % 2] for j in range(400)] + ["yx"[j % 2] for j in range(0, 400, 7)] + ["x"]
+    groups = pa.table({"gk": pa.array(gk, pa.int32()), "grp": pa.array(grp, pa.string())})
+    for name, table in [("wfacts", facts), ("wdims", dims), ("wgroups", groups)]:
         pq.write_table(table, data / f"{name}.parquet", row_group_size=1000)
         sluice.run("query", f"CREATE EXTERNAL TABLE {name} STORED AS PARQUET LOCATION "
                             f"'{name}.parquet'", check=True)

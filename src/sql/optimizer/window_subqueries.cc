@@ -37,6 +37,20 @@ bool ReadsAny(const cp::Expression& e, const Names& names) {
   return false;
 }
 
+bool ReadsOutside(const cp::Expression& e, const Names& names) {
+  for (const auto& n : Refs(e)) {
+    if (!names.count(n)) return true;
+  }
+  return false;
+}
+
+// The same condition: equal expressions, or the same two columns equated either way round.
+bool SameCondition(const cp::Expression& a, const cp::Expression& b) {
+  if (a.Equals(b)) return true;
+  auto x = ColumnEquality(a), y = ColumnEquality(b);
+  return x && y && x->first == y->second && x->second == y->first;
+}
+
 bool IsTrue(const cp::Expression& e) {
   const auto* lit = e.literal();
   return lit != nullptr && lit->is_scalar() && lit->scalar()->is_valid &&
@@ -113,16 +127,22 @@ bool RepeatInvariant(const cp::Expression& e, const AggregateOutputs& outputs) {
 }
 
 // A scalar subquery of the shape the rewrite takes: Project <- final Aggregate <- partial
-// Aggregate <- [Project] <- Filters <- (JoinSet of one item <-) Scan, without GROUP BY.
+// Aggregate <- [Project] <- Filters <- JoinSet of scans of distinct tables (or one Scan),
+// without GROUP BY.
 struct Subquery {
   const PlanNode* project = nullptr;
   const PlanNode* final_aggregate = nullptr;
   const PlanNode* partial_aggregate = nullptr;
   const PlanNode* inputs = nullptr;  // the partial aggregate's input Project, if any
-  const PlanNode* scan = nullptr;
+  std::vector<const PlanNode*> scans;
   std::vector<std::pair<std::string, std::string>> keys;  // (scan column, outer column)
+  std::vector<cp::Expression> local;                      // conditions on the scans alone
   AggregateOutputs outputs;
 };
+
+bool PlainScan(const PlanNode& n) {
+  return n.kind == PlanNode::Kind::kScan && n.table != nullptr && IsTrue(n.scan_filter);
+}
 
 std::optional<Subquery> MatchSubquery(const PlanNode& right) {
   Subquery s;
@@ -150,21 +170,30 @@ std::optional<Subquery> MatchSubquery(const PlanNode& right) {
     Conjuncts(n->predicate, &conjuncts);
     n = n->input.get();
   }
-  if (n != nullptr && n->kind == PlanNode::Kind::kJoinSet && n->items.size() == 1) {
-    n = n->items[0].get();
+  if (n == nullptr) return std::nullopt;
+  if (n->kind == PlanNode::Kind::kJoinSet) {
+    for (const auto& item : n->items) s.scans.push_back(item.get());
+  } else {
+    s.scans.push_back(n);
   }
-  if (n == nullptr || n->kind != PlanNode::Kind::kScan || n->table == nullptr ||
-      !IsTrue(n->scan_filter)) {
-    return std::nullopt;
+  Names inner;
+  for (size_t i = 0; i < s.scans.size(); ++i) {
+    if (!PlainScan(*s.scans[i])) return std::nullopt;
+    // Distinct tables, so that each has one place in the outer query.
+    for (size_t j = 0; j < i; ++j) {
+      if (SameTable(*s.scans[i]->table, *s.scans[j]->table)) return std::nullopt;
+    }
+    for (auto& name : s.scans[i]->OutputNames()) inner.insert(std::move(name));
   }
-  s.scan = n;
-  const std::vector<std::string> scan_names = n->OutputNames();
-  const Names inner(scan_names.begin(), scan_names.end());
   for (const auto& c : conjuncts) {
     if (IsTrue(c)) continue;
-    auto key = InnerOuterEquality(c, inner);
-    if (!key) return std::nullopt;  // a condition of its own, or another on the outer query
-    s.keys.push_back(*key);
+    if (auto key = InnerOuterEquality(c, inner)) {
+      s.keys.push_back(*key);
+    } else if (!ReadsOutside(c, inner)) {
+      s.local.push_back(c);
+    } else {
+      return std::nullopt;  // another condition on the outer query
+    }
   }
   if (s.keys.empty()) return std::nullopt;
   // What each final output computes, through its partial step.
@@ -217,126 +246,138 @@ arrow::Result<bool> RewriteAt(std::unique_ptr<PlanNode>* slot) {
   }
   for (auto& c : conjuncts) (ReadsAny(c, subquery_outputs) ? above : below).push_back(c);
 
-  for (size_t t = 0; t < join_set.items.size(); ++t) {
-    const PlanNode& item = *join_set.items[t];
-    if (item.kind != PlanNode::Kind::kScan || item.table == nullptr ||
-        !SameTable(*item.table, *sub->scan->table) || !IsTrue(item.scan_filter)) {
-      continue;
+  // Each subquery table's one place among the outer query's items, and the subquery's columns
+  // as that item's, by file column.
+  std::map<std::string, std::string> to_outer;
+  std::set<size_t> shared;
+  Names shared_columns;
+  for (const PlanNode* scan : sub->scans) {
+    size_t found = join_set.items.size();
+    for (size_t t = 0; t < join_set.items.size(); ++t) {
+      const PlanNode& item = *join_set.items[t];
+      if (!PlainScan(item) || !SameTable(*item.table, *scan->table)) continue;
+      if (found != join_set.items.size()) return false;  // read twice: which one is meant?
+      found = t;
     }
-    // The subquery's columns as this item's, by file column.
-    std::map<std::string, std::string> to_outer;
-    for (size_t i = 0; i < sub->scan->columns.size(); ++i) {
-      auto at = std::find(item.columns.begin(), item.columns.end(), sub->scan->columns[i]);
-      if (at == item.columns.end()) break;
-      to_outer[sub->scan->names[i]] = item.names[at - item.columns.begin()];
+    if (found == join_set.items.size()) return false;
+    const PlanNode& item = *join_set.items[found];
+    for (size_t i = 0; i < scan->columns.size(); ++i) {
+      auto at = std::find(item.columns.begin(), item.columns.end(), scan->columns[i]);
+      if (at == item.columns.end()) return false;
+      to_outer[scan->names[i]] = item.names[at - item.columns.begin()];
     }
-    if (to_outer.size() != sub->scan->columns.size()) continue;
-    const std::vector<std::string> item_names = item.OutputNames();
-    const Names item_columns(item_names.begin(), item_names.end());
-    // The partition keys: each T'.c, equated below with the outer column T.c is equated with.
-    std::vector<std::string> partition;
-    bool ok = true;
-    for (const auto& [inner, outer] : sub->keys) {
-      const std::string& key = to_outer.at(inner);
-      bool equated = false;
-      for (const auto& c : below) {
-        auto eq = ColumnEquality(c);
-        if (eq &&
-            ((eq->first == key && eq->second == outer) ||
-             (eq->second == key && eq->first == outer)) &&
-            key != outer) {
-          equated = true;
-        }
-      }
-      if (!equated) ok = false;
-      if (std::find(partition.begin(), partition.end(), key) == partition.end()) {
-        partition.push_back(key);
-      }
-    }
-    if (!ok) continue;
-    // Nothing below reads T' but through its keys; some other item is joined on a key and
-    // filtered on its own.
-    const Names keys(partition.begin(), partition.end());
-    bool filtered_dimension = false;
-    for (const auto& c : below) {
-      for (const auto& n : Refs(c)) {
-        if (item_columns.count(n) && !keys.count(n)) ok = false;
-      }
-    }
-    if (!ok) continue;
-    for (size_t d = 0; d < join_set.items.size() && !filtered_dimension; ++d) {
-      if (d == t) continue;
-      const std::vector<std::string> dn = join_set.items[d]->OutputNames();
-      const Names dim(dn.begin(), dn.end());
-      bool joined = false, own = false;
-      for (const auto& c : below) {
-        const Names refs = Refs(c);
-        if (auto eq = ColumnEquality(c)) {
-          if ((keys.count(eq->first) && dim.count(eq->second)) ||
-              (keys.count(eq->second) && dim.count(eq->first))) {
-            joined = true;
-          }
-        }
-        if (!refs.empty() && std::all_of(refs.begin(), refs.end(),
-                                         [&](const std::string& r) { return dim.count(r) > 0; })) {
-          own = true;
-        }
-      }
-      filtered_dimension = joined && own;
-    }
-    if (!filtered_dimension) continue;
-
-    // Filter(above) <- Project(the subquery's columns) <- Window <- Project(aggregate inputs)
-    // <- Filter(below) <- JoinSet.
-    std::unique_ptr<PlanNode> node = std::move(dependent.input);
-    if (!below.empty()) {
-      auto f = plan::MakeNode(PlanNode::Kind::kFilter, std::move(node));
-      f->predicate = below.size() == 1 ? below[0] : cp::and_(below);
-      node = std::move(f);
-    }
-    std::map<std::string, std::string> window_inputs;  // aggregate input -> outer column
-    if (sub->inputs != nullptr) {
-      auto p = plan::MakeNode(PlanNode::Kind::kProject, std::move(node));
-      p->keep_input = true;
-      for (size_t i = 0; i < sub->inputs->names.size(); ++i) {
-        p->expressions.push_back(Rename(sub->inputs->expressions[i], to_outer));
-        p->names.push_back(sub->inputs->names[i]);
-        window_inputs[sub->inputs->names[i]] = sub->inputs->names[i];
-      }
-      node = std::move(p);
-    } else {
-      window_inputs = to_outer;
-    }
-    auto window = plan::MakeNode(PlanNode::Kind::kWindow, std::move(node));
-    for (const auto& a : sub->final_aggregate->aggregates) {
-      const auto& [function, input] = sub->outputs.by_output.at(a.output);
-      plan::WindowCall w;
-      w.function = function;
-      if (function != "count_all") {
-        auto in = window_inputs.find(input);
-        if (in == window_inputs.end()) {
-          return arrow::Status::Invalid("internal: window_subqueries: aggregate input ", input,
-                                        " has no column");
-        }
-        w.arguments.push_back(in->second);
-      }
-      w.partition_keys = partition;
-      w.output = a.output;
-      window->windows.push_back(std::move(w));
-    }
-    // The subquery's columns after the outer query's (and the window's, which nothing reads
-    // but them): the outer ones pass through as far as column pruning keeps them.
-    auto columns = plan::MakeNode(PlanNode::Kind::kProject, std::move(window));
-    columns->keep_input = true;
-    columns->expressions = sub->project->expressions;
-    columns->names = sub->project->names;
-    auto top = plan::MakeNode(PlanNode::Kind::kFilter, std::move(columns));
-    top->predicate =
-        above.empty() ? cp::literal(true) : (above.size() == 1 ? above[0] : cp::and_(above));
-    *slot = std::move(top);
-    return true;
+    shared.insert(found);
+    for (auto& n : item.OutputNames()) shared_columns.insert(std::move(n));
   }
-  return false;
+  // The subquery's own conditions, each also one of the outer query's.
+  std::vector<bool> matched(below.size(), false);
+  for (const auto& c : sub->local) {
+    const cp::Expression outer = Rename(c, to_outer);
+    bool found = false;
+    for (size_t b = 0; b < below.size() && !found; ++b) {
+      if (!matched[b] && SameCondition(outer, below[b])) matched[b] = found = true;
+    }
+    if (!found) return false;
+  }
+  // The partition keys: each T'.c, equated below with the outer column T.c is equated with.
+  std::vector<std::string> partition;
+  for (const auto& [inner, outer] : sub->keys) {
+    const std::string& key = to_outer.at(inner);
+    bool equated = false;
+    for (size_t b = 0; b < below.size(); ++b) {
+      auto eq = ColumnEquality(below[b]);
+      if (!matched[b] && eq && key != outer &&
+          ((eq->first == key && eq->second == outer) ||
+           (eq->second == key && eq->first == outer))) {
+        equated = true;
+      }
+    }
+    if (!equated) return false;
+    if (std::find(partition.begin(), partition.end(), key) == partition.end()) {
+      partition.push_back(key);
+    }
+  }
+  // The outer query's other conditions read the shared tables only through the keys, and some
+  // other item is joined on a key and filtered on its own.
+  const Names keys(partition.begin(), partition.end());
+  for (size_t b = 0; b < below.size(); ++b) {
+    if (matched[b]) continue;
+    for (const auto& n : Refs(below[b])) {
+      if (shared_columns.count(n) && !keys.count(n)) return false;
+    }
+  }
+  bool filtered_dimension = false;
+  for (size_t d = 0; d < join_set.items.size() && !filtered_dimension; ++d) {
+    if (shared.count(d)) continue;
+    const std::vector<std::string> dn = join_set.items[d]->OutputNames();
+    const Names dim(dn.begin(), dn.end());
+    bool joined = false, own = false;
+    for (const auto& c : below) {
+      const Names refs = Refs(c);
+      if (auto eq = ColumnEquality(c)) {
+        if ((keys.count(eq->first) && dim.count(eq->second)) ||
+            (keys.count(eq->second) && dim.count(eq->first))) {
+          joined = true;
+        }
+      }
+      if (!refs.empty() && std::all_of(refs.begin(), refs.end(),
+                                       [&](const std::string& r) { return dim.count(r) > 0; })) {
+        own = true;
+      }
+    }
+    filtered_dimension = joined && own;
+  }
+  if (!filtered_dimension) return false;
+
+  // Filter(above) <- Project(the subquery's columns) <- Window <- Project(aggregate inputs)
+  // <- Filter(below) <- JoinSet.
+  std::unique_ptr<PlanNode> node = std::move(dependent.input);
+  if (!below.empty()) {
+    auto f = plan::MakeNode(PlanNode::Kind::kFilter, std::move(node));
+    f->predicate = below.size() == 1 ? below[0] : cp::and_(below);
+    node = std::move(f);
+  }
+  std::map<std::string, std::string> window_inputs;  // aggregate input -> outer column
+  if (sub->inputs != nullptr) {
+    auto p = plan::MakeNode(PlanNode::Kind::kProject, std::move(node));
+    p->keep_input = true;
+    for (size_t i = 0; i < sub->inputs->names.size(); ++i) {
+      p->expressions.push_back(Rename(sub->inputs->expressions[i], to_outer));
+      p->names.push_back(sub->inputs->names[i]);
+      window_inputs[sub->inputs->names[i]] = sub->inputs->names[i];
+    }
+    node = std::move(p);
+  } else {
+    window_inputs = to_outer;
+  }
+  auto window = plan::MakeNode(PlanNode::Kind::kWindow, std::move(node));
+  for (const auto& a : sub->final_aggregate->aggregates) {
+    const auto& [function, input] = sub->outputs.by_output.at(a.output);
+    plan::WindowCall w;
+    w.function = function;
+    if (function != "count_all") {
+      auto in = window_inputs.find(input);
+      if (in == window_inputs.end()) {
+        return arrow::Status::Invalid("internal: window_subqueries: aggregate input ", input,
+                                      " has no column");
+      }
+      w.arguments.push_back(in->second);
+    }
+    w.partition_keys = partition;
+    w.output = a.output;
+    window->windows.push_back(std::move(w));
+  }
+  // The subquery's columns after the outer query's (and the window's, which nothing reads
+  // but them): the outer ones pass through as far as column pruning keeps them.
+  auto columns = plan::MakeNode(PlanNode::Kind::kProject, std::move(window));
+  columns->keep_input = true;
+  columns->expressions = sub->project->expressions;
+  columns->names = sub->project->names;
+  auto top = plan::MakeNode(PlanNode::Kind::kFilter, std::move(columns));
+  top->predicate =
+      above.empty() ? cp::literal(true) : (above.size() == 1 ? above[0] : cp::and_(above));
+  *slot = std::move(top);
+  return true;
 }
 
 }  // namespace

@@ -21,15 +21,18 @@ namespace sluice::sql {
 /// DependentJoin (a scalar subquery in WHERE) whose outer side is a JoinSet becomes a window
 /// over that JoinSet when all of these hold, which make the window's value the subquery's for
 /// every outer row:
-///   - the subquery is an aggregate without GROUP BY over one table T with no condition but
-///     equalities `T.c = outer column`, and its value uses only avg, min and max (each the same
-///     over rows repeated a like number of times; sum and count are not);
-///   - the outer JoinSet reads T as one of its items (T'), and its conditions equate each T'.c
-///     with that outer column (so no outer row has a NULL c, and T'.c is the partition key);
-///   - no condition below the subquery reads T' other than through those c, so every T row of a
-///     partition meets the same outer rows, and the window sees all of them;
-///   - another item is joined on a c and filtered by a condition of its own, so the outer rows
-///     are a few partitions of T (Q17's part), not all of T sorted into windows.
+///   - the subquery is an aggregate without GROUP BY over scans of distinct tables, with
+///     conditions among them and equalities `T.c = outer column`, and its value uses only avg,
+///     min and max (each the same over rows repeated a like number of times; sum and count are
+///     not);
+///   - the outer JoinSet reads each of those tables once, with the same conditions among them
+///     (TPC-H Q2's partsupp, supplier, nation and region in EUROPE), and equates each T'.c with
+///     the outer column (so no outer row has a NULL c, and the T'.c are the partition keys);
+///   - no other outer condition below the subquery reads those tables but through the keys, so
+///     every row they join to of a partition meets the same outer rows, and the window sees
+///     all of them;
+///   - another item is joined on a key and filtered by a condition of its own, so the outer
+///     rows are a few partitions (Q17's part), not all of the tables sorted into windows.
 /// Changes no result.
 arrow::Status WindowScalarSubqueries(PlanNode* plan);
 

@@ -96,6 +96,23 @@ TEST(WindowSubqueriesTest, WithoutAFilteredDimensionOrTheSameTableItStaysAJoin) 
       Windowed("select k from t, u where uk = k and name = 'x' and v < (select avg(v) from t t2)"));
 }
 
+// TPC-H Q2's shape: the subquery's tables joined as the outer query joins them.
+TEST(WindowSubqueriesTest, SeveralTablesWithTheOuterQuerysConditionsAmongThem) {
+  const std::string dimension = "(select uk as dk from u where name = 'x') d";
+  EXPECT_TRUE(Windowed("select k from t, u, " + dimension +
+                       " where uk = k and name = g and dk = k and dk > 0 and v = (select min(v) "
+                       "from t t2, u u2 where u2.name = t2.g and u2.uk = t2.k and t2.k = dk)"));
+  // Without the subquery's condition name = g, the outer rows of a key hold other t rows.
+  EXPECT_FALSE(Windowed("select k from t, u, " + dimension +
+                        " where uk = k and dk = k and dk > 0 and v = (select min(v) "
+                        "from t t2, u u2 where u2.name = t2.g and u2.uk = t2.k and t2.k = dk)"));
+  // u read twice by the outer query: which one the subquery's u is, is not clear.
+  EXPECT_FALSE(
+      Windowed("select k from t, u, u u3 where u.uk = k and u.name = g and u3.uk = k and "
+               "u3.name = 'x' and v = (select min(v) from t t2, u u2 where u2.name = "
+               "t2.g and u2.uk = t2.k and t2.k = u3.uk)"));
+}
+
 // Inside a subquery correlated with a query further out: the binder keeps that condition in a
 // Filter of its own above the window, where decorrelating the outer query finds it.
 TEST(WindowSubqueriesTest, InsideACorrelatedSubqueryTheOuterConditionStaysAbove) {
