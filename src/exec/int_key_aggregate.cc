@@ -10,12 +10,15 @@
 #include <arrow/compute/registry.h>
 #include <arrow/util/bit_util.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "exec/group_combine.h"
 #include "exec/huge_page_allocator.h"
+#include "exec/run_both.h"
 
 namespace sluice::exec {
 
@@ -33,6 +36,13 @@ struct AggregateKernel {
   std::vector<arrow::TypeHolder> in_types;     // arguments, then the group ids
   std::vector<int> arguments;                  // input column per argument
 };
+
+// The least groups of the smaller of two threads' tables for which they finish side by side.
+constexpr uint32_t kSideBySideGroups = 16 * 1024;
+
+// Up to this many groups that both of two tables hold, each table passes on in slices between
+// them; beyond, it is filtered.
+constexpr size_t kSharedSlices = 1024;
 
 // How far ahead of a lookup its slot is prefetched.
 constexpr uint32_t kPrefetchRows = 64;
@@ -58,6 +68,26 @@ class KeyGroups {
       if (keys_[s - 1] == key) return s - 1;
       i = (i + 1) & mask_;
     }
+  }
+
+  static constexpr uint32_t kNone = ~0u;
+
+  // The group of `key`, or kNone, adding nothing: safe from several threads while none adds.
+  uint32_t Lookup(int64_t key) const {
+    if (slots_.empty()) return kNone;
+    size_t i = Slot(key);
+    for (;;) {
+      const uint32_t s = slots_[i];
+      if (s == 0) return kNone;
+      if (keys_[s - 1] == key) return s - 1;
+      i = (i + 1) & mask_;
+    }
+  }
+
+  // As Lookup, for a key with NULL parts.
+  uint32_t LookupWithNulls(uint8_t nulls, int64_t key) const {
+    auto it = with_nulls_.find({nulls, key});
+    return it == with_nulls_.end() ? kNone : it->second;
   }
 
   // Asks for the slot a later Find(key) starts at. A table larger than the cache makes each
@@ -144,7 +174,13 @@ class IntKeyAggregateNode : public ac::ExecNode {
       : ExecNode(plan, std::move(inputs), {"input"}, std::move(output_schema)),
         keys_(std::move(keys)),
         kernels_(std::move(kernels)),
-        threads_(ac::ThreadIndexer::Capacity()) {}
+        threads_(ac::ThreadIndexer::Capacity()) {
+    combinable_ = true;
+    for (size_t a = 0; a < kernels_.size(); ++a) {
+      const auto& type = *output_schema_->field(static_cast<int>(keys_.size() + a))->type();
+      combinable_ &= CombinableAggregate(kernels_[a].function, kernels_[a].options, type);
+    }
+  }
 
   const char* kind_name() const override { return "IntKeyAggregateNode"; }
 
@@ -312,42 +348,35 @@ class IntKeyAggregateNode : public ac::ExecNode {
     return arrow::Status::OK();
   }
 
-  // Every thread's groups into the first thread's, then the result.
-  arrow::Status Finish() {
-    ThreadState* into = nullptr;
-    for (auto& t : threads_) {
-      if (t == nullptr) continue;
-      if (into == nullptr) {
-        into = t.get();
-        continue;
-      }
-      const uint32_t n = t->groups.size();
-      ARROW_ASSIGN_OR_RAISE(
-          auto mapping, arrow::AllocateBuffer(n * sizeof(uint32_t), exec_context()->memory_pool()));
-      auto* to = reinterpret_cast<uint32_t*>(mapping->mutable_data());
-      for (uint32_t g = 0; g < n; ++g) {
-        if (g + kPrefetchRows < n) into->groups.Prefetch(t->groups.key(g + kPrefetchRows));
-        const uint8_t nulls = t->groups.nulls(g);
-        to[g] = nulls == 0 ? into->groups.Find(t->groups.key(g))
-                           : into->groups.FindWithNulls(nulls, t->groups.key(g));
-      }
-      auto mapping_data =
-          arrow::ArrayData::Make(arrow::uint32(), n, {nullptr, std::move(mapping)}, 0);
-      for (size_t a = 0; a < kernels_.size(); ++a) {
-        cp::KernelContext ctx(exec_context(), kernels_[a].kernel);
-        ctx.SetState(into->states[a].get());
-        ARROW_RETURN_NOT_OK(kernels_[a].kernel->resize(&ctx, into->groups.size()));
-        ARROW_RETURN_NOT_OK(
-            kernels_[a].kernel->merge(&ctx, std::move(*t->states[a]), *mapping_data));
-      }
-      t.reset();
+  // `from`'s groups into `into`'s, key by key, and its kernels' states into `into`'s.
+  arrow::Status MergeInto(ThreadState* into, ThreadState* from) {
+    const uint32_t n = from->groups.size();
+    ARROW_ASSIGN_OR_RAISE(
+        auto mapping, arrow::AllocateBuffer(n * sizeof(uint32_t), exec_context()->memory_pool()));
+    auto* to = reinterpret_cast<uint32_t*>(mapping->mutable_data());
+    for (uint32_t g = 0; g < n; ++g) {
+      if (g + kPrefetchRows < n) into->groups.Prefetch(from->groups.key(g + kPrefetchRows));
+      const uint8_t nulls = from->groups.nulls(g);
+      to[g] = nulls == 0 ? into->groups.Find(from->groups.key(g))
+                         : into->groups.FindWithNulls(nulls, from->groups.key(g));
     }
-    if (into == nullptr) {
-      ARROW_ASSIGN_OR_RAISE(into, State(0));
+    auto mapping_data =
+        arrow::ArrayData::Make(arrow::uint32(), n, {nullptr, std::move(mapping)}, 0);
+    for (size_t a = 0; a < kernels_.size(); ++a) {
+      cp::KernelContext ctx(exec_context(), kernels_[a].kernel);
+      ctx.SetState(into->states[a].get());
+      ARROW_RETURN_NOT_OK(kernels_[a].kernel->resize(&ctx, into->groups.size()));
+      ARROW_RETURN_NOT_OK(
+          kernels_[a].kernel->merge(&ctx, std::move(*from->states[a]), *mapping_data));
     }
-    const uint32_t n = into->groups.size();
+    return arrow::Status::OK();
+  }
+
+  // `state`'s groups as output columns: the keys, each in its own type (the group's key, or its
+  // half of a pair), then each aggregate's finished value.
+  arrow::Result<std::vector<arrow::Datum>> Finished(ThreadState* state) {
+    const uint32_t n = state->groups.size();
     std::vector<arrow::Datum> columns;
-    // The keys, each in its own type: the group's key, or its half of a pair.
     for (size_t k = 0; k < keys_.size(); ++k) {
       const auto& key_type = output_schema_->field(static_cast<int>(k))->type();
       const int width = key_type->byte_width();
@@ -358,14 +387,14 @@ class IntKeyAggregateNode : public ac::ExecNode {
       const uint8_t null_bit = static_cast<uint8_t>(1u << k);
       const int shift = keys_.size() == 2 && k == 0 ? 32 : 0;
       for (uint32_t g = 0; g < n; ++g) {
-        const int64_t key = into->groups.key(g);
+        const int64_t key = state->groups.key(g);
         if (width == 8) {
           reinterpret_cast<int64_t*>(values->mutable_data())[g] = key;
         } else {
           reinterpret_cast<int32_t*>(values->mutable_data())[g] =
               static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(key) >> shift));
         }
-        if ((into->groups.nulls(g) & null_bit) != 0) {
+        if ((state->groups.nulls(g) & null_bit) != 0) {
           if (validity == nullptr) {
             ARROW_ASSIGN_OR_RAISE(validity,
                                   arrow::AllocateBitmap(n, exec_context()->memory_pool()));
@@ -380,26 +409,144 @@ class IntKeyAggregateNode : public ac::ExecNode {
     }
     for (size_t a = 0; a < kernels_.size(); ++a) {
       cp::KernelContext ctx(exec_context(), kernels_[a].kernel);
-      ctx.SetState(into->states[a].get());
+      ctx.SetState(state->states[a].get());
       ARROW_RETURN_NOT_OK(kernels_[a].kernel->resize(&ctx, n));
       arrow::Datum out;
       ARROW_RETURN_NOT_OK(kernels_[a].kernel->finalize(&ctx, &out));
       columns.push_back(std::move(out));
     }
+    return columns;
+  }
+
+  // Two threads' tables finished side by side (group_combine.h): `b`'s keys looked up in `a`'s
+  // (read only, half each), both tables finished at once, and only the groups both hold
+  // combined; the rest of each passes as it is.
+  arrow::Result<std::vector<cp::ExecBatch>> FinishTwo(ThreadState* a, ThreadState* b) {
+    auto* executor = exec_context()->executor();
+    const uint32_t nb = b->groups.size();
+    std::vector<uint32_t> in_a(nb);
+    auto lookup = [&](uint32_t from, uint32_t to) {
+      for (uint32_t g = from; g < to; ++g) {
+        if (g + kPrefetchRows < to) a->groups.Prefetch(b->groups.key(g + kPrefetchRows));
+        const uint8_t nulls = b->groups.nulls(g);
+        in_a[g] = nulls == 0 ? a->groups.Lookup(b->groups.key(g))
+                             : a->groups.LookupWithNulls(nulls, b->groups.key(g));
+      }
+      return arrow::Status::OK();
+    };
+    ARROW_RETURN_NOT_OK(RunBoth(
+        executor, [&] { return lookup(0, nb / 2); }, [&] { return lookup(nb / 2, nb); }));
+    std::vector<arrow::Datum> a_columns, b_columns;
+    ARROW_RETURN_NOT_OK(RunBoth(
+        executor, [&] { return Finished(a).Value(&a_columns); },
+        [&] { return Finished(b).Value(&b_columns); }));
+    arrow::UInt32Builder a_shared, b_shared;
+    for (uint32_t g = 0; g < nb; ++g) {
+      if (in_a[g] == KeyGroups::kNone) continue;
+      ARROW_RETURN_NOT_OK(a_shared.Append(in_a[g]));
+      ARROW_RETURN_NOT_OK(b_shared.Append(g));
+    }
+    if (a_shared.length() == 0) {
+      return std::vector<cp::ExecBatch>{cp::ExecBatch(std::move(a_columns), a->groups.size()),
+                                        cp::ExecBatch(std::move(b_columns), nb)};
+    }
+    // The shared groups combined, and each side without them: in slices between them where
+    // they are few (no copy), filtered where they are many.
+    ARROW_ASSIGN_OR_RAISE(auto a_ids, a_shared.Finish());
+    ARROW_ASSIGN_OR_RAISE(auto b_ids, b_shared.Finish());
+    std::vector<arrow::Datum> shared;
+    for (size_t c = 0; c < a_columns.size(); ++c) {
+      ARROW_ASSIGN_OR_RAISE(
+          auto from_a, cp::Take(a_columns[c], a_ids, cp::TakeOptions::Defaults(), exec_context()));
+      if (c < keys_.size()) {
+        shared.push_back(std::move(from_a));
+        continue;
+      }
+      ARROW_ASSIGN_OR_RAISE(
+          auto from_b, cp::Take(b_columns[c], b_ids, cp::TakeOptions::Defaults(), exec_context()));
+      ARROW_ASSIGN_OR_RAISE(auto combined, CombineFinished(kernels_[c - keys_.size()].function,
+                                                           from_a, from_b, exec_context()));
+      shared.push_back(std::move(combined));
+    }
+    std::vector<cp::ExecBatch> out;
+    out.emplace_back(std::move(shared), a_ids->length());
+    auto without = [&](std::vector<arrow::Datum> columns, int64_t rows,
+                       const arrow::Array& ids) -> arrow::Status {
+      const uint32_t* id = static_cast<const arrow::UInt32Array&>(ids).raw_values();
+      std::vector<uint32_t> sorted(id, id + ids.length());
+      std::sort(sorted.begin(), sorted.end());
+      if (sorted.size() <= kSharedSlices) {
+        const cp::ExecBatch all(std::move(columns), rows);
+        int64_t from = 0;
+        for (const uint32_t g : sorted) {
+          if (g > from) out.push_back(all.Slice(from, g - from));
+          from = g + 1;
+        }
+        if (rows > from) out.push_back(all.Slice(from, rows - from));
+        return arrow::Status::OK();
+      }
+      ARROW_ASSIGN_OR_RAISE(auto keep, arrow::AllocateBitmap(rows, exec_context()->memory_pool()));
+      arrow::bit_util::SetBitsTo(keep->mutable_data(), 0, rows, true);
+      for (const uint32_t g : sorted) arrow::bit_util::ClearBit(keep->mutable_data(), g);
+      auto mask = std::make_shared<arrow::BooleanArray>(rows, std::move(keep));
+      std::vector<arrow::Datum> kept;
+      for (const auto& c : columns) {
+        ARROW_ASSIGN_OR_RAISE(auto k,
+                              cp::Filter(c, mask, cp::FilterOptions::Defaults(), exec_context()));
+        kept.push_back(std::move(k));
+      }
+      out.emplace_back(std::move(kept), rows - static_cast<int64_t>(sorted.size()));
+      return arrow::Status::OK();
+    };
+    ARROW_RETURN_NOT_OK(without(std::move(a_columns), a->groups.size(), *a_ids));
+    ARROW_RETURN_NOT_OK(without(std::move(b_columns), nb, *b_ids));
+    return out;
+  }
+
+  // Every thread's groups, then the result. Two tables large enough finish side by side where
+  // every aggregate combines (FinishTwo); otherwise, and beyond two, the others merge into the
+  // largest key by key on this thread.
+  arrow::Status Finish() {
+    std::vector<ThreadState*> live;
+    for (auto& t : threads_) {
+      if (t != nullptr) live.push_back(t.get());
+    }
+    std::stable_sort(live.begin(), live.end(), [](const ThreadState* x, const ThreadState* y) {
+      return x->groups.size() > y->groups.size();
+    });
+    if (live.empty()) {
+      ARROW_ASSIGN_OR_RAISE(ThreadState * empty, State(0));
+      live.push_back(empty);
+    }
+    while (live.size() > 2) {
+      ARROW_RETURN_NOT_OK(MergeInto(live[0], live.back()));
+      live.pop_back();
+    }
+    std::vector<cp::ExecBatch> parts;
+    if (live.size() == 2 && combinable_ && live[1]->groups.size() >= kSideBySideGroups) {
+      ARROW_ASSIGN_OR_RAISE(parts, FinishTwo(live[0], live[1]));
+    } else {
+      if (live.size() == 2) ARROW_RETURN_NOT_OK(MergeInto(live[0], live[1]));
+      const uint32_t n = live[0]->groups.size();
+      ARROW_ASSIGN_OR_RAISE(auto columns, Finished(live[0]));
+      parts.emplace_back(std::move(columns), n);
+    }
     threads_.clear();
-    cp::ExecBatch result(std::move(columns), n);
     constexpr int64_t kBatchRows = 32 * 1024;
     int batches = 0;
-    for (int64_t start = 0; start < n; start += kBatchRows) {
-      ARROW_RETURN_NOT_OK(output_->InputReceived(
-          this, result.Slice(start, std::min<int64_t>(kBatchRows, n - start))));
-      ++batches;
+    for (const auto& part : parts) {
+      for (int64_t start = 0; start < part.length; start += kBatchRows) {
+        ARROW_RETURN_NOT_OK(output_->InputReceived(
+            this, part.Slice(start, std::min<int64_t>(kBatchRows, part.length - start))));
+        ++batches;
+      }
     }
     return output_->InputFinished(this, batches);
   }
 
   const std::vector<int> keys_;  // one key column, or two 32-bit ones
   const std::vector<AggregateKernel> kernels_;
+  bool combinable_ = false;  // every aggregate's finished values combine (group_combine.h)
   std::vector<std::unique_ptr<ThreadState>> threads_;
   ac::ThreadIndexer thread_indexer_;
   ac::AtomicCounter received_;

@@ -60,6 +60,21 @@ std::vector<cp::Aggregate> Aggregates() {
   };
 }
 
+// Aggregates whose finished values combine (group_combine.h), so that two threads' tables
+// finish side by side.
+std::vector<cp::Aggregate> CombinableAggregates() {
+  auto skip = std::make_shared<cp::ScalarAggregateOptions>(/*skip_nulls=*/true, /*min_count=*/1);
+  return {
+      {"hash_sum", skip, arrow::FieldRef("v"), "sum_v"},
+      {"hash_count", std::make_shared<cp::CountOptions>(cp::CountOptions::ONLY_VALID),
+       arrow::FieldRef("v"), "count_v"},
+      {"hash_count_all", nullptr, std::vector<arrow::FieldRef>{}, "n"},
+      {"hash_min", skip, arrow::FieldRef("v"), "min_v"},
+      {"hash_max", skip, arrow::FieldRef("d"), "max_d"},
+      {std::string("hash_") + plan::kDecimalSumFunction, skip, arrow::FieldRef("d"), "sum_d"},
+  };
+}
+
 // `table` grouped by k through `factory`, sorted by k (NULL last).
 std::shared_ptr<arrow::Table> Grouped(const std::shared_ptr<arrow::Table>& table,
                                       const std::string& factory,
@@ -173,6 +188,25 @@ TEST_F(IntKeyAggregate, TablesLargeEnoughForHugePages) {
   EXPECT_TRUE(got->Equals(*want));
 }
 
+// Both threads' tables large enough to finish side by side: keys in random order (most groups
+// in both tables: they are filtered out of each and combined) and in sorted runs (few groups in
+// both: each table passes in slices between them), and pairs of keys; NULL keys and values.
+TEST_F(IntKeyAggregate, ThreadsTablesFinishedSideBySideGiveWhatArrowsAggregateGives) {
+  const std::vector<std::pair<std::string, std::shared_ptr<arrow::Table>>> tables = {
+      {"random", Input(400'000, 150'000, arrow::int64(), 31)},
+      {"runs", Clustered(
+                   150'000, [](int64_t i) { return (i / 8) * 32 + i % 8 + 1; }, 37)},
+  };
+  for (const auto& [name, table] : tables) {
+    auto want = Grouped(table, "aggregate", CombinableAggregates());
+    auto got = Grouped(table, kIntKeyAggregateFactory, CombinableAggregates());
+    ASSERT_NE(want, nullptr);
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(got->num_rows(), want->num_rows()) << name;
+    EXPECT_TRUE(got->Equals(*want)) << name;
+  }
+}
+
 // Two 32-bit keys a and b (b of `b_type`) with `a_keys` x `b_keys` pairs in random order, the
 // types' extremes among them, a NULL in every 11th a and 13th b (and so both in some rows).
 std::shared_ptr<arrow::Table> Pairs(int64_t n, int64_t a_keys, int64_t b_keys,
@@ -218,6 +252,12 @@ TEST_F(IntKeyAggregate, PairsOfKeysGiveWhatArrowsAggregateGives) {
       EXPECT_TRUE(got->Equals(*want)) << type->ToString() << " " << rows;
     }
   }
+  // Many pairs with aggregates that combine: the two threads' tables finish side by side.
+  auto many = Pairs(400'000, 600, 300, arrow::int32(), 19);
+  auto many_want = Grouped(many, "aggregate", CombinableAggregates(), keys);
+  auto many_got = Grouped(many, kIntKeyAggregateFactory, CombinableAggregates(), keys);
+  ASSERT_NE(many_got, nullptr);
+  EXPECT_TRUE(many_got->Equals(*many_want));
   // The same rows with one key swapped for the other: the pair's halves stay apart.
   auto table = Pairs(20'000, 3, 2, arrow::int32(), 23);
   const std::vector<arrow::FieldRef> swapped = {arrow::FieldRef("b"), arrow::FieldRef("a")};

@@ -33,9 +33,9 @@ std::shared_ptr<arrow::Table> Rows(int64_t n, bool with_zero) {
 }
 
 arrow::Result<std::shared_ptr<arrow::Table>> RunProject(const std::shared_ptr<arrow::Table>& table,
-                                                 std::vector<cp::Expression> expressions,
-                                                 std::vector<std::string> names,
-                                                 std::vector<std::string> labels = {}) {
+                                                        std::vector<cp::Expression> expressions,
+                                                        std::vector<std::string> names,
+                                                        std::vector<std::string> labels = {}) {
   ARROW_ASSIGN_OR_RAISE(
       auto projected,
       Projected(ac::Declaration("table_source", ac::TableSourceNodeOptions(table, 7)),
@@ -54,17 +54,16 @@ TEST(ProjectNode, ComputesItsColumnsAsAceroDoes) {
   auto got = RunProject(table, expressions, names);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   auto want = ac::DeclarationToTable(
-      ac::Declaration::Sequence(
-          {{"table_source", ac::TableSourceNodeOptions(table, 7)},
-           {"project", ac::ProjectNodeOptions(expressions, names)}}),
+      ac::Declaration::Sequence({{"table_source", ac::TableSourceNodeOptions(table, 7)},
+                                 {"project", ac::ProjectNodeOptions(expressions, names)}}),
       false);
   ASSERT_TRUE(want.ok()) << want.status().ToString();
   EXPECT_TRUE((*got)->Equals(*(*want)->CombineChunks().ValueOrDie())) << (*got)->ToString();
   EXPECT_EQ((*got)->schema()->field_names(), names);
   // EXPLAIN's physical plan shows what it computes, as it did Acero's project.
   auto text = ac::DeclarationToString(
-      Projected(ac::Declaration("table_source", ac::TableSourceNodeOptions(table, 7)),
-                expressions, names)
+      Projected(ac::Declaration("table_source", ac::TableSourceNodeOptions(table, 7)), expressions,
+                names)
           .ValueOrDie());
   ASSERT_TRUE(text.ok()) << text.status().ToString();
   EXPECT_NE(text->find("projection=[x, divide_checked(y, x) as q, add(x, 1) as p]"),
@@ -83,9 +82,7 @@ TEST(ProjectNode, AnErrorNamesTheColumnThatFailed) {
   ASSERT_FALSE(got.ok());
   EXPECT_TRUE(got.status().IsInvalid()) << got.status().ToString();
   const std::string message = got.status().message();
-  EXPECT_NE(message.find("column \"ratio\" (y / x): divide by zero"),
-            std::string::npos)
-      << message;
+  EXPECT_NE(message.find("column \"ratio\" (y / x): divide by zero"), std::string::npos) << message;
   EXPECT_EQ(message.find("half"), std::string::npos) << message;
   // A label given by the caller replaces the column's name.
   got = RunProject(table, {fine, fails}, {"half", "ratio"}, {"", "the part y / x of \"r\""});

@@ -1,0 +1,125 @@
+#include "exec/group_combine.h"
+
+#include <arrow/api.h>
+#include <arrow/util/bit_util.h>
+#include <arrow/util/decimal.h>
+
+#include "plan/decimal_kernels.h"
+
+namespace sluice::exec {
+
+namespace cp = arrow::compute;
+
+namespace {
+
+bool IsSum(const std::string& f) {
+  return f == "hash_sum" || f == std::string("hash_") + plan::kDecimalSumFunction;
+}
+
+// NULL for a group without non-NULL values, as SQL wants and a NULL-skipping combine assumes.
+bool SkipsNulls(const cp::FunctionOptions* options) {
+  if (options == nullptr) return true;  // the default: skip_nulls, min_count 1
+  const auto* o = dynamic_cast<const cp::ScalarAggregateOptions*>(options);
+  return o != nullptr && o->skip_nulls && o->min_count <= 1;
+}
+
+// a + b, row by row, a NULL one counting for nothing (NULL where both are). Integers wrap, as
+// Arrow's hash_sum does.
+template <typename T, typename Add>
+arrow::Result<arrow::Datum> SumRows(const arrow::ArrayData& a, const arrow::ArrayData& b,
+                                    cp::ExecContext* ctx, Add add) {
+  const int64_t n = a.length;
+  ARROW_ASSIGN_OR_RAISE(auto values, arrow::AllocateBuffer(n * sizeof(T), ctx->memory_pool()));
+  ARROW_ASSIGN_OR_RAISE(auto validity, arrow::AllocateBitmap(n, ctx->memory_pool()));
+  const T* x = a.GetValues<T>(1);
+  const T* y = b.GetValues<T>(1);
+  T* out = reinterpret_cast<T*>(values->mutable_data());
+  int64_t nulls = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool xv = a.IsValid(i), yv = b.IsValid(i);
+    out[i] = xv && yv ? add(x[i], y[i]) : (xv ? x[i] : (yv ? y[i] : T{}));
+    arrow::bit_util::SetBitTo(validity->mutable_data(), i, xv || yv);
+    nulls += (xv || yv) ? 0 : 1;
+  }
+  return arrow::ArrayData::Make(
+      a.type, n, {nulls > 0 ? std::move(validity) : nullptr, std::move(values)}, nulls);
+}
+
+}  // namespace
+
+bool CombinableAggregate(const std::string& function, const cp::FunctionOptions* options,
+                         const arrow::DataType& output_type) {
+  if (function == "hash_count" || function == "hash_count_all") return true;
+  if (IsSum(function)) {
+    // Decimals only from our sum, whose overflow rule CombineFinished repeats.
+    const auto id = output_type.id();
+    return SkipsNulls(options) &&
+           (id == arrow::Type::INT64 || id == arrow::Type::UINT64 || id == arrow::Type::DOUBLE ||
+            (id == arrow::Type::DECIMAL128 && function != "hash_sum"));
+  }
+  if (function == "hash_min" || function == "hash_max") {
+    return SkipsNulls(options) && !arrow::is_floating(output_type.id());
+  }
+  return false;
+}
+
+arrow::Result<arrow::Datum> CombineFinished(const std::string& function, const arrow::Datum& a,
+                                            const arrow::Datum& b, cp::ExecContext* ctx) {
+  if (!a.is_array() || !b.is_array() || a.length() != b.length() || !a.type()->Equals(*b.type())) {
+    return arrow::Status::Invalid("internal: combining ", function, " of unlike arrays");
+  }
+  const arrow::ArrayData& x = *a.array();
+  const arrow::ArrayData& y = *b.array();
+  if (function == "hash_count" || function == "hash_count_all" || IsSum(function)) {
+    switch (a.type()->id()) {
+      case arrow::Type::INT64:
+        return SumRows<int64_t>(x, y, ctx, [](int64_t p, int64_t q) {
+          return static_cast<int64_t>(static_cast<uint64_t>(p) + static_cast<uint64_t>(q));
+        });
+      case arrow::Type::UINT64:
+        return SumRows<uint64_t>(x, y, ctx, [](uint64_t p, uint64_t q) { return p + q; });
+      case arrow::Type::DOUBLE:
+        return SumRows<double>(x, y, ctx, [](double p, double q) { return p + q; });
+      case arrow::Type::DECIMAL128: {
+        // As our decimal sum checks its total: within the type's 38 digits.
+        bool overflow = false;
+        ARROW_ASSIGN_OR_RAISE(arrow::Datum sum,
+                              SumRows<__int128>(x, y, ctx, [&overflow](__int128 p, __int128 q) {
+                                __int128 r;
+                                overflow |= __builtin_add_overflow(p, q, &r);
+                                return r;
+                              }));
+        const __int128 e19 = static_cast<__int128>(10'000'000'000'000'000'000ull);
+        const __int128 limit = e19 * e19;  // 10^38
+        const arrow::ArrayData& out = *sum.array();
+        const __int128* v = out.GetValues<__int128>(1);
+        for (int64_t i = 0; i < out.length && !overflow; ++i) {
+          overflow = out.IsValid(i) && (v[i] >= limit || v[i] <= -limit);
+        }
+        if (overflow) {
+          return arrow::Status::Invalid("overflow in sum: the total does not fit in ",
+                                        a.type()->ToString());
+        }
+        return sum;
+      }
+      default:
+        break;
+    }
+    return arrow::Status::Invalid("internal: combining ", function, " of ", a.type()->ToString());
+  }
+  if (function == "hash_min" || function == "hash_max") {
+    // b where a is NULL, or b is valid and beyond a the function's way; else a.
+    ARROW_ASSIGN_OR_RAISE(
+        arrow::Datum beyond,
+        cp::CallFunction(function == "hash_min" ? "less" : "greater", {b, a}, ctx));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum a_null, cp::CallFunction("is_null", {a}, ctx));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum take_b,
+                          cp::CallFunction("or_kleene", {a_null, beyond}, ctx));
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum b_valid, cp::CallFunction("is_valid", {b}, ctx));
+    ARROW_ASSIGN_OR_RAISE(take_b, cp::CallFunction("and_kleene", {take_b, b_valid}, ctx));
+    return cp::CallFunction("if_else", {take_b, b, a}, ctx);
+  }
+  return arrow::Status::Invalid("internal: combining ", function);
+}
+
+}  // namespace sluice::exec

@@ -1,0 +1,59 @@
+#include "exec/run_both.h"
+
+#include <arrow/util/thread_pool.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+namespace sluice::exec {
+namespace {
+
+TEST(RunBoth, RunsBothWithOrWithoutAPool) {
+  auto pool = arrow::internal::ThreadPool::Make(2).ValueOrDie();
+  for (arrow::internal::Executor* executor : {static_cast<arrow::internal::Executor*>(pool.get()),
+                                              static_cast<arrow::internal::Executor*>(nullptr)}) {
+    std::atomic<int> ran{0};
+    auto one = [&] {
+      ++ran;
+      return arrow::Status::OK();
+    };
+    ASSERT_TRUE(RunBoth(executor, one, one).ok());
+    EXPECT_EQ(ran.load(), 2);
+  }
+}
+
+TEST(RunBoth, GivesTheFirstError) {
+  auto pool = arrow::internal::ThreadPool::Make(2).ValueOrDie();
+  auto ok = [] { return arrow::Status::OK(); };
+  auto bad = [] { return arrow::Status::Invalid("second failed"); };
+  EXPECT_EQ(RunBoth(pool.get(), ok, bad).message(), "second failed");
+  EXPECT_EQ(RunBoth(
+                pool.get(), [] { return arrow::Status::Invalid("first failed"); }, bad)
+                .message(),
+            "first failed");
+}
+
+// From a pool's only thread, the second piece cannot wait for a thread: the caller runs it.
+TEST(RunBoth, FromAPoolsOnlyThreadTheCallerRunsBoth) {
+  auto pool = arrow::internal::ThreadPool::Make(1).ValueOrDie();
+  auto done = pool->Submit([&pool]() -> arrow::Status {
+    std::thread::id first, second;
+    ARROW_RETURN_NOT_OK(RunBoth(
+        pool.get(),
+        [&] {
+          first = std::this_thread::get_id();
+          return arrow::Status::OK();
+        },
+        [&] {
+          second = std::this_thread::get_id();
+          return arrow::Status::OK();
+        }));
+    return first == second ? arrow::Status::OK() : arrow::Status::Invalid("on two threads");
+  });
+  ASSERT_TRUE(done.ok());
+  ASSERT_TRUE(done->status().ok()) << done->status().ToString();
+}
+
+}  // namespace
+}  // namespace sluice::exec
