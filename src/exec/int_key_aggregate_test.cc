@@ -47,19 +47,6 @@ std::shared_ptr<arrow::Table> Input(int64_t n, int64_t keys,
       {key_array, v.Finish().ValueOrDie(), d.Finish().ValueOrDie()});
 }
 
-std::vector<cp::Aggregate> Aggregates() {
-  auto skip = std::make_shared<cp::ScalarAggregateOptions>(/*skip_nulls=*/true, /*min_count=*/1);
-  return {
-      {"hash_sum", skip, arrow::FieldRef("v"), "sum_v"},
-      {"hash_count", std::make_shared<cp::CountOptions>(cp::CountOptions::ONLY_VALID),
-       arrow::FieldRef("v"), "count_v"},
-      {"hash_count_all", nullptr, std::vector<arrow::FieldRef>{}, "n"},
-      {"hash_min", skip, arrow::FieldRef("v"), "min_v"},
-      {"hash_mean", skip, arrow::FieldRef("v"), "mean_v"},
-      {std::string("hash_") + plan::kDecimalSumFunction, skip, arrow::FieldRef("d"), "sum_d"},
-  };
-}
-
 // Aggregates whose finished values combine (group_combine.h), so that two threads' tables
 // finish side by side.
 std::vector<cp::Aggregate> CombinableAggregates() {
@@ -73,6 +60,16 @@ std::vector<cp::Aggregate> CombinableAggregates() {
       {"hash_max", skip, arrow::FieldRef("d"), "max_d"},
       {std::string("hash_") + plan::kDecimalSumFunction, skip, arrow::FieldRef("d"), "sum_d"},
   };
+}
+
+// The same with a mean, which does not combine: threads' tables merge key by key.
+std::vector<cp::Aggregate> Aggregates() {
+  auto aggregates = CombinableAggregates();
+  aggregates.emplace_back("hash_mean",
+                          std::make_shared<cp::ScalarAggregateOptions>(/*skip_nulls=*/true,
+                                                                       /*min_count=*/1),
+                          arrow::FieldRef("v"), "mean_v");
+  return aggregates;
 }
 
 // `table` grouped by k through `factory`, sorted by k (NULL last).
