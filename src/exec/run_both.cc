@@ -16,7 +16,8 @@ arrow::Status RunBoth(arrow::internal::Executor* executor,
   };
   auto shared = std::make_shared<Shared>();
   bool offered = false;
-  if (executor != nullptr) {
+  // A one-thread executor (a serial plan's) would only run it after this call: not offered.
+  if (executor != nullptr && executor->GetCapacity() > 1) {
     // The task may run after this call returns (when the caller took `second` back): it then
     // finds the work claimed and touches nothing but `shared`.
     offered = executor

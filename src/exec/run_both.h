@@ -12,8 +12,8 @@
 namespace sluice::exec {
 
 /// Runs `first` here and `second` on `executor` (or here, after `first`, where no pool thread
-/// has started it by then, or `executor` is null); returns when both are done, with the first
-/// error of either.
+/// has started it by then, or `executor` is null or has one thread); returns when both are
+/// done, with the first error of either.
 arrow::Status RunBoth(arrow::internal::Executor* executor,
                       const std::function<arrow::Status()>& first,
                       const std::function<arrow::Status()>& second);

@@ -34,7 +34,35 @@ TEST(RunBoth, GivesTheFirstError) {
             "first failed");
 }
 
-// From a pool's only thread, the second piece cannot wait for a thread: the caller runs it.
+// From a busy pool's only other thread... and from a one-thread pool: the caller runs both.
+TEST(RunBoth, WithNoThreadFreeTheCallerRunsBoth) {
+  auto pool = arrow::internal::ThreadPool::Make(2).ValueOrDie();
+  // The other thread is held until both pieces are done.
+  std::atomic<bool> release{false};
+  ASSERT_TRUE(pool->Spawn([&] {
+                    while (!release.load()) std::this_thread::yield();
+                  })
+                  .ok());
+  auto busy = pool->Submit([&pool]() -> arrow::Status {
+    std::thread::id first, second;
+    ARROW_RETURN_NOT_OK(RunBoth(
+        pool.get(),
+        [&] {
+          first = std::this_thread::get_id();
+          return arrow::Status::OK();
+        },
+        [&] {
+          second = std::this_thread::get_id();
+          return arrow::Status::OK();
+        }));
+    return first == second ? arrow::Status::OK() : arrow::Status::Invalid("on two threads");
+  });
+  ASSERT_TRUE(busy.ok());
+  const arrow::Status busy_status = busy->status();
+  release = true;
+  ASSERT_TRUE(busy_status.ok()) << busy_status.ToString();
+}
+
 TEST(RunBoth, FromAPoolsOnlyThreadTheCallerRunsBoth) {
   auto pool = arrow::internal::ThreadPool::Make(1).ValueOrDie();
   auto done = pool->Submit([&pool]() -> arrow::Status {
