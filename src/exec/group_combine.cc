@@ -58,7 +58,14 @@ bool CombinableAggregate(const std::string& function, const cp::FunctionOptions*
             (id == arrow::Type::DECIMAL128 && function != "hash_sum"));
   }
   if (function == "hash_min" || function == "hash_max") {
-    return SkipsNulls(options) && !arrow::is_floating(output_type.id());
+    // Types that less and greater order as the kernels do (floating point's NaN aside).
+    const auto id = output_type.id();
+    const bool ordered = arrow::is_integer(id) || id == arrow::Type::DATE32 ||
+                         id == arrow::Type::DATE64 || id == arrow::Type::TIMESTAMP ||
+                         id == arrow::Type::DECIMAL128 || id == arrow::Type::STRING ||
+                         id == arrow::Type::BINARY || id == arrow::Type::LARGE_STRING ||
+                         id == arrow::Type::LARGE_BINARY;
+    return SkipsNulls(options) && ordered;
   }
   return false;
 }

@@ -19,8 +19,8 @@ namespace sluice::exec {
 /// `output_type`) combine as CombineFinished does: hash_sum and our decimal sum (NULL for no
 /// non-NULL values: skip_nulls, min_count at most 1) of integers and doubles, and our sum of
 /// decimal128;
-/// hash_count and hash_count_all; hash_min and hash_max (the same options) of other than
-/// floating point values.
+/// hash_count and hash_count_all; hash_min and hash_max (the same options) of integers, dates,
+/// timestamps, decimal128 and strings (not floating point, whose NaN orders apart).
 bool CombinableAggregate(const std::string& function,
                          const arrow::compute::FunctionOptions* options,
                          const arrow::DataType& output_type);

@@ -518,15 +518,25 @@ class IntKeyAggregateNode : public ac::ExecNode {
       ARROW_ASSIGN_OR_RAISE(ThreadState * empty, State(0));
       live.push_back(empty);
     }
+    // A table merged into another goes at once, before the result is made.
+    auto release = [&](const ThreadState* merged) {
+      for (auto& t : threads_) {
+        if (t.get() == merged) t.reset();
+      }
+    };
     while (live.size() > 2) {
       ARROW_RETURN_NOT_OK(MergeInto(live[0], live.back()));
+      release(live.back());
       live.pop_back();
     }
     std::vector<cp::ExecBatch> parts;
     if (live.size() == 2 && combinable_ && live[1]->groups.size() >= kSideBySideGroups) {
       ARROW_ASSIGN_OR_RAISE(parts, FinishTwo(live[0], live[1]));
     } else {
-      if (live.size() == 2) ARROW_RETURN_NOT_OK(MergeInto(live[0], live[1]));
+      if (live.size() == 2) {
+        ARROW_RETURN_NOT_OK(MergeInto(live[0], live[1]));
+        release(live[1]);
+      }
       const uint32_t n = live[0]->groups.size();
       ARROW_ASSIGN_OR_RAISE(auto columns, Finished(live[0]));
       parts.emplace_back(std::move(columns), n);
