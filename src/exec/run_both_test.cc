@@ -34,53 +34,41 @@ TEST(RunBoth, GivesTheFirstError) {
             "first failed");
 }
 
-// From a busy pool's only other thread... and from a one-thread pool: the caller runs both.
+// RunBoth called from a task on `pool`: Invalid unless both pieces ran on the caller's thread.
+arrow::Status BothOnTheCallersThread(arrow::internal::ThreadPool* pool) {
+  std::thread::id first, second;
+  ARROW_RETURN_NOT_OK(RunBoth(
+      pool,
+      [&] {
+        first = std::this_thread::get_id();
+        return arrow::Status::OK();
+      },
+      [&] {
+        second = std::this_thread::get_id();
+        return arrow::Status::OK();
+      }));
+  return first == second ? arrow::Status::OK() : arrow::Status::Invalid("on two threads");
+}
+
+// With no pool thread free to take the second piece, the caller runs it rather than wait:
+// a two-thread pool whose other thread is held until both are done, and a one-thread pool.
 TEST(RunBoth, WithNoThreadFreeTheCallerRunsBoth) {
   auto pool = arrow::internal::ThreadPool::Make(2).ValueOrDie();
-  // The other thread is held until both pieces are done.
   std::atomic<bool> release{false};
   ASSERT_TRUE(pool->Spawn([&] {
                     while (!release.load()) std::this_thread::yield();
                   })
                   .ok());
-  auto busy = pool->Submit([&pool]() -> arrow::Status {
-    std::thread::id first, second;
-    ARROW_RETURN_NOT_OK(RunBoth(
-        pool.get(),
-        [&] {
-          first = std::this_thread::get_id();
-          return arrow::Status::OK();
-        },
-        [&] {
-          second = std::this_thread::get_id();
-          return arrow::Status::OK();
-        }));
-    return first == second ? arrow::Status::OK() : arrow::Status::Invalid("on two threads");
-  });
+  auto busy = pool->Submit([&pool] { return BothOnTheCallersThread(pool.get()); });
   ASSERT_TRUE(busy.ok());
   const arrow::Status busy_status = busy->status();
   release = true;
   ASSERT_TRUE(busy_status.ok()) << busy_status.ToString();
-}
 
-TEST(RunBoth, FromAPoolsOnlyThreadTheCallerRunsBoth) {
-  auto pool = arrow::internal::ThreadPool::Make(1).ValueOrDie();
-  auto done = pool->Submit([&pool]() -> arrow::Status {
-    std::thread::id first, second;
-    ARROW_RETURN_NOT_OK(RunBoth(
-        pool.get(),
-        [&] {
-          first = std::this_thread::get_id();
-          return arrow::Status::OK();
-        },
-        [&] {
-          second = std::this_thread::get_id();
-          return arrow::Status::OK();
-        }));
-    return first == second ? arrow::Status::OK() : arrow::Status::Invalid("on two threads");
-  });
-  ASSERT_TRUE(done.ok());
-  ASSERT_TRUE(done->status().ok()) << done->status().ToString();
+  auto single = arrow::internal::ThreadPool::Make(1).ValueOrDie();
+  auto alone = single->Submit([&single] { return BothOnTheCallersThread(single.get()); });
+  ASSERT_TRUE(alone.ok());
+  ASSERT_TRUE(alone->status().ok()) << alone->status().ToString();
 }
 
 }  // namespace

@@ -689,8 +689,9 @@ KILLED_WINDOW = ("select r, count(*) from (select rank() over (partition by l_or
 
 @pytest.mark.parametrize("n", [1, 13, 17, 21, "window"])
 def test_worker_sigkilled_at_a_random_moment(tpch, n, tmp_path):
-    """Q1: an aggregate; Q13: a join of hash-partitioned customer and orders; Q17: a join with
-    a grouped subquery, co-partitioned; Q21: map tasks reading lineitem and orders only where
+    """Q1: an aggregate; Q13: a join of hash-partitioned customer and orders; Q17: its
+    subquery's average as a window over the join's rows, hash-partitioned on the part key (the
+    window_subqueries pass); Q21: map tasks reading lineitem and orders only where
     their order keys meet the task's share; a window stage over hash-partitioned rows."""
     sluice, con, data = tpch
     sql = KILLED_WINDOW if n == "window" else q(n)
