@@ -27,6 +27,7 @@
 #include "sql/sql_parser.h"
 #include "sql/stage_planner.h"
 #include "sql/table_location.h"
+#include "sql/top_n_bound.h"
 #include "storage/object_store.h"
 
 namespace sluice::sql {
@@ -249,6 +250,8 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
     std::fprintf(stderr, "sluice: running in-process: %s\n", stages.not_cut_reason.c_str());
     ray.reset();  // nothing runs on Ray: leave it before the query does its work
   }
+  // A top-N over one Parquet table reads its sort key first (not for EXPLAIN alone: it runs).
+  if (!select.explain || select.analyze) ARROW_RETURN_NOT_OK(BoundTopNScan(bound.plan.get()));
   if (select.explain) {
     ARROW_ASSIGN_OR_RAISE(auto decl, exec::ToDeclaration(*bound.plan));
     if (!select.analyze) {
