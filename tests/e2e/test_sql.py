@@ -1045,8 +1045,14 @@ PLAIN_LIKE = [
                          PLAIN_LIKE)
 def test_sql_feature_matches_duckdb(tpch, sql, tmp_path):
     sluice, con, _ = tpch
+    assert_matches_duckdb(sluice, con, sql, tmp_path)
+
+
+def assert_matches_duckdb(sluice, con, sql, tmp_path, *args):
+    """`sql`'s rows from sluice (with `args`, such as --workers 2) are DuckDB's: in order where
+    the query orders, as multisets where it does not."""
     out = tmp_path / "result.arrow"
-    proc = run_sluice(sluice, sql, out)
+    proc = sluice.run("query", *args, "--format", "arrow", "-o", out, sql)
     assert proc.returncode == 0, proc.stderr.decode()
     with pa.ipc.open_stream(out) as reader:
         ours = reader.read_all()
@@ -1335,18 +1341,7 @@ def windowed(tpch):
 @pytest.mark.parametrize("workers", [0, 2])
 def test_scalar_subqueries_as_windows_match_duckdb(windowed, sql, workers, tmp_path):
     sluice, con = windowed
-    out = tmp_path / "result.arrow"
-    proc = sluice.run("query", "--workers", str(workers), "--format", "arrow", "-o", str(out), sql)
-    assert proc.returncode == 0, proc.stderr.decode()
-    with pa.ipc.open_stream(out) as reader:
-        ours = reader.read_all()
-    rows = [tuple(normalize(v) for v in r) for r in zip(*[c.to_pylist() for c in ours.columns])]
-    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
-    if "order by" not in sql:
-        rows, want = sorted(rows, key=repr), sorted(want, key=repr)
-    assert len(rows) == len(want), f"{len(rows)} rows, DuckDB {len(want)}"
-    for i, (a, b) in enumerate(zip(rows, want)):
-        assert all(same(x, y) for x, y in zip(a, b)), f"row {i}: {a} != {b}"
+    assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", str(workers))
     explain = sluice.run("query", "explain " + sql, check=True).stdout.decode()
     scans = 1 if sql in WINDOWED_SUBQUERIES else 2
     assert ("Window" in explain) == (scans == 1), explain
@@ -1374,16 +1369,7 @@ TOP_N_BOUNDS = [
 @pytest.mark.parametrize("sql", TOP_N_BOUNDS)
 def test_top_n_reads_its_sort_key_first_and_matches_duckdb(windowed, sql, tmp_path):
     sluice, con = windowed
-    out = tmp_path / "result.arrow"
-    proc = run_sluice(sluice, sql, out)
-    assert proc.returncode == 0, proc.stderr.decode()
-    with pa.ipc.open_stream(out) as reader:
-        ours = reader.read_all()
-    rows = [tuple(normalize(v) for v in r) for r in zip(*[c.to_pylist() for c in ours.columns])]
-    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
-    assert len(rows) == len(want), f"{len(rows)} rows, DuckDB {len(want)}"
-    for i, (a, b) in enumerate(zip(rows, want)):
-        assert all(same(x, y) for x, y in zip(a, b)), f"row {i}: {a} != {b}"
+    assert_matches_duckdb(sluice, con, sql, tmp_path)
 
 
 def test_top_n_skips_row_groups_without_its_rows(windowed):
