@@ -555,6 +555,86 @@ arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node, OperatorProbe
 
 namespace {
 
+// The type to compare two join keys of numeric types in (an int32 column equal to an int64 one):
+// int64 for integers, a decimal that holds both for decimals and integers, float64 where either
+// is floating point. Null where there is none (other types are left to Acero as they are).
+std::shared_ptr<arrow::DataType> CommonKeyType(const arrow::DataType& a, const arrow::DataType& b) {
+  const auto numeric = [](const arrow::DataType& t) {
+    return arrow::is_integer(t.id()) || arrow::is_floating(t.id()) || arrow::is_decimal(t.id());
+  };
+  if (!numeric(a) || !numeric(b)) return nullptr;
+  if (arrow::is_integer(a.id()) && arrow::is_integer(b.id())) return arrow::int64();
+  if (arrow::is_floating(a.id()) || arrow::is_floating(b.id())) return arrow::float64();
+  // Decimals, or a decimal and an integer (as many digits as the integer's type holds).
+  const auto digits = [](const arrow::DataType& t, int* precision, int* scale) {
+    if (arrow::is_decimal(t.id())) {
+      const auto& d = static_cast<const arrow::DecimalType&>(t);
+      *precision = d.precision();
+      *scale = d.scale();
+    } else {
+      *precision = t.byte_width() <= 4 ? 10 : 19;
+      *scale = 0;
+    }
+  };
+  int pa = 0, sa = 0, pb = 0, sb = 0;
+  digits(a, &pa, &sa);
+  digits(b, &pb, &sb);
+  const int scale = std::max(sa, sb);
+  const int precision = std::max(pa - sa, pb - sb) + scale;
+  if (precision > arrow::Decimal128Type::kMaxPrecision) return nullptr;
+  return arrow::decimal128(precision, scale);
+}
+
+// Where a key pair of `join` has two types, the side whose key is not of their common type
+// (CommonKeyType) gets it cast into a column of its own, and `left` or `right` names that
+// column: Acero's join compares keys of one type only (it aborted on an int32 against an
+// int64). Returns whether it added any.
+arrow::Result<bool> CastKeysToCommonTypes(const PlanNode& join, ac::Declaration* probe,
+                                          ac::Declaration* build,
+                                          std::vector<arrow::FieldRef>* left,
+                                          std::vector<arrow::FieldRef>* right) {
+  ARROW_ASSIGN_OR_RAISE(auto left_schema, plan::OutputSchema(*join.input));
+  ARROW_ASSIGN_OR_RAISE(auto right_schema, plan::OutputSchema(*join.right));
+  std::vector<cp::Expression> left_casts, right_casts;
+  std::vector<std::string> left_names, right_names;
+  for (size_t i = 0; i < join.left_keys.size() && i < join.right_keys.size(); ++i) {
+    auto l = left_schema->GetFieldByName(join.left_keys[i]);
+    auto r = right_schema->GetFieldByName(join.right_keys[i]);
+    if (l == nullptr || r == nullptr || l->type()->Equals(*r->type())) continue;
+    auto common = CommonKeyType(*l->type(), *r->type());
+    if (common == nullptr) continue;
+    const auto cast = [&](const std::string& key, std::vector<cp::Expression>* casts,
+                          std::vector<std::string>* names, arrow::FieldRef* ref) {
+      const std::string name = "__join_key" + std::to_string(i) + "_" + key;
+      casts->push_back(cp::call("cast", {cp::field_ref(key)}, cp::CastOptions::Safe(common)));
+      names->push_back(name);
+      *ref = arrow::FieldRef(name);
+    };
+    if (!l->type()->Equals(*common)) cast(join.left_keys[i], &left_casts, &left_names, &(*left)[i]);
+    if (!r->type()->Equals(*common)) {
+      cast(join.right_keys[i], &right_casts, &right_names, &(*right)[i]);
+    }
+  }
+  const auto add = [](const arrow::Schema& schema, std::vector<cp::Expression> casts,
+                      std::vector<std::string> names, ac::Declaration* side) {
+    if (casts.empty()) return;
+    std::vector<cp::Expression> exprs;
+    std::vector<std::string> all;
+    for (const auto& f : schema.fields()) {
+      exprs.push_back(cp::field_ref(f->name()));
+      all.push_back(f->name());
+    }
+    exprs.insert(exprs.end(), casts.begin(), casts.end());
+    all.insert(all.end(), names.begin(), names.end());
+    *side = ac::Declaration::Sequence(
+        {std::move(*side), {"project", ac::ProjectNodeOptions(std::move(exprs), std::move(all))}});
+  };
+  const bool any = !left_casts.empty() || !right_casts.empty();
+  add(*left_schema, std::move(left_casts), std::move(left_names), probe);
+  add(*right_schema, std::move(right_casts), std::move(right_names), build);
+  return any;
+}
+
 // The hash join of `node`. With `outputs`, it outputs only those of its columns (at least one),
 // and `*order` gets the names of its output in order.
 arrow::Result<ac::Declaration> Join(const PlanNode& node, const std::set<std::string>* outputs,
@@ -565,6 +645,18 @@ arrow::Result<ac::Declaration> Join(const PlanNode& node, const std::set<std::st
   std::vector<arrow::FieldRef> left, right;
   for (const auto& k : node.left_keys) left.emplace_back(k);
   for (const auto& k : node.right_keys) right.emplace_back(k);
+  ARROW_ASSIGN_OR_RAISE(const bool cast,
+                        CastKeysToCommonTypes(node, &probe, &build, &left, &right));
+  std::set<std::string> every;
+  std::vector<std::string> every_order;
+  if (cast && outputs == nullptr) {
+    // The join outputs its sides' own columns, and not the cast keys.
+    for (const PlanNode* side : {node.input.get(), node.right.get()}) {
+      for (const auto& n : side->OutputNames()) every.insert(n);
+    }
+    outputs = &every;
+    order = &every_order;
+  }
   // Acero hashes its right input: with build_input, node.input is Acero's right side.
   ac::JoinType type = AceroJoinType(node.join_type);
   if (node.build_input) {
