@@ -9,6 +9,8 @@
 #include <mutex>
 #include <variant>
 
+#include "exec/int_key_join.h"
+
 namespace sluice::exec {
 
 namespace {
@@ -161,8 +163,8 @@ arrow::Status GateProbeOnBuild(ac::Declaration* probe, ac::Declaration* build) {
   // queues its probe batches until every filter pushed to it has come, so its gate waits for
   // this build side too.
   ac::Declaration* bottom = probe;
-  while (bottom->factory_name == "hashjoin" && !bottom->inputs.empty() &&
-         std::holds_alternative<ac::Declaration>(bottom->inputs[0])) {
+  while ((bottom->factory_name == "hashjoin" || bottom->factory_name == kIntKeyJoinFactory) &&
+         !bottom->inputs.empty() && std::holds_alternative<ac::Declaration>(bottom->inputs[0])) {
     bottom = &std::get<ac::Declaration>(bottom->inputs[0]);
   }
   std::shared_ptr<Gate> gate;
