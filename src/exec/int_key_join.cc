@@ -26,7 +26,7 @@ namespace ac = arrow::acero;
 namespace cp = arrow::compute;
 
 // How far ahead of a lookup its slot is prefetched.
-constexpr int64_t kPrefetchRows = 16;
+constexpr int64_t kPrefetchRows = 64;
 
 // The most rows of one output batch (a probe batch whose keys repeat in the hashed side can
 // give many times its rows).
@@ -52,7 +52,7 @@ class KeyRows {
     const size_t n = keys_.size();
     const size_t capacity = std::max<size_t>(16, arrow::bit_util::NextPower2(2 * n));
     slots_.assign(capacity, 0);
-    next_.assign(n, 0);
+    next_.clear();  // made at the first repeated key
     mask_ = capacity - 1;
     shift_ = 64 - arrow::bit_util::Log2(capacity);
     for (size_t r = 0; r < n; ++r) {
@@ -67,6 +67,7 @@ class KeyRows {
           break;
         }
         if (keys_[s - 1] == key) {  // a repeated key: this row heads its chain
+          if (next_.empty()) next_.assign(n, 0);
           next_[r] = s;
           slots_[i] = static_cast<uint32_t>(r + 1);
           break;
@@ -77,16 +78,54 @@ class KeyRows {
   }
 
   // The first row with `key` + 1, or 0; Next(row) the row after it in its chain.
-  uint32_t Find(int64_t key) const {
-    size_t i = Slot(key);
+  uint32_t Find(int64_t key) const { return FindFrom(Slot(key), key); }
+
+  // As Find, from slot `i` on.
+  uint32_t FindFrom(size_t i, int64_t key) const {
     for (;;) {
       const uint32_t s = slots_[i];
       if (s == 0 || keys_[s - 1] == key) return s;
       i = (i + 1) & mask_;
     }
   }
-  uint32_t Next(uint32_t row) const { return next_[row]; }
+  uint32_t Next(uint32_t row) const { return next_.empty() ? 0 : next_[row]; }
   void Prefetch(int64_t key) const { __builtin_prefetch(&slots_[Slot(key)]); }
+
+  // Whether some key is on several rows.
+  bool repeats() const { return !next_.empty(); }
+
+  // For a table without repeated keys (repeats() false): the row each of `n` probe keys finds,
+  // for those that find one (and are valid: `valid` from bit `valid_offset`, or null for all),
+  // as (probe row, row) pairs in probe row order; returns how many. Whether a key finds a row
+  // decides no branch (a branch on it is mispredicted where about half do), and a key equal to
+  // the row before's (lineitem's order keys come in runs) is not looked up again. The probe is
+  // bound by the misses on the slots and keys, so both are asked for well ahead.
+  int64_t FindEach(const int64_t* keys, const uint8_t* valid, int64_t valid_offset, int64_t n,
+                   int32_t* probe_rows, uint32_t* rows) const {
+    if (keys_.empty()) return 0;
+    constexpr int64_t kHalf = kPrefetchRows / 2;
+    int64_t found = 0;
+    uint32_t s = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (i + kPrefetchRows < n) Prefetch(keys[i + kPrefetchRows]);
+      if (i + kHalf < n) {  // its slot has come by now: ask for the key it points to
+        const uint32_t ahead = slots_[Slot(keys[i + kHalf])];
+        __builtin_prefetch(&keys_[ahead != 0 ? ahead - 1 : 0]);
+      }
+      const int64_t key = keys[i];
+      if (i == 0 || key != keys[i - 1]) {  // a key equal to the row before's finds the same
+        const size_t slot = Slot(key);
+        s = slots_[slot];
+        const int64_t held = keys_[s != 0 ? s - 1 : 0];
+        if ((s != 0) & (held != key)) s = FindFrom((slot + 1) & mask_, key);  // a collision
+      }
+      const bool valid_row = valid == nullptr || arrow::bit_util::GetBit(valid, valid_offset + i);
+      probe_rows[found] = static_cast<int32_t>(i);
+      rows[found] = s - 1;
+      found += static_cast<int64_t>((s != 0) & valid_row);
+    }
+    return found;
+  }
 
  private:
   // As the integer-key aggregate's table: keys that differ only in their low 3 bits share a run
@@ -263,7 +302,11 @@ class IntKeyJoinNode : public ac::ExecNode {
     bool one_each = true;  // each probe row, in order, found exactly one row
     auto* probe_out = reinterpret_cast<int32_t*>(probe_rows->mutable_data());
     auto* build_out = reinterpret_cast<uint32_t*>(build_rows->mutable_data());
-    for (int64_t i = 0; i < n; ++i) {
+    if (!table_.repeats()) {
+      matches = table_.FindEach(keys.data(), valid, key.offset, n, probe_out, build_out);
+      one_each = matches == n;
+    }
+    for (int64_t i = 0; i < n && table_.repeats(); ++i) {
       if (i + kPrefetchRows < n) table_.Prefetch(keys[i + kPrefetchRows]);
       if (valid != nullptr && !arrow::bit_util::GetBit(valid, key.offset + i)) {
         one_each = false;

@@ -158,6 +158,33 @@ TEST(IntKeyJoinTest, ProbeRowsThatEachFindOneRow) {
   ExpectSameAsAcero(some_miss, build, AllColumns("p_key", "b_key"));
 }
 
+// Probe keys in ascending runs (as lineitem's order keys), over a hashed side of every other
+// key: a row whose key equals the row before's reuses its lookup, and one next to it must not.
+TEST(IntKeyJoinTest, ProbeKeysInRuns) {
+  arrow::Int64Builder build_keys, build_values;
+  for (int64_t k = 0; k < 40'000; k += 2) {
+    ASSERT_TRUE(build_keys.Append(k).ok());
+    ASSERT_TRUE(build_values.Append(k * 10).ok());
+  }
+  auto build =
+      arrow::Table::Make(arrow::schema({arrow::field("b_key", arrow::int64()),
+                                        arrow::field("b_value", arrow::int64())}),
+                         {build_keys.Finish().ValueOrDie(), build_values.Finish().ValueOrDie()});
+  arrow::Int64Builder probe_keys, probe_values;
+  int64_t row = 0;
+  for (int64_t k = 0; k < 30'000; ++k) {
+    for (int64_t r = 0; r < 1 + (k * 7) % 4; ++r, ++row) {
+      ASSERT_TRUE((row % 101 == 0 ? probe_keys.AppendNull() : probe_keys.Append(k)).ok());
+      ASSERT_TRUE(probe_values.Append(row).ok());
+    }
+  }
+  auto probe =
+      arrow::Table::Make(arrow::schema({arrow::field("p_key", arrow::int64()),
+                                        arrow::field("p_value", arrow::int64())}),
+                         {probe_keys.Finish().ValueOrDie(), probe_values.Finish().ValueOrDie()});
+  ExpectSameAsAcero(probe, build, AllColumns("p_key", "b_key"));
+}
+
 // One key repeated 100K times on the hashed side: a probe batch's output is cut into batches.
 TEST(IntKeyJoinTest, AKeyThatRepeatsManyTimes) {
   auto probe = Side("p", arrow::int32(), 6, 2, 0, 10);
