@@ -720,9 +720,8 @@ arrow::Result<ac::Declaration> Join(const PlanNode& node, const std::set<std::st
   // filtered (TPC-H Q3, Q8) Acero's join with its Bloom filters was as fast or faster (Q8
   // 0.255 -> 0.276 s), and with smaller whole tables nothing changed measurably.
   const double built_rows = node.build_input ? node.input_estimate : node.right_estimate;
-  static const bool kAny = getenv("IKJ_ANY") != nullptr;
-  const char* factory = (whole || kAny) && type == ac::JoinType::INNER && left.size() == 1 &&
-                                !node.null_equal_keys && built_rows >= (kAny ? 10000 : kIntKeyJoinRows) &&
+  const char* factory = whole && type == ac::JoinType::INNER && left.size() == 1 &&
+                                !node.null_equal_keys && built_rows >= kIntKeyJoinRows &&
                                 RegisterIntKeyJoin().ok()
                             ? kIntKeyJoinFactory
                             : "hashjoin";
