@@ -760,9 +760,7 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
     // Bloom filter pushdown.
     std::set<std::string> read;
     for (const auto& e : node.expressions) {
-      for (const auto& ref : cp::FieldsInExpression(e)) {
-        if (ref.name() != nullptr) read.insert(*ref.name());
-      }
+      plan::AddColumnNames(e, &read);
     }
     std::vector<std::string> order;
     ARROW_ASSIGN_OR_RAISE(ac::Declaration join, Join(*node.input, &read, probes, inputs, &order));

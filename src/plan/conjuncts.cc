@@ -34,4 +34,16 @@ std::optional<std::pair<std::string, std::string>> ColumnEquality(const cp::Expr
   return std::make_pair(*x->name(), *y->name());
 }
 
+void AddColumnNames(const cp::Expression& e, std::set<std::string>* out) {
+  for (const auto& ref : cp::FieldsInExpression(e)) {
+    if (ref.name() != nullptr) out->insert(*ref.name());
+  }
+}
+
+std::set<std::string> ColumnNames(const cp::Expression& e) {
+  std::set<std::string> out;
+  AddColumnNames(e, &out);
+  return out;
+}
+
 }  // namespace sluice::plan

@@ -5,6 +5,7 @@
 #include <arrow/compute/expression.h>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,5 +26,11 @@ void Disjuncts(const arrow::compute::Expression& e, std::vector<arrow::compute::
 /// For `x = y` between two columns (named references): the two names, else none.
 std::optional<std::pair<std::string, std::string>> ColumnEquality(
     const arrow::compute::Expression& e);
+
+/// The names of the columns `e` reads (its named field references), added to `out`.
+void AddColumnNames(const arrow::compute::Expression& e, std::set<std::string>* out);
+
+/// The names of the columns `e` reads.
+std::set<std::string> ColumnNames(const arrow::compute::Expression& e);
 
 }  // namespace sluice::plan

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exec/plan_executor.h"
+#include "plan/conjuncts.h"
 #include "sql/optimizer/column_pruning.h"
 
 namespace sluice::sql {
@@ -61,21 +62,13 @@ PlanNode* ScanColumn(PlanNode* node, std::string name, std::string* column) {
   return nullptr;
 }
 
-std::set<std::string> Refs(const cp::Expression& e) {
-  std::set<std::string> out;
-  for (const auto& ref : cp::FieldsInExpression(e)) {
-    if (ref.name() != nullptr) out.insert(*ref.name());
-  }
-  return out;
-}
-
 // Drops from the projections of the chain under `node` (projections and filters down to a
 // scan) every column that nothing above reads, of `needed` at the top. Column pruning narrows
 // scans, not projections.
 void NarrowProjections(PlanNode* node, std::set<std::string> needed) {
   for (; node != nullptr && node->kind != PlanNode::Kind::kScan; node = node->input.get()) {
     if (node->kind == PlanNode::Kind::kFilter) {
-      for (auto& n : Refs(node->predicate)) needed.insert(std::move(n));
+      plan::AddColumnNames(node->predicate, &needed);
       continue;
     }
     std::vector<cp::Expression> expressions;
@@ -83,7 +76,7 @@ void NarrowProjections(PlanNode* node, std::set<std::string> needed) {
     std::set<std::string> below;
     for (size_t i = 0; i < node->names.size(); ++i) {
       if (!needed.count(node->names[i])) continue;
-      for (auto& n : Refs(node->expressions[i])) below.insert(std::move(n));
+      plan::AddColumnNames(node->expressions[i], &below);
       expressions.push_back(node->expressions[i]);
       names.push_back(node->names[i]);
     }

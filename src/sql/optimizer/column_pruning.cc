@@ -5,29 +5,25 @@
 #include <utility>
 #include <vector>
 
+#include "plan/conjuncts.h"
+
 namespace sluice::sql {
 
 namespace {
 
 namespace cp = arrow::compute;
 
-void AddFields(const cp::Expression& e, std::set<std::string>* out) {
-  for (const auto& ref : cp::FieldsInExpression(e)) {
-    if (ref.name() != nullptr) out->insert(*ref.name());
-  }
-}
-
 // What `node` itself reads of its inputs' columns.
 void ReadBy(const PlanNode* node, std::set<std::string>* out) {
   switch (node->kind) {
     case PlanNode::Kind::kScan:
-      AddFields(node->scan_filter, out);
+      plan::AddColumnNames(node->scan_filter, out);
       break;
     case PlanNode::Kind::kFilter:
-      AddFields(node->predicate, out);
+      plan::AddColumnNames(node->predicate, out);
       break;
     case PlanNode::Kind::kProject:
-      for (const auto& e : node->expressions) AddFields(e, out);
+      for (const auto& e : node->expressions) plan::AddColumnNames(e, out);
       break;
     case PlanNode::Kind::kAggregate:
       out->insert(node->keys.begin(), node->keys.end());
@@ -45,7 +41,7 @@ void ReadBy(const PlanNode* node, std::set<std::string>* out) {
     case PlanNode::Kind::kJoin:
       out->insert(node->left_keys.begin(), node->left_keys.end());
       out->insert(node->right_keys.begin(), node->right_keys.end());
-      AddFields(node->join_filter, out);
+      plan::AddColumnNames(node->join_filter, out);
       break;
     case PlanNode::Kind::kWindow:
       for (const auto& w : node->windows) {

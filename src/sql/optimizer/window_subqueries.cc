@@ -22,23 +22,15 @@ namespace {
 
 using Names = std::set<std::string>;
 
-Names Refs(const cp::Expression& e) {
-  Names out;
-  for (const auto& ref : cp::FieldsInExpression(e)) {
-    if (ref.name() != nullptr) out.insert(*ref.name());
-  }
-  return out;
-}
-
 bool ReadsAny(const cp::Expression& e, const Names& names) {
-  for (const auto& n : Refs(e)) {
+  for (const auto& n : plan::ColumnNames(e)) {
     if (names.count(n)) return true;
   }
   return false;
 }
 
 bool ReadsOutside(const cp::Expression& e, const Names& names) {
-  for (const auto& n : Refs(e)) {
+  for (const auto& n : plan::ColumnNames(e)) {
     if (!names.count(n)) return true;
   }
   return false;
@@ -240,7 +232,7 @@ arrow::Result<bool> RewriteAt(std::unique_ptr<PlanNode>* slot) {
   Names known(set_names.begin(), set_names.end());
   known.insert(sub_names.begin(), sub_names.end());
   for (const auto& c : conjuncts) {
-    for (const auto& n : Refs(c)) {
+    for (const auto& n : plan::ColumnNames(c)) {
       if (!known.count(n)) return false;
     }
   }
@@ -302,7 +294,7 @@ arrow::Result<bool> RewriteAt(std::unique_ptr<PlanNode>* slot) {
   const Names keys(partition.begin(), partition.end());
   for (size_t b = 0; b < below.size(); ++b) {
     if (matched[b]) continue;
-    for (const auto& n : Refs(below[b])) {
+    for (const auto& n : plan::ColumnNames(below[b])) {
       if (shared_columns.count(n) && !keys.count(n)) return false;
     }
   }
@@ -313,7 +305,7 @@ arrow::Result<bool> RewriteAt(std::unique_ptr<PlanNode>* slot) {
     const Names dim(dn.begin(), dn.end());
     bool joined = false, own = false;
     for (const auto& c : below) {
-      const Names refs = Refs(c);
+      const Names refs = plan::ColumnNames(c);
       if (auto eq = ColumnEquality(c)) {
         if ((keys.count(eq->first) && dim.count(eq->second)) ||
             (keys.count(eq->second) && dim.count(eq->first))) {
