@@ -1306,11 +1306,21 @@ JOINED_SUBQUERIES = [
 ]
 
 
+def register_parquet_tables(sluice, con, data, row_group_size, tables):
+    """Writes each of `tables` (name: pyarrow table) as a Parquet file under `data` and makes it
+    a table of that name in sluice's catalog and a view in DuckDB's."""
+    import pyarrow.parquet as pq
+    for name, table in tables.items():
+        pq.write_table(table, data / f"{name}.parquet", row_group_size=row_group_size)
+        sluice.run("query", f"CREATE EXTERNAL TABLE {name} STORED AS PARQUET LOCATION "
+                            f"'{name}.parquet'", check=True)
+        con.execute(f"create view {name} as select * from read_parquet('{data}/{name}.parquet')")
+
+
 @pytest.fixture(scope="module")
 def windowed(tpch):
     sluice, con, root = tpch
     data = root / "data"
-    import pyarrow.parquet as pq
     n = 5000
     k = [None if i % 97 == 0 else i % 300 for i in range(n)]
     # Fractions vary within a key, so that no average lands exactly on a value: a decimal
@@ -1329,11 +1339,8 @@ def windowed(tpch):
     gk = list(range(400)) + list(range(0, 400, 7)) + [None]
     grp = ["xy"[j % 2] for j in range(400)] + ["yx"[j % 2] for j in range(0, 400, 7)] + ["x"]
     groups = pa.table({"gk": pa.array(gk, pa.int32()), "grp": pa.array(grp, pa.string())})
-    for name, table in [("wfacts", facts), ("wdims", dims), ("wgroups", groups)]:
-        pq.write_table(table, data / f"{name}.parquet", row_group_size=1000)
-        sluice.run("query", f"CREATE EXTERNAL TABLE {name} STORED AS PARQUET LOCATION "
-                            f"'{name}.parquet'", check=True)
-        con.execute(f"create view {name} as select * from read_parquet('{data}/{name}.parquet')")
+    register_parquet_tables(sluice, con, data, 1000,
+                            {"wfacts": facts, "wdims": dims, "wgroups": groups})
     return sluice, con
 
 
@@ -1411,7 +1418,6 @@ def big_join(tpch):
     sluice, con, root = tpch
     data = root / "data"
     import numpy as np
-    import pyarrow.parquet as pq
     # The hashed side: 1.1M rows; keys 0..99,999 twice, every 100,003rd NULL.
     n = 1_100_000
     i = np.arange(n, dtype=np.int64)
@@ -1431,11 +1437,7 @@ def big_join(tpch):
         "v": pa.array(j % 1000),
         "pad": pa.array(j * 3),
     })
-    for name, table in [("jbig", big), ("jfacts", facts)]:
-        pq.write_table(table, data / f"{name}.parquet", row_group_size=256 * 1024)
-        sluice.run("query", f"CREATE EXTERNAL TABLE {name} STORED AS PARQUET LOCATION "
-                            f"'{name}.parquet'", check=True)
-        con.execute(f"create view {name} as select * from read_parquet('{data}/{name}.parquet')")
+    register_parquet_tables(sluice, con, data, 256 * 1024, {"jbig": big, "jfacts": facts})
     return sluice, con
 
 
