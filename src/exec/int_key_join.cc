@@ -431,6 +431,11 @@ arrow::Result<ac::ExecNode*> MakeIntKeyJoin(ac::ExecPlan* plan, std::vector<ac::
       build_output.push_back(*i);
     }
   }
+  // A dictionary column's batches may each have their own dictionary, which one array cannot
+  // hold: those joins stay Acero's.
+  for (int i : build_output) {
+    if (build.field(i)->type()->id() == arrow::Type::DICTIONARY) return fallback();
+  }
   // Acero renames colliding names with the options' suffixes: that case stays Acero's.
   arrow::FieldVector fields;
   std::set<std::string> names;

@@ -16,7 +16,8 @@ namespace sluice::exec {
 /// input 0 and the hashed side as input 1, and gives the same output (the probe side's output
 /// columns, then the hashed side's, in an unspecified row order). Where it does not apply (a
 /// join other than inner; keys other than one int32, int64 or date32 column of one type on both
-/// sides; a residual filter; NULL-equal keys), it makes Acero's "hashjoin" node instead.
+/// sides; a residual filter; NULL-equal keys; a dictionary column on the hashed side), it makes
+/// Acero's "hashjoin" node instead.
 inline constexpr char kIntKeyJoinFactory[] = "sluice_int_key_join";
 
 /// Registers kIntKeyJoinFactory with Acero's default registry, once.

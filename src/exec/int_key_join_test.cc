@@ -224,6 +224,28 @@ TEST(IntKeyJoinTest, OtherJoinsFallBackToAcero) {
       {build64, null_equal},
       {build64, strings},
       {build32, AllColumns("p_key", "b_key")}};  // int64 against int32
+  // A dictionary column whose two batches have different dictionaries.
+  auto dictionary = [](std::vector<std::string> words) {
+    arrow::StringDictionaryBuilder builder;
+    for (const auto& w : words) EXPECT_TRUE(builder.Append(w).ok());
+    return builder.Finish().ValueOrDie();
+  };
+  arrow::Int64Builder dict_keys;
+  ASSERT_TRUE(dict_keys.AppendValues({1, 2, 3, 4}).ok());
+  auto keys = dict_keys.Finish().ValueOrDie();
+  auto dict_type = arrow::dictionary(arrow::int32(), arrow::utf8());
+  auto with_dictionary = arrow::Table::Make(
+      arrow::schema({arrow::field("b_key", arrow::int64()), arrow::field("b_text", dict_type)}),
+      {std::make_shared<arrow::ChunkedArray>(arrow::ArrayVector{keys->Slice(0, 2), keys->Slice(2)}),
+       std::make_shared<arrow::ChunkedArray>(
+           arrow::ArrayVector{dictionary({"x", "y"}), dictionary({"z", "x"})})});
+  ac::Declaration dict_join(kIntKeyJoinFactory,
+                            {Source(probe, 1000), Source(with_dictionary, 1000)},
+                            AllColumns("p_key", "b_key"));
+  auto dict_plan = ac::ExecPlan::Make().ValueOrDie();
+  ASSERT_TRUE(dict_join.AddToPlan(dict_plan.get()).ok());
+  EXPECT_EQ(dict_plan->ToString().find("IntKeyJoinNode"), std::string::npos)
+      << dict_plan->ToString();
   for (const auto& [build, options] : cases) {
     if (build == build32) {
       // Acero itself refuses keys of two types; the fallback must give its error, not ours.
