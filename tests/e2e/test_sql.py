@@ -1417,26 +1417,18 @@ BIG_JOINS = [
 def big_join(tpch):
     sluice, con, root = tpch
     data = root / "data"
-    import numpy as np
     # The hashed side: 1.1M rows; keys 0..99,999 twice, every 100,003rd NULL.
-    n = 1_100_000
-    i = np.arange(n, dtype=np.int64)
-    bk = pa.array(i % 1_000_000, mask=(i % 100_003 == 0))
-    bi = pa.array(((i * 7) % 500_000).astype(np.int32), mask=(i % 77_777 == 5))
-    bd = pa.array((10_000 + i % 3000).astype(np.int32)).cast(pa.date32())
-    bs = pa.array(np.char.add("s", (i % 1000).astype(str)).astype(object))
-    bf = pa.array((i % 1013) / 8.0)
-    big = pa.table({"bk": bk, "bi": bi, "bd": bd, "bs": bs, "bf": bf})
+    big = con.sql(
+        "select case when i % 100003 = 0 then null else i % 1000000 end as bk, "
+        "case when i % 77777 = 5 then null else ((i * 7) % 500000)::integer end as bi, "
+        "date '1997-05-19' + (i % 3000)::integer as bd, 's' || (i % 1000)::varchar as bs, "
+        "(i % 1013) / 8.0 as bf from range(1100000) t(i)").to_arrow_table()
     # The probe side: 2M rows; keys beyond 999,999 find nothing, every 997th NULL.
-    m = 2_000_000
-    j = np.arange(m, dtype=np.int64)
-    facts = pa.table({
-        "fk": pa.array((j * 13) % 1_200_000, mask=(j % 997 == 3)),
-        "fi": pa.array((j % 600_000).astype(np.int32), mask=(j % 991 == 1)),
-        "fd": pa.array((10_000 + j % 4000).astype(np.int32)).cast(pa.date32()),
-        "v": pa.array(j % 1000),
-        "pad": pa.array(j * 3),
-    })
+    facts = con.sql(
+        "select case when j % 997 = 3 then null else (j * 13) % 1200000 end as fk, "
+        "case when j % 991 = 1 then null else (j % 600000)::integer end as fi, "
+        "date '1997-05-19' + (j % 4000)::integer as fd, j % 1000 as v, j * 3 as pad "
+        "from range(2000000) t(j)").to_arrow_table()
     register_parquet_tables(sluice, con, data, 256 * 1024, {"jbig": big, "jfacts": facts})
     return sluice, con
 
