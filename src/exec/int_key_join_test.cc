@@ -242,6 +242,7 @@ TEST(IntKeyJoinTest, OtherJoinsFallBackToAcero) {
   ac::Declaration dict_join(kIntKeyJoinFactory,
                             {Source(probe, 1000), Source(with_dictionary, 1000)},
                             AllColumns("p_key", "b_key"));
+  ASSERT_TRUE(RegisterIntKeyJoin().ok());
   auto dict_plan = ac::ExecPlan::Make().ValueOrDie();
   ASSERT_TRUE(dict_join.AddToPlan(dict_plan.get()).ok());
   EXPECT_EQ(dict_plan->ToString().find("IntKeyJoinNode"), std::string::npos)
