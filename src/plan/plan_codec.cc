@@ -3,6 +3,7 @@
 #include <arrow/api.h>
 #include <arrow/compute/api.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -19,6 +20,12 @@ namespace {
 
 namespace cp = arrow::compute;
 using json = nlohmann::json;
+
+// An estimate of rows as a whole number, -1 where there is none.
+int64_t EstimateRows(double estimate) {
+  if (!(estimate >= 0)) return -1;  // unknown, or NaN
+  return static_cast<int64_t>(std::min(estimate, 1e18));
+}
 
 // Deeper plans than any query binds are refused before they can exhaust the stack. The parser
 // bounds a query's nesting; a bound plan is at most about twice as deep (a subquery level adds
@@ -151,6 +158,9 @@ json RangesJson(const std::vector<std::pair<int32_t, int32_t>>& ranges) {
       ARROW_ASSIGN_OR_RAISE(out["join_filter"], EncodeExpression(n.join_filter));
       out["build_input"] = n.build_input;
       out["null_equal_keys"] = n.null_equal_keys;
+      // The optimizer's row estimates of both sides, whole rows (-1 unknown): the executor picks
+      // its join by the hashed side's.
+      out["estimates"] = {EstimateRows(n.input_estimate), EstimateRows(n.right_estimate)};
       break;
     }
     case PlanNode::Kind::kUnion:
@@ -495,6 +505,15 @@ arrow::Status DecodeWindow(const json& v, PlanNode* n) {
       return arrow::Status::Invalid("plan: an inner join hashes its right side");
     }
     ARROW_ASSIGN_OR_RAISE(n->null_equal_keys, Bool(v, "null_equal_keys"));
+    if (v.contains("estimates")) {  // absent: unknown
+      const json& e = v["estimates"];
+      if (!e.is_array() || e.size() != 2 || !e[0].is_number_integer() ||
+          !e[1].is_number_integer() || e[0].get<int64_t>() < -1 || e[1].get<int64_t>() < -1) {
+        return arrow::Status::Invalid("plan: a join's estimates are not two row counts");
+      }
+      n->input_estimate = static_cast<double>(e[0].get<int64_t>());
+      n->right_estimate = static_cast<double>(e[1].get<int64_t>());
+    }
   } else if (kind == "window") {
     n->kind = PlanNode::Kind::kWindow;
     ARROW_ASSIGN_OR_RAISE(const json* windows, Field(v, "windows"));

@@ -10,6 +10,7 @@
 #include <parquet/arrow/writer.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -244,6 +245,29 @@ nlohmann::json* FindNode(nlohmann::json& node, const std::string& kind) {
   return nullptr;
 }
 
+// A join's row estimates travel, in whole rows: a worker's executor picks its join by them.
+TEST_F(QueryPlanCodecTest, AJoinsEstimatesTravel) {
+  auto query = Bind("select g, count(*) from t join u on k = uk where v > 0 group by g");
+  ASSERT_TRUE(query.ok()) << query.status().ToString();
+  std::function<const PlanNode*(const PlanNode*)> join = [&](const PlanNode* n) -> const PlanNode* {
+    if (n == nullptr || n->kind == PlanNode::Kind::kJoin) return n;
+    if (const PlanNode* j = join(n->input.get())) return j;
+    return join(n->right.get());
+  };
+  const PlanNode* sent = join(query->plan.get());
+  ASSERT_NE(sent, nullptr);
+  ASSERT_GE(sent->input_estimate, 0);
+  ASSERT_GE(sent->right_estimate, 0);
+  auto bytes = Encode(*query);
+  ASSERT_TRUE(bytes.ok());
+  auto decoded = Decode(*bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  const PlanNode* got = join(decoded->root.get());
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got->input_estimate, std::floor(sent->input_estimate));
+  EXPECT_EQ(got->right_estimate, std::floor(sent->right_estimate));
+}
+
 TEST_F(QueryPlanCodecTest, EachCheckRefusesItsKindOfBadPlan) {
   auto query = Bind("select g, count(*) from t join u on k = uk where v > 0 group by g limit 3");
   ASSERT_TRUE(query.ok()) << query.status().ToString();
@@ -266,6 +290,14 @@ TEST_F(QueryPlanCodecTest, EachCheckRefusesItsKindOfBadPlan) {
             "plan: an inner join hashes its right side");
   EXPECT_EQ(refused([](auto& d) { (*FindNode(d["plan"], "join"))["right_keys"].clear(); }),
             "plan: a join needs pairs of keys");
+  EXPECT_EQ(refused([](auto& d) {
+              (*FindNode(d["plan"], "join"))["estimates"] = {-5, 10};
+            }),
+            "plan: a join's estimates are not two row counts");
+  EXPECT_EQ(refused([](auto& d) {
+              (*FindNode(d["plan"], "join"))["estimates"] = {1.5, 10};
+            }),
+            "plan: a join's estimates are not two row counts");
   EXPECT_EQ(refused([](auto& d) { (*FindNode(d["plan"], "limit"))["count"] = -2; }),
             "plan: negative limit");
   EXPECT_EQ(refused([](auto& d) {

@@ -1053,7 +1053,9 @@ def assert_matches_duckdb(sluice, con, sql, tmp_path, *args):
     the query orders, as multisets where it does not."""
     out = tmp_path / "result.arrow"
     proc = sluice.run("query", *args, "--format", "arrow", "-o", out, sql)
-    assert proc.returncode == 0, proc.stderr.decode()
+    err = proc.stderr.decode()
+    assert proc.returncode == 0, err
+    assert "task s1p0 attempt 1 was killed" in err and "retrying (attempt 2" in err, err
     with pa.ipc.open_stream(out) as reader:
         ours = reader.read_all()
     rows = [tuple(normalize(v) for v in r) for r in zip(*[c.to_pylist() for c in ours.columns])]
@@ -1468,3 +1470,21 @@ MIXED_KEY_JOINS = [
 def test_join_keys_of_two_numeric_types_match_duckdb(windowed, sql, workers, tmp_path):
     sluice, con = windowed
     assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", str(workers))
+
+
+def test_a_worker_killed_in_a_large_integer_key_join_is_retried(big_join, tmp_path):
+    """The map tasks join jfacts' splits to all of jbig (read whole by every task) on the
+    integer-key join; the first attempt of one dies, and its retry gives DuckDB's rows."""
+    sluice, con = big_join
+    sql = BIG_JOINS[1]
+    plan = sluice.run("query", "--workers", "2", "explain " + sql, check=True).stdout.decode()
+    assert "stage 1 (map): 2 tasks" in plan and "read whole by every task: jbig" in plan, plan
+    out = tmp_path / "r.arrow"
+    proc = sluice.run("query", "--workers", "2", "--format", "arrow", "-o", out, sql,
+                      env={"SLUICE_FAILPOINT": "kill:s1p0:1"})
+    assert proc.returncode == 0, proc.stderr.decode()
+    with pa.ipc.open_stream(out) as reader:
+        ours = reader.read_all()
+    rows = [tuple(normalize(v) for v in r) for r in zip(*[c.to_pylist() for c in ours.columns])]
+    want = [tuple(normalize(v) for v in r) for r in con.execute(sql).fetchall()]
+    assert rows == want
