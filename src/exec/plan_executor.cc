@@ -653,7 +653,7 @@ arrow::Result<bool> CastKeysToCommonTypes(const PlanNode& join, ac::Declaration*
   return any;
 }
 
-// The least estimated rows of a whole table hashed for a join for which the integer-key join
+// The least estimated rows of a join's hashed side for which the integer-key join
 // (int_key_join.h) replaces Acero's.
 constexpr double kIntKeyJoinRows = 1'000'000;
 
@@ -730,16 +730,16 @@ arrow::Result<ac::Declaration> Join(const PlanNode& node, const std::set<std::st
   }
   options->disable_bloom_filter = whole;
   ARROW_RETURN_NOT_OK(GateProbeOnBuild(&probe, &build));
-  // A large whole table hashed for an inner join on one key: our integer-key join where the
-  // key is an integer (it falls back to Acero's otherwise). It pushes no Bloom filter, and a
-  // whole table's would drop nothing. Measured on TPC-H Q9 (whole orders): 0.436 -> 0.329 s at
-  // SF 1, and at SF 10 4.9 -> 3.3 s with peak RSS 1.6 -> 0.7 GB. Where the hashed side is
-  // filtered (TPC-H Q3, Q8) Acero's join with its Bloom filters was as fast or faster (Q8
-  // 0.255 -> 0.276 s), and with smaller whole tables nothing changed measurably.
+  // An inner join on one key that hashes an estimated 1M rows or more: our integer-key join
+  // where the key is an integer (it falls back to Acero's otherwise). It pushes no Bloom filter
+  // down, and a whole table's would drop nothing. Measured (medians): TPC-H Q9 (whole orders)
+  // 0.436 -> 0.324 s at SF 1; at SF 10 4.9 -> 3.3 s with peak RSS 1.6 -> 0.7 GB. At SF 10 the
+  // filtered orders of Q5 (2.3M rows) and Q21 (7.3M) take it too: Q5 3.13 -> 2.80 s at 946 ->
+  // 266 MB, Q21 4.23 -> 3.69 s at 731 -> 486 MB. Below 1M rows Acero's join, with its Bloom
+  // filters, was as fast or faster (SF 1: Q8 0.255 -> 0.276 s with ours on its filtered sides).
   const double built_rows = node.build_input ? node.input_estimate : node.right_estimate;
-  const char* factory = whole && type == ac::JoinType::INNER && left.size() == 1 &&
-                                !node.null_equal_keys && built_rows >= kIntKeyJoinRows &&
-                                RegisterIntKeyJoin().ok()
+  const char* factory = type == ac::JoinType::INNER && left.size() == 1 && !node.null_equal_keys &&
+                                built_rows >= kIntKeyJoinRows && RegisterIntKeyJoin().ok()
                             ? kIntKeyJoinFactory
                             : "hashjoin";
   return ac::Declaration(factory, {std::move(probe), std::move(build)}, std::move(*options));

@@ -1400,9 +1400,10 @@ def test_top_n_skips_row_groups_without_its_rows(windowed):
     assert "pushdown=" not in explained, explained
 
 
-# An inner join that hashes a whole table of 1M rows or more on one integer key runs on our
+# An inner join that hashes an estimated 1M rows or more on one integer key runs on our
 # integer-key join (exec/int_key_join.h): keys of int64, int32 and date32, repeated on both
-# sides and NULL on both, probe keys that find nothing, and keys of two integer types.
+# sides and NULL on both, probe keys that find nothing, keys of two integer types, a filtered
+# hashed side.
 BIG_JOINS = [
     "select count(*), sum(v), count(bs), min(bs), max(bd), sum(bf) "
     "from jfacts, jbig where fk = bk",
@@ -1412,6 +1413,8 @@ BIG_JOINS = [
     "select count(*), sum(v), sum(bf) from jfacts join jbig on fi = bk",
     "select bs, count(*), sum(v) from jfacts join jbig on fk = bk "
     "where fk between 1000 and 1500 group by bs order by bs limit 20",
+    # the hashed side filtered, still estimated at over 1M rows
+    "select count(*), sum(v), min(bs), max(bf) from jfacts join jbig on fk = bk where bi >= 100",
 ]
 
 
@@ -1442,13 +1445,15 @@ def test_integer_key_joins_of_a_large_table_match_duckdb(big_join, sql, workers,
     assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", str(workers))
 
 
-def test_a_large_whole_table_is_hashed_by_the_integer_key_join(big_join):
+def test_a_large_hashed_side_runs_on_the_integer_key_join(big_join):
     sluice, _ = big_join
     explained = sluice.run("query", "explain verbose " + BIG_JOINS[0], check=True).stdout.decode()
     assert "IntKeyJoinNode" in explained, explained
     # An int32 key against an int64 one is cast to int64 first, and joins the same way.
     explained = sluice.run("query", "explain verbose " + BIG_JOINS[3], check=True).stdout.decode()
     assert "IntKeyJoinNode" in explained and "cast(fi#" in explained, explained
+    explained = sluice.run("query", "explain verbose " + BIG_JOINS[5], check=True).stdout.decode()
+    assert "IntKeyJoinNode" in explained and "Filter (bi#" in explained, explained
 
 
 # Join keys of two numeric types are compared in a type that holds both (an int32 against an
