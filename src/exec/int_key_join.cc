@@ -285,14 +285,15 @@ class IntKeyJoinNode : public ac::ExecNode {
     ARROW_ASSIGN_OR_RAISE(auto key_array, ColumnArray(batch, probe_key_, pool()));
     const arrow::ArraySpan key(*key_array->data());
     const int64_t n = batch.length;
-    std::vector<int64_t> keys;
-    keys.reserve(static_cast<size_t>(n));
+    // An int64 key is read where it is; a 32-bit one is widened first.
+    std::vector<int64_t> widened;
+    const int64_t* keys = nullptr;
     if (key.type->byte_width() == 8) {
-      const int64_t* v = key.GetValues<int64_t>(1);
-      keys.assign(v, v + n);
+      keys = key.GetValues<int64_t>(1);
     } else {
       const int32_t* v = key.GetValues<int32_t>(1);
-      keys.assign(v, v + n);
+      widened.assign(v, v + n);
+      keys = widened.data();
     }
     const uint8_t* valid = key.GetNullCount() > 0 ? key.buffers[0].data : nullptr;
     // Matches: probe row and hashed row, in probe row order.
@@ -303,7 +304,7 @@ class IntKeyJoinNode : public ac::ExecNode {
     auto* probe_out = reinterpret_cast<int32_t*>(probe_rows->mutable_data());
     auto* build_out = reinterpret_cast<uint32_t*>(build_rows->mutable_data());
     if (!table_.repeats()) {
-      matches = table_.FindEach(keys.data(), valid, key.offset, n, probe_out, build_out);
+      matches = table_.FindEach(keys, valid, key.offset, n, probe_out, build_out);
       one_each = matches == n;
     }
     for (int64_t i = 0; i < n && table_.repeats(); ++i) {
