@@ -176,7 +176,7 @@ TEST_F(DecimalKernels, SumsMatchArrowGroupedAndNot) {
                                         arrow::Decimal128(7), with_nulls->type()))})
           .ValueOrDie()
           .make_array();
-  // 37 keys: few groups, summed in two lanes; 300: one sum per row.
+  // 37 keys: few groups; 300: many.
   for (const auto& [v, keys] : {std::pair{with_nulls, 37}, std::pair{no_nulls, 37},
                                 std::pair{with_nulls, 300}, std::pair{no_nulls, 300}})
     ExpectSumsMatchArrow(v, keys);
