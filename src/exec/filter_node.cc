@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "exec/kept_rows.h"
 #include "plan/conjuncts.h"
 #include "plan/decimal_kernels.h"
 #include "plan/dictionary_kernels.h"
@@ -227,22 +228,39 @@ bool IsCheap(const cp::Expression& conjunct) {
 // rows they kept, gathered by index.
 constexpr int64_t kSelectBelowOneIn = 4;
 
+// A marking filter passes a batch whole where it keeps at least this share of its rows (three in
+// four); below it, copying the kept rows costs less than carrying the others up to the aggregate.
+constexpr int64_t kMarkKeptOutOf = 4;
+constexpr int64_t kMarkKeptAtLeast = 3;
+
+// The rows of `batch` at `indices`.
+arrow::Result<cp::ExecBatch> TakeRows(const cp::ExecBatch& batch, const arrow::Datum& indices,
+                                      cp::ExecContext* ctx);
+
+// The rows of `batch` where `mask` is true (not NULL), `kept` of them.
+arrow::Result<cp::ExecBatch> KeepRowsOf(cp::ExecBatch batch, const arrow::Datum& mask, int64_t kept,
+                                        cp::ExecContext* ctx);
+
 class FilterOptions : public ac::ExecNodeOptions {
  public:
-  FilterOptions(cp::Expression predicate, std::shared_ptr<const plan::ColumnTexts> texts)
-      : predicate(std::move(predicate)), texts(std::move(texts)) {}
+  FilterOptions(cp::Expression predicate, std::shared_ptr<const plan::ColumnTexts> texts, bool mark)
+      : predicate(std::move(predicate)), texts(std::move(texts)), mark(mark) {}
   cp::Expression predicate;
   std::shared_ptr<const plan::ColumnTexts> texts;
+  bool mark;
 };
 
 class FilterNode : public ac::MapNode {
  public:
-  FilterNode(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs, cp::Expression predicate,
-             std::vector<Conjunct> conjuncts, std::shared_ptr<const plan::ColumnTexts> texts)
-      : MapNode(plan, inputs, inputs[0]->output_schema()),
+  FilterNode(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
+             std::shared_ptr<arrow::Schema> schema, cp::Expression predicate,
+             std::vector<Conjunct> conjuncts, std::shared_ptr<const plan::ColumnTexts> texts,
+             bool mark)
+      : MapNode(plan, std::move(inputs), std::move(schema)),
         predicate_(std::move(predicate)),
         conjuncts_(std::move(conjuncts)),
-        texts_(std::move(texts)) {}
+        texts_(std::move(texts)),
+        mark_(mark) {}
 
   static arrow::Result<ac::ExecNode*> Make(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
                                            const ac::ExecNodeOptions& options) {
@@ -272,18 +290,43 @@ class FilterNode : public ac::MapNode {
       std::stable_partition(conjuncts.begin(), conjuncts.end(),
                             [](const Conjunct& conjunct) { return conjunct.cheap; });
     }
-    return plan->EmplaceNode<FilterNode>(plan, std::move(inputs), std::move(bound),
-                                         std::move(conjuncts), filter.texts);
+    std::shared_ptr<arrow::Schema> out = inputs[0]->output_schema();
+    if (filter.mark) {
+      if (KeptRowsIndex(*out) >= 0) {
+        return arrow::Status::Invalid("internal: a marking filter over rows marked already");
+      }
+      ARROW_ASSIGN_OR_RAISE(
+          out, out->AddField(out->num_fields(),
+                             arrow::field(kKeptRowsColumn, arrow::boolean(), /*nullable=*/false)));
+    }
+    return plan->EmplaceNode<FilterNode>(plan, std::move(inputs), std::move(out), std::move(bound),
+                                         std::move(conjuncts), filter.texts, filter.mark);
   }
 
   const char* kind_name() const override { return "SluiceFilterNode"; }
 
  protected:
+  std::string ToStringExtra(int /*indent*/) const override {
+    return mark_ ? "marks kept rows" : "";
+  }
+
+ protected:
   arrow::Result<cp::ExecBatch> ProcessBatch(cp::ExecBatch batch) override {
+    if (!mark_) return Select(std::move(batch), nullptr);
+    arrow::Datum marked;
+    ARROW_ASSIGN_OR_RAISE(cp::ExecBatch out, Select(std::move(batch), &marked));
+    out.values.push_back(marked.is_array() ? std::move(marked) : arrow::Datum(true));
+    return out;
+  }
+
+ private:
+  // The batch without the rows the predicate drops; or, where `marked` is given and most rows
+  // pass, the batch whole with *marked set to the rows that pass.
+  arrow::Result<cp::ExecBatch> Select(cp::ExecBatch batch, arrow::Datum* marked) {
     cp::ExecContext* ctx = plan()->query_context()->exec_context();
     if (conjuncts_.empty()) {
       ARROW_ASSIGN_OR_RAISE(arrow::Datum mask, Evaluate(predicate_, batch, ctx));
-      return Keep(std::move(batch), mask, ctx);
+      return Keep(std::move(batch), mask, marked, ctx);
     }
     // Conjunct by conjunct: while the rows kept so far are many, each runs on the whole batch
     // and the masks are combined; once they are few, the rest run on those rows alone, so an
@@ -339,7 +382,7 @@ class FilterNode : public ac::MapNode {
                             TrueRows(*part.array(), kept, selection->data()->GetValues<int32_t>(1),
                                      ctx->memory_pool()));
     }
-    if (selection == nullptr) return Keep(std::move(batch), mask, ctx);
+    if (selection == nullptr) return Keep(std::move(batch), mask, marked, ctx);
     if (selection->length() * kTakeBelowOneIn < batch.length) {
       return TakeRows(batch, selection, ctx);
     }
@@ -351,10 +394,10 @@ class FilterNode : public ac::MapNode {
     }
     return Keep(
         std::move(batch),
-        arrow::ArrayData::Make(arrow::boolean(), batch.length, {nullptr, std::move(bits)}, 0), ctx);
+        arrow::ArrayData::Make(arrow::boolean(), batch.length, {nullptr, std::move(bits)}, 0),
+        marked, ctx);
   }
 
- private:
   // The rows that `mask` over `length` rows keeps: a scalar keeps all or none.
   static int64_t Kept(const arrow::Datum& mask, int64_t length) {
     if (mask.is_scalar()) {
@@ -362,23 +405,6 @@ class FilterNode : public ac::MapNode {
       return keep.is_valid && keep.value ? length : 0;
     }
     return arrow::BooleanArray(mask.array()).true_count();
-  }
-
-  // `batch` with `fn` applied to each array column (scalars stay), `length` rows long.
-  template <typename Fn>
-  static arrow::Result<cp::ExecBatch> EachColumn(const cp::ExecBatch& batch, int64_t length,
-                                                 Fn&& fn) {
-    std::vector<arrow::Datum> values;
-    values.reserve(batch.values.size());
-    for (const auto& v : batch.values) {
-      if (v.is_scalar()) {
-        values.push_back(v);
-        continue;
-      }
-      ARROW_ASSIGN_OR_RAISE(arrow::Datum out, fn(v));
-      values.push_back(std::move(out));
-    }
-    return cp::ExecBatch(std::move(values), length);
   }
 
   // `condition` on `batch`; an error names the condition, since a filter may hold several.
@@ -392,51 +418,86 @@ class FilterNode : public ac::MapNode {
     return value;
   }
 
-  // The rows of `batch` at `indices`.
-  static arrow::Result<cp::ExecBatch> TakeRows(const cp::ExecBatch& batch,
-                                               const arrow::Datum& indices, cp::ExecContext* ctx) {
-    return EachColumn(batch, indices.length(), [&](const arrow::Datum& v) {
-      return cp::Take(v, indices, cp::TakeOptions::NoBoundsCheck(), ctx);
-    });
-  }
-
-  // The rows of `batch` where `mask` is true.
+  // The rows of `batch` where `mask` is true; or, where `marked` is given and the mask keeps
+  // most rows, `batch` whole and the mask in *marked, its NULLs made false.
   static arrow::Result<cp::ExecBatch> Keep(cp::ExecBatch batch, const arrow::Datum& mask,
-                                           cp::ExecContext* ctx) {
+                                           arrow::Datum* marked, cp::ExecContext* ctx) {
     const int64_t kept = Kept(mask, batch.length);
-    if (kept == batch.length) return batch;
-    if (kept == 0) return batch.Slice(0, 0);
-    const arrow::BooleanArray bits(mask.array());
-    if (kept * kTakeBelowOneIn < batch.length && batch.length <= kMaxSelectable) {
-      ARROW_ASSIGN_OR_RAISE(auto indices,
-                            TrueRows(*mask.array(), kept, nullptr, ctx->memory_pool()));
-      return TakeRows(batch, indices, ctx);
+    if (marked != nullptr && kept < batch.length && !mask.is_scalar() &&
+        kept * kMarkKeptOutOf >= batch.length * kMarkKeptAtLeast) {
+      const arrow::ArrayData& bits = *mask.array();
+      if (bits.GetNullCount() == 0) {
+        *marked = mask;
+      } else {
+        ARROW_ASSIGN_OR_RAISE(
+            auto and_valid,
+            arrow::internal::BitmapAnd(ctx->memory_pool(), bits.buffers[1]->data(), bits.offset,
+                                       bits.buffers[0]->data(), bits.offset, bits.length, 0));
+        *marked = arrow::ArrayData::Make(arrow::boolean(), bits.length,
+                                         {nullptr, std::move(and_valid)}, 0);
+      }
+      return batch;
     }
-    std::shared_ptr<arrow::Buffer> and_valid;  // the mask's bits where it is not NULL
-    const uint8_t* keep_bits = nullptr;
-    int64_t keep_offset = 0;
-    if (bits.null_count() == 0) {
-      keep_bits = bits.values()->data();
-      keep_offset = bits.offset();
-    } else {
-      ARROW_ASSIGN_OR_RAISE(
-          and_valid,
-          arrow::internal::BitmapAnd(ctx->memory_pool(), bits.values()->data(), bits.offset(),
-                                     bits.null_bitmap_data(), bits.offset(), bits.length(), 0));
-      keep_bits = and_valid->data();
-    }
-    return EachColumn(batch, kept, [&](const arrow::Datum& v) -> arrow::Result<arrow::Datum> {
-      ARROW_ASSIGN_OR_RAISE(auto compacted, CompactFixedWidth(*v.array(), keep_bits, keep_offset,
-                                                              kept, ctx->memory_pool()));
-      if (compacted) return std::move(*compacted);
-      return cp::Filter(v, mask, cp::FilterOptions::Defaults(), ctx);
-    });
+    return KeepRowsOf(std::move(batch), mask, kept, ctx);
   }
 
   cp::Expression predicate_;
   std::vector<Conjunct> conjuncts_;  // empty for a predicate that is not a conjunction
   std::shared_ptr<const plan::ColumnTexts> texts_;  // what errors' text reads
+  bool mark_;  // marks the rows that pass where most do (exec/kept_rows.h)
 };
+
+// `batch` with `fn` applied to each array column (scalars stay), `length` rows long.
+template <typename Fn>
+arrow::Result<cp::ExecBatch> EachColumn(const cp::ExecBatch& batch, int64_t length, Fn&& fn) {
+  std::vector<arrow::Datum> values;
+  values.reserve(batch.values.size());
+  for (const auto& v : batch.values) {
+    if (v.is_scalar()) {
+      values.push_back(v);
+      continue;
+    }
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum out, fn(v));
+    values.push_back(std::move(out));
+  }
+  return cp::ExecBatch(std::move(values), length);
+}
+
+arrow::Result<cp::ExecBatch> TakeRows(const cp::ExecBatch& batch, const arrow::Datum& indices,
+                                      cp::ExecContext* ctx) {
+  return EachColumn(batch, indices.length(), [&](const arrow::Datum& v) {
+    return cp::Take(v, indices, cp::TakeOptions::NoBoundsCheck(), ctx);
+  });
+}
+
+arrow::Result<cp::ExecBatch> KeepRowsOf(cp::ExecBatch batch, const arrow::Datum& mask, int64_t kept,
+                                        cp::ExecContext* ctx) {
+  if (kept == batch.length) return batch;
+  if (kept == 0) return batch.Slice(0, 0);
+  const arrow::BooleanArray bits(mask.array());
+  if (kept * kTakeBelowOneIn < batch.length && batch.length <= kMaxSelectable) {
+    ARROW_ASSIGN_OR_RAISE(auto indices, TrueRows(*mask.array(), kept, nullptr, ctx->memory_pool()));
+    return TakeRows(batch, indices, ctx);
+  }
+  std::shared_ptr<arrow::Buffer> and_valid;  // the mask's bits where it is not NULL
+  const uint8_t* keep_bits = nullptr;
+  int64_t keep_offset = 0;
+  if (bits.null_count() == 0) {
+    keep_bits = bits.values()->data();
+    keep_offset = bits.offset();
+  } else {
+    ARROW_ASSIGN_OR_RAISE(and_valid, arrow::internal::BitmapAnd(
+                                         ctx->memory_pool(), bits.values()->data(), bits.offset(),
+                                         bits.null_bitmap_data(), bits.offset(), bits.length(), 0));
+    keep_bits = and_valid->data();
+  }
+  return EachColumn(batch, kept, [&](const arrow::Datum& v) -> arrow::Result<arrow::Datum> {
+    ARROW_ASSIGN_OR_RAISE(auto compacted, CompactFixedWidth(*v.array(), keep_bits, keep_offset,
+                                                            kept, ctx->memory_pool()));
+    if (compacted) return std::move(*compacted);
+    return cp::Filter(v, mask, cp::FilterOptions::Defaults(), ctx);
+  });
+}
 
 arrow::Status RegisterFilter() {
   static std::once_flag once;
@@ -450,10 +511,18 @@ arrow::Status RegisterFilter() {
 }  // namespace
 
 arrow::Result<ac::Declaration> Filtered(ac::Declaration input, cp::Expression predicate,
-                                        std::shared_ptr<const plan::ColumnTexts> texts) {
+                                        std::shared_ptr<const plan::ColumnTexts> texts,
+                                        bool mark_kept_rows) {
   ARROW_RETURN_NOT_OK(RegisterFilter());
   return ac::Declaration::Sequence(
-      {std::move(input), {kFilterFactory, FilterOptions(std::move(predicate), std::move(texts))}});
+      {std::move(input),
+       {kFilterFactory, FilterOptions(std::move(predicate), std::move(texts), mark_kept_rows)}});
+}
+
+arrow::Result<cp::ExecBatch> KeepRows(cp::ExecBatch batch, const arrow::Datum& mask,
+                                      cp::ExecContext* ctx) {
+  const int64_t kept = arrow::BooleanArray(mask.array()).true_count();
+  return KeepRowsOf(std::move(batch), mask, kept, ctx);
 }
 
 }  // namespace sluice::exec

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <arrow/acero/exec_plan.h>
+#include <arrow/compute/exec.h>
 #include <arrow/compute/expression.h>
 #include <arrow/result.h>
 
@@ -22,8 +23,18 @@ namespace sluice::exec {
 /// it kept, comparisons of primitive columns first, so whether it fails does not depend on how
 /// rows fall into batches. An error names the conjunct that failed, with the hidden columns in
 /// `texts` read as what they compute (plan/column_texts.h).
+/// With `mark_kept_rows`, the output has one more column, kKeptRowsColumn (exec/kept_rows.h): a
+/// batch that keeps at least three rows in four passes whole with the rows that pass marked
+/// there, and any other is filtered as above with a scalar true there.
 arrow::Result<arrow::acero::Declaration> Filtered(
     arrow::acero::Declaration input, arrow::compute::Expression predicate,
-    std::shared_ptr<const plan::ColumnTexts> texts = nullptr);
+    std::shared_ptr<const plan::ColumnTexts> texts = nullptr, bool mark_kept_rows = false);
+
+/// The rows of `batch` where `mask` (a boolean array of its length) is true, as the filter keeps
+/// them. A project above a marking filter uses it to drop the unmarked rows where an expression
+/// fails on the batch whole: the rows the WHERE removed must not fail a query.
+arrow::Result<arrow::compute::ExecBatch> KeepRows(arrow::compute::ExecBatch batch,
+                                                  const arrow::Datum& mask,
+                                                  arrow::compute::ExecContext* ctx);
 
 }  // namespace sluice::exec

@@ -9,6 +9,7 @@
 #include <arrow/compute/kernel.h>
 #include <arrow/compute/registry.h>
 #include <arrow/util/bit_util.h>
+#include <arrow/util/bitmap_ops.h>
 
 #include <algorithm>
 #include <map>
@@ -18,6 +19,7 @@
 
 #include "exec/group_combine.h"
 #include "exec/huge_page_allocator.h"
+#include "exec/kept_rows.h"
 #include "exec/run_both.h"
 
 namespace sluice::exec {
@@ -55,6 +57,12 @@ constexpr uint32_t kPrefetchRows = 64;
 class KeyGroups {
  public:
   uint32_t size() const { return static_cast<uint32_t>(keys_.size()); }
+
+  // Makes group 0, in an empty table, the group of rows that a filter marked as dropped
+  // (exec/kept_rows.h): no key finds it, and it is left out of the result.
+  void ReserveDropped() {
+    if (keys_.empty()) Add(0, kDroppedMark);
+  }
 
   uint32_t Find(int64_t key) {
     if ((keys_.size() + 1) * 2 > slots_.size()) Grow();
@@ -112,8 +120,12 @@ class KeyGroups {
   int64_t key(uint32_t group) const { return keys_[group]; }
   // Which parts of the group's key are NULL (bit i: key column i).
   uint8_t nulls(uint32_t group) const { return nulls_[group]; }
+  bool dropped(uint32_t group) const { return nulls_[group] == kDroppedMark; }
 
  private:
+  // The nulls_ of ReserveDropped's group: no key has it (keys have at most two parts).
+  static constexpr uint8_t kDroppedMark = 0x80;
+
   // Keys that differ only in their low 3 bits share a run of 8 slots (half a cache line), the
   // run chosen by a multiplicative hash of the rest: near keys (often clustered, as order keys
   // are) cost one miss for several, and far keys still spread over the whole table.
@@ -170,10 +182,11 @@ class IntKeyAggregateNode : public ac::ExecNode {
  public:
   IntKeyAggregateNode(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
                       std::shared_ptr<arrow::Schema> output_schema, std::vector<int> keys,
-                      std::vector<AggregateKernel> kernels)
+                      std::vector<AggregateKernel> kernels, int kept_rows)
       : ExecNode(plan, std::move(inputs), {"input"}, std::move(output_schema)),
         keys_(std::move(keys)),
         kernels_(std::move(kernels)),
+        kept_rows_(kept_rows),
         threads_(ac::ThreadIndexer::Capacity()) {
     combinable_ = true;
     for (size_t a = 0; a < kernels_.size(); ++a) {
@@ -232,6 +245,7 @@ class IntKeyAggregateNode : public ac::ExecNode {
   arrow::Result<ThreadState*> State(size_t index) {
     if (threads_[index] == nullptr) {
       auto state = std::make_unique<ThreadState>();
+      if (kept_rows_ >= 0) state->groups.ReserveDropped();
       for (const auto& k : kernels_) {
         cp::KernelContext ctx(exec_context(), k.kernel);
         ARROW_ASSIGN_OR_RAISE(auto s, k.kernel->init(&ctx, {k.kernel, k.in_types, k.options}));
@@ -242,11 +256,25 @@ class IntKeyAggregateNode : public ac::ExecNode {
     return threads_[index].get();
   }
 
-  // Group ids of `keys`, an int32 or int64 column of `length` rows.
+  // Group ids of `keys`, an int32 or int64 column of `length` rows; where `kept` (a mask of its
+  // rows) is given, a row it does not keep is in group 0, ReserveDropped's.
   template <typename T>
-  static void GroupIds(const arrow::ArraySpan& keys, KeyGroups* groups, uint32_t* ids) {
+  static void GroupIds(const arrow::ArraySpan& keys, const arrow::ArrayData* kept,
+                       KeyGroups* groups, uint32_t* ids) {
     const T* values = keys.GetValues<T>(1);
     const int64_t n = keys.length;
+    if (kept != nullptr) {
+      const uint8_t* bits = kept->buffers[1]->data();
+      for (int64_t i = 0; i < n; ++i) {
+        if (!arrow::bit_util::GetBit(bits, kept->offset + i)) {
+          ids[i] = 0;
+        } else {
+          if (i + kPrefetchRows < n) groups->Prefetch(values[i + kPrefetchRows]);
+          ids[i] = keys.IsValid(i) ? groups->Find(values[i]) : groups->FindWithNulls(1, 0);
+        }
+      }
+      return;
+    }
     if (keys.GetNullCount() == 0) {
       // A key equal to the row before's (sorted or clustered input: lineitem by order key)
       // reuses its id without a lookup.
@@ -262,12 +290,15 @@ class IntKeyAggregateNode : public ac::ExecNode {
     }
   }
 
-  // Group ids of two 32-bit key columns of `length` rows, each pair packed into one key.
+  // Group ids of two 32-bit key columns of `length` rows, each pair packed into one key; rows
+  // that `kept` does not keep, as GroupIds.
   static void PairGroupIds(const arrow::ArraySpan& first, const arrow::ArraySpan& second,
-                           KeyGroups* groups, uint32_t* ids) {
+                           const arrow::ArrayData* kept, KeyGroups* groups, uint32_t* ids) {
     const int32_t* a = first.GetValues<int32_t>(1);
     const int32_t* b = second.GetValues<int32_t>(1);
     const int64_t n = first.length;
+    const uint8_t* kept_bits = kept != nullptr ? kept->buffers[1]->data() : nullptr;
+    const int64_t kept_offset = kept != nullptr ? kept->offset : 0;
     if (first.GetNullCount() == 0 && second.GetNullCount() == 0) {
       // Pairs of small keys (interned strings) are few and interleaved, so the last pair seen
       // at each of 16 places answers most rows without the table.
@@ -276,6 +307,10 @@ class IntKeyAggregateNode : public ac::ExecNode {
       uint32_t recent_id[kRecent];
       bool seen[kRecent] = {};
       for (int64_t i = 0; i < n; ++i) {
+        if (kept_bits != nullptr && !arrow::bit_util::GetBit(kept_bits, kept_offset + i)) {
+          ids[i] = 0;
+          continue;
+        }
         const int64_t key = PackKeys(a[i], b[i]);
         const int at = static_cast<int>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> 60);
         if (seen[at] && recent_key[at] == key) {
@@ -290,6 +325,10 @@ class IntKeyAggregateNode : public ac::ExecNode {
       return;
     }
     for (int64_t i = 0; i < n; ++i) {
+      if (kept_bits != nullptr && !arrow::bit_util::GetBit(kept_bits, kept_offset + i)) {
+        ids[i] = 0;
+        continue;
+      }
       const bool a_valid = first.IsValid(i), b_valid = second.IsValid(i);
       const int64_t key = PackKeys(a_valid ? a[i] : 0, b_valid ? b[i] : 0);
       const uint8_t nulls = static_cast<uint8_t>((a_valid ? 0 : 1) | (b_valid ? 0 : 2));
@@ -314,22 +353,36 @@ class IntKeyAggregateNode : public ac::ExecNode {
                                                           exec_context()->memory_pool()));
     auto* id = reinterpret_cast<uint32_t*>(ids->mutable_data());
     const arrow::ArraySpan key_span(*keys[0]);
+    const arrow::ArrayData* kept = kept_rows_ >= 0 ? KeptRowsMask(batch, kept_rows_) : nullptr;
     if (keys.size() == 2) {
-      PairGroupIds(key_span, arrow::ArraySpan(*keys[1]), &state->groups, id);
+      PairGroupIds(key_span, arrow::ArraySpan(*keys[1]), kept, &state->groups, id);
     } else if (keys[0]->type->byte_width() == 8) {
-      GroupIds<int64_t>(key_span, &state->groups, id);
+      GroupIds<int64_t>(key_span, kept, &state->groups, id);
     } else {
-      GroupIds<int32_t>(key_span, &state->groups, id);
+      GroupIds<int32_t>(key_span, kept, &state->groups, id);
     }
     auto id_data =
         arrow::ArrayData::Make(arrow::uint32(), batch.length, {nullptr, std::move(ids)}, 0);
+    // The dropped rows' arguments read as NULL: their group is never output, but a kernel could
+    // still fail on their values (a decimal sum's overflow).
+    std::map<int, std::shared_ptr<arrow::ArrayData>> masked;
+    if (kept != nullptr) {
+      for (const AggregateKernel& k : kernels_) {
+        for (int column : k.arguments) {
+          if (masked.count(column) != 0) continue;
+          ARROW_ASSIGN_OR_RAISE(masked[column], Masked(batch.values[column], *kept, batch.length));
+        }
+      }
+    }
     for (size_t a = 0; a < kernels_.size(); ++a) {
       const AggregateKernel& k = kernels_[a];
       std::vector<cp::ExecValue> values;
       for (int column : k.arguments) {
         const arrow::Datum& v = batch.values[column];
         cp::ExecValue value;
-        if (v.is_scalar()) {
+        if (kept != nullptr) {
+          value.SetArray(*masked[column]);
+        } else if (v.is_scalar()) {
           value.SetScalar(v.scalar().get());
         } else {
           value.SetArray(*v.array());
@@ -348,6 +401,38 @@ class IntKeyAggregateNode : public ac::ExecNode {
     return arrow::Status::OK();
   }
 
+  // `value` as an array of `length` rows that is NULL wherever `kept` does not keep the row.
+  arrow::Result<std::shared_ptr<arrow::ArrayData>> Masked(const arrow::Datum& value,
+                                                          const arrow::ArrayData& kept,
+                                                          int64_t length) {
+    arrow::MemoryPool* pool = exec_context()->memory_pool();
+    std::shared_ptr<arrow::ArrayData> array;
+    if (value.is_scalar()) {
+      ARROW_ASSIGN_OR_RAISE(auto made, arrow::MakeArrayFromScalar(*value.scalar(), length, pool));
+      array = made->data();
+    } else {
+      array = value.array();
+    }
+    const uint8_t* kept_bits = kept.buffers[1]->data();
+    const uint8_t* validity =
+        array->buffers.empty() || array->buffers[0] == nullptr || array->GetNullCount() == 0
+            ? nullptr
+            : array->buffers[0]->data();
+    // Types without a validity bitmap (NULL, unions, run-end encoded) are no aggregate's input.
+    if (!arrow::internal::may_have_validity_bitmap(array->type->id()) || array->buffers.empty()) {
+      return array;
+    }
+    // The bitmap at the array's own offset, so that its values are not copied.
+    ARROW_ASSIGN_OR_RAISE(
+        auto bits, arrow::internal::BitmapAnd(
+                       pool, kept_bits, kept.offset, validity != nullptr ? validity : kept_bits,
+                       validity != nullptr ? array->offset : kept.offset, length, array->offset));
+    auto out = array->Copy();
+    out->buffers[0] = std::move(bits);
+    out->null_count = arrow::kUnknownNullCount;
+    return out;
+  }
+
   // `from`'s groups into `into`'s, key by key, and its kernels' states into `into`'s.
   arrow::Status MergeInto(ThreadState* into, ThreadState* from) {
     const uint32_t n = from->groups.size();
@@ -357,6 +442,10 @@ class IntKeyAggregateNode : public ac::ExecNode {
     for (uint32_t g = 0; g < n; ++g) {
       if (g + kPrefetchRows < n) into->groups.Prefetch(from->groups.key(g + kPrefetchRows));
       const uint8_t nulls = from->groups.nulls(g);
+      if (from->groups.dropped(g)) {
+        to[g] = 0;  // both hold the dropped rows' group as group 0
+        continue;
+      }
       to[g] = nulls == 0 ? into->groups.Find(from->groups.key(g))
                          : into->groups.FindWithNulls(nulls, from->groups.key(g));
     }
@@ -436,6 +525,9 @@ class IntKeyAggregateNode : public ac::ExecNode {
     };
     ARROW_RETURN_NOT_OK(RunBoth(
         executor, [&] { return lookup(0, nb / 2); }, [&] { return lookup(nb / 2, nb); }));
+    // Both tables' dropped rows' group is group 0: shared, so the first row of the shared part.
+    const bool dropped = kept_rows_ >= 0;
+    if (dropped) in_a[0] = 0;
     std::vector<arrow::Datum> a_columns, b_columns;
     ARROW_RETURN_NOT_OK(RunBoth(
         executor, [&] { return Finished(a).Value(&a_columns); },
@@ -470,6 +562,7 @@ class IntKeyAggregateNode : public ac::ExecNode {
     }
     std::vector<cp::ExecBatch> out;
     out.emplace_back(std::move(shared), a_ids->length());
+    if (dropped) out.back() = out.back().Slice(1, a_ids->length() - 1);
     auto without = [&](std::vector<arrow::Datum> columns, int64_t rows,
                        const arrow::Array& ids) -> arrow::Status {
       const uint32_t* id = static_cast<const arrow::UInt32Array&>(ids).raw_values();
@@ -540,6 +633,7 @@ class IntKeyAggregateNode : public ac::ExecNode {
       const uint32_t n = live[0]->groups.size();
       ARROW_ASSIGN_OR_RAISE(auto columns, Finished(live[0]));
       parts.emplace_back(std::move(columns), n);
+      if (kept_rows_ >= 0) parts.back() = parts.back().Slice(1, n - 1);  // the dropped rows' group
     }
     threads_.clear();
     constexpr int64_t kBatchRows = 32 * 1024;
@@ -556,6 +650,7 @@ class IntKeyAggregateNode : public ac::ExecNode {
 
   const std::vector<int> keys_;  // one key column, or two 32-bit ones
   const std::vector<AggregateKernel> kernels_;
+  const int kept_rows_;      // the input's kKeptRowsColumn (exec/kept_rows.h), or -1
   bool combinable_ = false;  // every aggregate's finished values combine (group_combine.h)
   std::vector<std::unique_ptr<ThreadState>> threads_;
   ac::ThreadIndexer thread_indexer_;
@@ -581,7 +676,15 @@ arrow::Result<ac::ExecNode*> MakeIntKeyAggregate(ac::ExecPlan* plan,
     return arrow::Status::Invalid("internal: ", kIntKeyAggregateFactory, " takes one input");
   }
   const auto& schema = inputs[0]->output_schema();
-  auto fallback = [&]() { return ac::MakeExecNode("aggregate", plan, inputs, options); };
+  const int kept_rows = KeptRowsIndex(*schema);
+  auto fallback = [&]() -> arrow::Result<ac::ExecNode*> {
+    if (kept_rows < 0) return ac::MakeExecNode("aggregate", plan, inputs, options);
+    // Arrow's aggregate knows nothing of marked rows: they are dropped first.
+    ARROW_ASSIGN_OR_RAISE(auto* filter,
+                          ac::MakeExecNode("filter", plan, inputs,
+                                           ac::FilterNodeOptions(cp::field_ref(kKeptRowsColumn))));
+    return ac::MakeExecNode("aggregate", plan, {filter}, options);
+  };
   if (options.keys.empty() || options.keys.size() > 2 || !options.segment_keys.empty()) {
     return fallback();
   }
@@ -628,7 +731,7 @@ arrow::Result<ac::ExecNode*> MakeIntKeyAggregate(ac::ExecPlan* plan,
   }
   auto output_schema = arrow::schema(std::move(fields));
   return plan->EmplaceNode<IntKeyAggregateNode>(plan, std::move(inputs), std::move(output_schema),
-                                                std::move(keys), std::move(kernels));
+                                                std::move(keys), std::move(kernels), kept_rows);
 }
 
 }  // namespace

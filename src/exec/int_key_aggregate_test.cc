@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "exec/kept_rows.h"
 #include "plan/compute_init.h"
 #include "plan/decimal_kernels.h"
 
@@ -262,6 +263,58 @@ TEST_F(IntKeyAggregate, PairsOfKeysGiveWhatArrowsAggregateGives) {
   auto got = Grouped(table, kIntKeyAggregateFactory, Aggregates(), swapped);
   ASSERT_NE(got, nullptr);
   EXPECT_TRUE(got->Equals(*want));
+}
+
+// `table` with a kKeptRowsColumn that keeps about nine rows in ten, and `table` without the rows
+// it drops.
+std::pair<std::shared_ptr<arrow::Table>, std::shared_ptr<arrow::Table>> Marked(
+    const std::shared_ptr<arrow::Table>& table, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  arrow::BooleanBuilder kept;
+  for (int64_t i = 0; i < table->num_rows(); ++i) EXPECT_TRUE(kept.Append(rng() % 10 != 0).ok());
+  auto mask = kept.Finish().ValueOrDie();
+  auto marked =
+      table
+          ->AddColumn(table->num_columns(), arrow::field(kKeptRowsColumn, arrow::boolean(), false),
+                      std::make_shared<arrow::ChunkedArray>(mask))
+          .ValueOrDie();
+  auto filtered = cp::Filter(table, mask).ValueOrDie().table();
+  return {marked, filtered};
+}
+
+// Rows a filter marked as dropped (exec/kept_rows.h) are in no group, and no group is made for a
+// key that only they hold: few groups, many (threads' tables merged key by key, and finished
+// side by side), pairs of keys, and a key that Arrow's node groups after dropping them.
+TEST_F(IntKeyAggregate, RowsMarkedAsDroppedAreLeftOut) {
+  struct Case {
+    std::string name;
+    std::shared_ptr<arrow::Table> table;
+    std::vector<cp::Aggregate> aggregates;
+    std::vector<arrow::FieldRef> keys;
+  };
+  const std::vector<arrow::FieldRef> k = {arrow::FieldRef("k")};
+  const std::vector<arrow::FieldRef> ab = {arrow::FieldRef("a"), arrow::FieldRef("b")};
+  const std::vector<Case> cases = {
+      {"few", Input(20'000, 5, arrow::int64(), 41), Aggregates(), k},
+      {"merged", Input(60'000, 40'000, arrow::int32(), 43), Aggregates(), k},
+      {"side by side", Input(400'000, 150'000, arrow::int64(), 47), CombinableAggregates(), k},
+      {"pairs", Pairs(60'000, 300, 200, arrow::date32(), 53), Aggregates(), ab},
+      {"pairs side by side", Pairs(400'000, 600, 300, arrow::int32(), 59), CombinableAggregates(),
+       ab},
+      {"to Arrow's node",
+       Input(5'000, 50, arrow::int64(), 61),
+       Aggregates(),
+       {arrow::FieldRef("k"), arrow::FieldRef("v")}},
+  };
+  for (const auto& c : cases) {
+    auto [marked, filtered] = Marked(c.table, 67);
+    auto want = Grouped(filtered, "aggregate", c.aggregates, c.keys);
+    auto got = Grouped(marked, kIntKeyAggregateFactory, c.aggregates, c.keys);
+    ASSERT_NE(want, nullptr) << c.name;
+    ASSERT_NE(got, nullptr) << c.name;
+    EXPECT_EQ(got->num_rows(), want->num_rows()) << c.name;
+    EXPECT_TRUE(got->Equals(*want)) << c.name;
+  }
 }
 
 TEST_F(IntKeyAggregate, OtherKeysGoToArrowsAggregate) {

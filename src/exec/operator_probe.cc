@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <mutex>
 
+#include "exec/kept_rows.h"
+
 namespace sluice::exec {
 
 namespace {
@@ -24,7 +26,9 @@ class ProbeNode : public ac::MapNode {
  public:
   ProbeNode(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
             std::shared_ptr<OperatorStats> stats)
-      : MapNode(plan, inputs, inputs[0]->output_schema()), stats_(std::move(stats)) {}
+      : MapNode(plan, inputs, inputs[0]->output_schema()),
+        stats_(std::move(stats)),
+        kept_rows_(KeptRowsIndex(*inputs[0]->output_schema())) {}
 
   static arrow::Result<ac::ExecNode*> Make(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
                                            const ac::ExecNodeOptions& options) {
@@ -40,7 +44,8 @@ class ProbeNode : public ac::MapNode {
     const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::steady_clock::now() - stats_->start)
                             .count();
-    stats_->rows += batch.length;
+    // Rows a filter marked rather than dropped count as dropped (exec/kept_rows.h).
+    stats_->rows += kept_rows_ >= 0 ? CountKeptRows(batch, kept_rows_) : batch.length;
     ++stats_->batches;
     int64_t expected = -1;
     stats_->first_ns.compare_exchange_strong(expected, now);
@@ -52,6 +57,7 @@ class ProbeNode : public ac::MapNode {
 
  private:
   std::shared_ptr<OperatorStats> stats_;
+  const int kept_rows_;  // the input's kKeptRowsColumn, or -1
 };
 
 arrow::Status RegisterProbe() {

@@ -462,12 +462,16 @@ arrow::Result<CodedFilteredScan> CodedScan(const PlanNode& scan_node, OperatorPr
   return CodedFilteredScan{std::move(scan), arrow::schema(std::move(coded))};
 }
 
-arrow::Result<CodedFilteredScan> FilteredScan(const PlanNode& node, OperatorProbes* probes) {
+// `mark_kept_rows`: the filter marks rather than drops (exec/kept_rows.h), for the integer-key
+// aggregate alone.
+arrow::Result<CodedFilteredScan> FilteredScan(const PlanNode& node, OperatorProbes* probes,
+                                              bool mark_kept_rows = false) {
   ARROW_ASSIGN_OR_RAISE(CodedFilteredScan scan, CodedScan(*node.input, probes));
   ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(*node.input));
   const cp::Expression predicate =
       plan::WithDictionaryMaps(OwnKernels(node.predicate, *schema), *scan.coded);
-  ARROW_ASSIGN_OR_RAISE(ac::Declaration filtered, Filtered(std::move(scan.decl), predicate));
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration filtered, Filtered(std::move(scan.decl), predicate,
+                                                           /*texts=*/nullptr, mark_kept_rows));
   return CodedFilteredScan{std::move(filtered), std::move(scan.coded)};
 }
 
@@ -484,6 +488,26 @@ arrow::Result<ac::Declaration> DecodedFilteredScan(const PlanNode& node, Operato
   return ac::Declaration::Sequence(
       {std::move(filtered.decl),
        {"project", ac::ProjectNodeOptions(std::move(decoded), filtered.coded->field_names())}});
+}
+
+// Whether `e` calls a function library's function, which must never see a row the WHERE removed.
+bool CallsLibrary(const cp::Expression& e) {
+  const cp::Expression::Call* call = e.call();
+  if (call == nullptr) return false;
+  if (plan::ParseLibraryFunctionName(call->function_name).has_value()) return true;
+  return std::any_of(call->arguments.begin(), call->arguments.end(), CallsLibrary);
+}
+
+// Whether the filter under `project` may mark the rows it drops instead of dropping them
+// (exec/kept_rows.h): the integer-key aggregate's grouping (one or two keys), and no library
+// function in the project or the aggregates, since the project computes the marked rows too.
+bool MarksKeptRows(const PlanNode& project, const std::vector<std::string>& keys,
+                   const std::vector<AggregateCall>& calls) {
+  if (keys.empty() || keys.size() > 2) return false;
+  for (const auto& c : calls) {
+    if (plan::ParseLibraryFunctionName(c.function).has_value()) return false;
+  }
+  return std::none_of(project.expressions.begin(), project.expressions.end(), CallsLibrary);
 }
 
 // An aggregate of `input` by `keys`, its rows typed as `out`'s plan schema says. Over a project
@@ -511,7 +535,8 @@ arrow::Result<ac::Declaration> AggregateOver(const PlanNode& out, const PlanNode
   CodedFilteredScan filtered;
   ac::Declaration rows;
   if (filter.kind == PlanNode::Kind::kFilter) {
-    ARROW_ASSIGN_OR_RAISE(filtered, FilteredScan(filter, probes));
+    ARROW_ASSIGN_OR_RAISE(filtered,
+                          FilteredScan(filter, probes, MarksKeptRows(input, keys, calls)));
     ARROW_ASSIGN_OR_RAISE(rows, Probed(filter, std::move(filtered.decl), probes));
   } else {
     ARROW_ASSIGN_OR_RAISE(filtered, CodedScan(filter, probes));  // probed as the scan

@@ -4,12 +4,15 @@
 #include <arrow/acero/query_context.h>
 #include <arrow/compute/api.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/status.h"
+#include "exec/filter_node.h"
+#include "exec/kept_rows.h"
 #include "plan/expression_text.h"
 
 namespace sluice::exec {
@@ -35,10 +38,11 @@ class ProjectNode : public ac::MapNode {
  public:
   ProjectNode(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
               std::shared_ptr<arrow::Schema> schema, std::vector<cp::Expression> bound,
-              std::vector<std::string> contexts)
+              std::vector<std::string> contexts, int kept_rows)
       : MapNode(plan, std::move(inputs), std::move(schema)),
         bound_(std::move(bound)),
-        contexts_(std::move(contexts)) {}
+        contexts_(std::move(contexts)),
+        kept_rows_(kept_rows) {}
 
   static arrow::Result<ac::ExecNode*> Make(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
                                            const ac::ExecNodeOptions& options) {
@@ -61,8 +65,17 @@ class ProjectNode : public ac::MapNode {
       bound.push_back(std::move(expression));
       contexts.push_back(label);
     }
+    // Rows a filter below marked rather than dropped stay marked (exec/kept_rows.h).
+    const int kept_rows = KeptRowsIndex(schema);
+    if (kept_rows >= 0) {
+      if (std::find(project.names.begin(), project.names.end(), kKeptRowsColumn) !=
+          project.names.end()) {
+        return arrow::Status::Invalid("internal: a project names ", kKeptRowsColumn);
+      }
+      fields.push_back(schema.field(kept_rows));
+    }
     return plan->EmplaceNode<ProjectNode>(plan, std::move(inputs), arrow::schema(std::move(fields)),
-                                          std::move(bound), std::move(contexts));
+                                          std::move(bound), std::move(contexts), kept_rows);
   }
 
   const char* kind_name() const override { return "SluiceProjectNode"; }
@@ -82,6 +95,31 @@ class ProjectNode : public ac::MapNode {
 
   arrow::Result<cp::ExecBatch> ProcessBatch(cp::ExecBatch batch) override {
     cp::ExecContext* ctx = plan()->query_context()->exec_context();
+    auto values = Evaluate(batch, ctx);
+    if (kept_rows_ < 0) {
+      ARROW_RETURN_NOT_OK(values.status());
+      return cp::ExecBatch{*std::move(values), batch.length};
+    }
+    const arrow::Datum kept = batch.values[static_cast<size_t>(kept_rows_)];
+    if (!values.ok() && kept.is_array()) {
+      // It may have failed on a row that the filter below dropped, which must not fail the
+      // query: the rows it kept alone, evaluated again, fail only for one of theirs.
+      batch.values.erase(batch.values.begin() + kept_rows_);
+      ARROW_ASSIGN_OR_RAISE(batch, KeepRows(std::move(batch), kept, ctx));
+      batch.values.insert(batch.values.begin() + kept_rows_, arrow::Datum(true));
+      ARROW_ASSIGN_OR_RAISE(auto on_kept, Evaluate(batch, ctx));
+      on_kept.push_back(arrow::Datum(true));
+      return cp::ExecBatch{std::move(on_kept), batch.length};
+    }
+    ARROW_RETURN_NOT_OK(values.status());
+    values->push_back(kept);
+    return cp::ExecBatch{*std::move(values), batch.length};
+  }
+
+ private:
+  // Each expression's column over `batch`; an error names the expression that failed.
+  arrow::Result<std::vector<arrow::Datum>> Evaluate(const cp::ExecBatch& batch,
+                                                    cp::ExecContext* ctx) const {
     std::vector<arrow::Datum> values(bound_.size());
     for (size_t i = 0; i < bound_.size(); ++i) {
       // As Acero's project: what the batch guarantees (a partition's values) may simplify it.
@@ -91,11 +129,12 @@ class ProjectNode : public ac::MapNode {
       if (!value.ok()) return AddContext(value.status(), contexts_[i]);
       values[i] = std::move(*value);
     }
-    return cp::ExecBatch{std::move(values), batch.length};
+    return values;
   }
 
   std::vector<cp::Expression> bound_;
   std::vector<std::string> contexts_;  // what each expression's errors are prefixed with
+  int kept_rows_;                      // the input's kKeptRowsColumn, or -1
 };
 
 arrow::Status RegisterProject() {
