@@ -462,17 +462,21 @@ arrow::Result<CodedFilteredScan> CodedScan(const PlanNode& scan_node, OperatorPr
   return CodedFilteredScan{std::move(scan), arrow::schema(std::move(coded))};
 }
 
-// `mark_kept_rows`: the filter marks rather than drops (exec/kept_rows.h), for the integer-key
-// aggregate alone.
-arrow::Result<CodedFilteredScan> FilteredScan(const PlanNode& node, OperatorProbes* probes,
-                                              bool mark_kept_rows = false) {
-  ARROW_ASSIGN_OR_RAISE(CodedFilteredScan scan, CodedScan(*node.input, probes));
+// The filter `node` over `scan`, the coded scan of its input. `mark_kept_rows`: it marks rather
+// than drops (exec/kept_rows.h), for the integer-key aggregate alone.
+arrow::Result<CodedFilteredScan> FilterOver(const PlanNode& node, CodedFilteredScan scan,
+                                            bool mark_kept_rows) {
   ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(*node.input));
   const cp::Expression predicate =
       plan::WithDictionaryMaps(OwnKernels(node.predicate, *schema), *scan.coded);
   ARROW_ASSIGN_OR_RAISE(ac::Declaration filtered, Filtered(std::move(scan.decl), predicate,
                                                            /*texts=*/nullptr, mark_kept_rows));
   return CodedFilteredScan{std::move(filtered), std::move(scan.coded)};
+}
+
+arrow::Result<CodedFilteredScan> FilteredScan(const PlanNode& node, OperatorProbes* probes) {
+  ARROW_ASSIGN_OR_RAISE(CodedFilteredScan scan, CodedScan(*node.input, probes));
+  return FilterOver(node, std::move(scan), /*mark_kept_rows=*/false);
 }
 
 // The filtered scan with its dictionaries decoded, for operators other than a project (which
@@ -499,11 +503,21 @@ bool CallsLibrary(const cp::Expression& e) {
 }
 
 // Whether the filter under `project` may mark the rows it drops instead of dropping them
-// (exec/kept_rows.h): the integer-key aggregate's grouping (one or two keys), and no library
-// function in the project or the aggregates, since the project computes the marked rows too.
+// (exec/kept_rows.h): keys that the integer-key aggregate groups itself (one int32, int64 or
+// date32, or two 32-bit ones; `interned` strings are int32 ids), typed as `schema` says, and no
+// library function in the project or the aggregates, since the project computes the marked rows
+// too.
 bool MarksKeptRows(const PlanNode& project, const std::vector<std::string>& keys,
-                   const std::vector<AggregateCall>& calls) {
+                   const std::vector<AggregateCall>& calls, const arrow::Schema& schema,
+                   const std::set<std::string>& interned) {
   if (keys.empty() || keys.size() > 2) return false;
+  for (const auto& key : keys) {
+    const auto field = schema.GetFieldByName(key);
+    const arrow::Type::type id = field != nullptr ? field->type()->id() : arrow::Type::NA;
+    const bool half =
+        interned.count(key) != 0 || id == arrow::Type::INT32 || id == arrow::Type::DATE32;
+    if (!half && !(keys.size() == 1 && id == arrow::Type::INT64)) return false;
+  }
   for (const auto& c : calls) {
     if (plan::ParseLibraryFunctionName(c.function).has_value()) return false;
   }
@@ -532,16 +546,9 @@ arrow::Result<ac::Declaration> AggregateOver(const PlanNode& out, const PlanNode
     return Aggregate(std::move(decl), *input_schema, keys, calls);
   }
   const PlanNode& filter = *input.input;  // the filter, or the scan where there is none
-  CodedFilteredScan filtered;
-  ac::Declaration rows;
-  if (filter.kind == PlanNode::Kind::kFilter) {
-    ARROW_ASSIGN_OR_RAISE(filtered,
-                          FilteredScan(filter, probes, MarksKeptRows(input, keys, calls)));
-    ARROW_ASSIGN_OR_RAISE(rows, Probed(filter, std::move(filtered.decl), probes));
-  } else {
-    ARROW_ASSIGN_OR_RAISE(filtered, CodedScan(filter, probes));  // probed as the scan
-    rows = std::move(filtered.decl);
-  }
+  const bool filtered_scan = filter.kind == PlanNode::Kind::kFilter;
+  ARROW_ASSIGN_OR_RAISE(CodedFilteredScan filtered,
+                        CodedScan(filtered_scan ? *filter.input : filter, probes));
   std::set<std::string> interned;
   for (size_t i = 0; i < input.names.size(); ++i) {
     const auto* ref = input.expressions[i].field_ref();
@@ -555,6 +562,14 @@ arrow::Result<ac::Declaration> AggregateOver(const PlanNode& out, const PlanNode
     if (field != nullptr && field->type()->id() == arrow::Type::DICTIONARY && key && !read) {
       interned.insert(name);
     }
+  }
+  ac::Declaration rows;
+  if (filtered_scan) {
+    const bool mark = MarksKeptRows(input, keys, calls, *input_schema, interned);
+    ARROW_ASSIGN_OR_RAISE(filtered, FilterOver(filter, std::move(filtered), mark));
+    ARROW_ASSIGN_OR_RAISE(rows, Probed(filter, std::move(filtered.decl), probes));
+  } else {
+    rows = std::move(filtered.decl);  // probed as the scan
   }
   const auto intern = plan::MakeInternOptions();
   ARROW_ASSIGN_OR_RAISE(auto filter_schema, plan::OutputSchema(filter));

@@ -117,6 +117,24 @@ def test_q1_with_library_functions_across_4_workers(fx, tmp_path):
     assert_close_rows(local, duckdb_rows(con, Q1_IN_DUCKDB), "Q1 with library functions vs DuckDB")
 
 
+def test_a_filter_drops_rows_before_library_functions_see_them(fx):
+    """Under a GROUP BY of integer keys a WHERE may mark the rows it drops rather than drop them
+    (exec/kept_rows.h), and the project above it then computes them too: never where a library
+    function, in the project or in an aggregate, would see them."""
+    sluice, _, _, _ = fx
+    project = "sum(net_revenue(l_extendedprice, l_discount))"
+    aggregate = "weighted_avg(l_extendedprice, l_quantity)"
+    variants = {
+        "neither": Q1_WITH_FUNCTIONS.replace(project, "sum(l_discount)").replace(
+            aggregate, "avg(l_tax)"),
+        "project": Q1_WITH_FUNCTIONS.replace(aggregate, "avg(l_tax)"),
+        "aggregate": Q1_WITH_FUNCTIONS.replace(project, "sum(l_discount)"),
+    }
+    for name, sql in variants.items():
+        plan = sluice.run("query", "explain verbose " + sql, check=True).stdout.decode()
+        assert ("marks kept rows" in plan) == (name == "neither"), (name, plan)
+
+
 @pytest.mark.parametrize("workers", [0, 2])
 def test_library_functions_in_general_sql(fx, tmp_path, workers):
     """NULLs, literals, other types that convert to the declared ones, no GROUP BY, and use in
