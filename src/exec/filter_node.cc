@@ -310,7 +310,6 @@ class FilterNode : public ac::MapNode {
     return mark_ ? "marks kept rows" : "";
   }
 
- protected:
   arrow::Result<cp::ExecBatch> ProcessBatch(cp::ExecBatch batch) override {
     if (!mark_) return Select(std::move(batch), nullptr);
     arrow::Datum marked;

@@ -413,15 +413,14 @@ class IntKeyAggregateNode : public ac::ExecNode {
     } else {
       array = value.array();
     }
-    const uint8_t* kept_bits = kept.buffers[1]->data();
-    const uint8_t* validity =
-        array->buffers.empty() || array->buffers[0] == nullptr || array->GetNullCount() == 0
-            ? nullptr
-            : array->buffers[0]->data();
     // Types without a validity bitmap (NULL, unions, run-end encoded) are no aggregate's input.
     if (!arrow::internal::may_have_validity_bitmap(array->type->id()) || array->buffers.empty()) {
       return array;
     }
+    const uint8_t* kept_bits = kept.buffers[1]->data();
+    const uint8_t* validity = array->buffers[0] == nullptr || array->GetNullCount() == 0
+                                  ? nullptr
+                                  : array->buffers[0]->data();
     // The bitmap at the array's own offset, so that its values are not copied.
     ARROW_ASSIGN_OR_RAISE(
         auto bits, arrow::internal::BitmapAnd(

@@ -510,7 +510,7 @@ bool CallsLibrary(const cp::Expression& e) {
 bool MarksKeptRows(const PlanNode& project, const std::vector<std::string>& keys,
                    const std::vector<AggregateCall>& calls, const arrow::Schema& schema,
                    const std::set<std::string>& interned) {
-  if (keys.empty() || keys.size() > 2) return false;
+  if (keys.empty() || keys.size() > 2 || !RegisterIntKeyAggregate().ok()) return false;
   for (const auto& key : keys) {
     const auto field = schema.GetFieldByName(key);
     const arrow::Type::type id = field != nullptr ? field->type()->id() : arrow::Type::NA;
