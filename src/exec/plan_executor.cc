@@ -654,42 +654,55 @@ arrow::Result<bool> CastKeysToCommonTypes(const PlanNode& join, ac::Declaration*
   ARROW_ASSIGN_OR_RAISE(auto left_schema, plan::OutputSchema(*join.input));
   ARROW_ASSIGN_OR_RAISE(auto right_schema, plan::OutputSchema(*join.right));
   std::vector<cp::Expression> left_casts, right_casts;
-  std::vector<std::string> left_names, right_names;
+  std::vector<std::string> left_names, right_names, left_labels, right_labels;
   for (size_t i = 0; i < join.left_keys.size() && i < join.right_keys.size(); ++i) {
     auto l = left_schema->GetFieldByName(join.left_keys[i]);
     auto r = right_schema->GetFieldByName(join.right_keys[i]);
     if (l == nullptr || r == nullptr || l->type()->Equals(*r->type())) continue;
     auto common = CommonKeyType(*l->type(), *r->type());
     if (common == nullptr) continue;
+    // A value the common type cannot hold (a uint64 past int64's range, an int64 past 2^53 as a
+    // double) fails the query, naming the key.
     const auto cast = [&](const std::string& key, std::vector<cp::Expression>* casts,
-                          std::vector<std::string>* names, arrow::FieldRef* ref) {
+                          std::vector<std::string>* names, std::vector<std::string>* labels,
+                          arrow::FieldRef* ref) {
       const std::string name = "__join_key" + std::to_string(i) + "_" + key;
       casts->push_back(cp::call("cast", {cp::field_ref(key)}, cp::CastOptions::Safe(common)));
       names->push_back(name);
+      labels->push_back("join key \"" + plan::WithoutColumnId(key) + "\" cast to " +
+                        common->ToString());
       *ref = arrow::FieldRef(name);
     };
-    if (!l->type()->Equals(*common)) cast(join.left_keys[i], &left_casts, &left_names, &(*left)[i]);
+    if (!l->type()->Equals(*common)) {
+      cast(join.left_keys[i], &left_casts, &left_names, &left_labels, &(*left)[i]);
+    }
     if (!r->type()->Equals(*common)) {
-      cast(join.right_keys[i], &right_casts, &right_names, &(*right)[i]);
+      cast(join.right_keys[i], &right_casts, &right_names, &right_labels, &(*right)[i]);
     }
   }
   const auto add = [](const arrow::Schema& schema, std::vector<cp::Expression> casts,
-                      std::vector<std::string> names, ac::Declaration* side) {
-    if (casts.empty()) return;
+                      std::vector<std::string> names, std::vector<std::string> cast_labels,
+                      ac::Declaration* side) -> arrow::Status {
+    if (casts.empty()) return arrow::Status::OK();
     std::vector<cp::Expression> exprs;
-    std::vector<std::string> all;
+    std::vector<std::string> all, labels;
     for (const auto& f : schema.fields()) {
       exprs.push_back(cp::field_ref(f->name()));
       all.push_back(f->name());
+      labels.emplace_back();  // a column passed on cannot fail
     }
     exprs.insert(exprs.end(), casts.begin(), casts.end());
     all.insert(all.end(), names.begin(), names.end());
-    *side = ac::Declaration::Sequence(
-        {std::move(*side), {"project", ac::ProjectNodeOptions(std::move(exprs), std::move(all))}});
+    labels.insert(labels.end(), cast_labels.begin(), cast_labels.end());
+    ARROW_ASSIGN_OR_RAISE(
+        *side, Projected(std::move(*side), std::move(exprs), std::move(all), std::move(labels)));
+    return arrow::Status::OK();
   };
   const bool any = !left_casts.empty() || !right_casts.empty();
-  add(*left_schema, std::move(left_casts), std::move(left_names), probe);
-  add(*right_schema, std::move(right_casts), std::move(right_names), build);
+  ARROW_RETURN_NOT_OK(add(*left_schema, std::move(left_casts), std::move(left_names),
+                          std::move(left_labels), probe));
+  ARROW_RETURN_NOT_OK(add(*right_schema, std::move(right_casts), std::move(right_names),
+                          std::move(right_labels), build));
   return any;
 }
 

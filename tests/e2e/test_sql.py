@@ -1477,6 +1477,31 @@ def test_join_keys_of_two_numeric_types_match_duckdb(windowed, sql, workers, tmp
     assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", str(workers))
 
 
+@pytest.fixture(scope="module")
+def wide_keys(tpch):
+    sluice, con, root = tpch
+    table = pa.table({"u": pa.array([1, 2**63 + 5], pa.uint64()),
+                      "b": pa.array([1, 2**60 + 1], pa.int64()),
+                      "d": pa.array([1.0, 2.0], pa.float64())})
+    register_parquet_tables(sluice, con, root / "data", 1000, {"wide_keys": table})
+    return sluice
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_join_key_its_common_type_cannot_hold_fails_naming_the_key(wide_keys, workers):
+    """A uint64 past int64's range against an int64 key, an int64 past 2^53 against a double
+    key: the query fails naming the key and the type, never joining wrong values."""
+    sluice = wide_keys
+    for sql, message in [
+            ("select count(*) from wide_keys x join wide_keys y on x.u = y.b",
+             'join key "u" cast to int64: '),
+            ("select count(*) from wide_keys x join wide_keys y on x.b = y.d",
+             'join key "b" cast to double: ')]:
+        proc = sluice.run("query", "--workers", str(workers), sql)
+        assert proc.returncode != 0, sql
+        assert message in proc.stderr.decode(), (sql, proc.stderr.decode())
+
+
 def test_a_worker_killed_in_a_large_integer_key_join_is_retried(big_join, tmp_path):
     """The map tasks join jfacts' splits to all of jbig (read whole by every task) on the
     integer-key join; the first attempt of one dies, and its retry gives DuckDB's rows."""
