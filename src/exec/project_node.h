@@ -23,6 +23,9 @@ std::string OutputLabel(const std::string& name, const arrow::compute::Expressio
 /// `input` with the columns `expressions`, named `names`, as Acero's project computes them. An
 /// expression that fails on a row fails the plan with its error prefixed by `labels[i]`, or,
 /// where that is empty, by its OutputLabel.
+/// Over a marking filter (exec/kept_rows.h), the input's kKeptRowsColumn passes on as the last
+/// output column, and an expression that fails on a batch whole is evaluated again on the rows
+/// the column keeps, so that only a kept row can fail the plan.
 arrow::Result<arrow::acero::Declaration> Projected(
     arrow::acero::Declaration input, std::vector<arrow::compute::Expression> expressions,
     std::vector<std::string> names, std::vector<std::string> labels = {});
