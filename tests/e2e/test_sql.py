@@ -1600,6 +1600,18 @@ def test_a_filter_that_marks_dropped_rows_under_a_group_by_matches_duckdb(marked
     assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", str(workers))
 
 
+def test_a_worker_killed_in_a_marking_filters_map_task_is_retried(marked_rows, tmp_path):
+    """The map tasks filter mfacts' row groups with marks under the partial aggregate; the
+    first attempt of one dies, and its retry gives DuckDB's rows."""
+    sluice, con = marked_rows
+    sql = MARKED_ROWS[0]
+    plan = sluice.run("query", "--workers", "2", "explain " + sql, check=True).stdout.decode()
+    assert "stage 1 (map): 2 tasks" in plan, plan
+    err = assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", "2",
+                                env={"SLUICE_FAILPOINT": "kill:s1p0:1"})
+    assert "task s1p0 attempt 1 was killed" in err and "retrying (attempt 2" in err, err
+
+
 def test_a_marking_filter_shows_in_explain_and_counts_only_kept_rows(marked_rows):
     sluice, con = marked_rows
     sql = MARKED_ROWS[0]
