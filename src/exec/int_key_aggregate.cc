@@ -656,16 +656,6 @@ class IntKeyAggregateNode : public ac::ExecNode {
   ac::AtomicCounter received_;
 };
 
-bool IntegerKey(const arrow::DataType& type) {
-  return type.id() == arrow::Type::INT32 || type.id() == arrow::Type::INT64 ||
-         type.id() == arrow::Type::DATE32;
-}
-
-// A key that packs beside another into one int64 (an interned string's id is an int32).
-bool HalfKey(const arrow::DataType& type) {
-  return type.id() == arrow::Type::INT32 || type.id() == arrow::Type::DATE32;
-}
-
 // Our node for `options`, or Arrow's where our grouper does not apply.
 arrow::Result<ac::ExecNode*> MakeIntKeyAggregate(ac::ExecPlan* plan,
                                                  std::vector<ac::ExecNode*> inputs,
@@ -688,13 +678,14 @@ arrow::Result<ac::ExecNode*> MakeIntKeyAggregate(ac::ExecPlan* plan,
     return fallback();
   }
   std::vector<int> keys;
+  std::vector<arrow::Type::type> key_types;
   for (const auto& ref : options.keys) {
     auto key = ref.FindOne(*schema);
     if (!key.ok() || key->indices().size() != 1) return fallback();
-    const auto& type = *schema->field(key->indices()[0])->type();
-    if (options.keys.size() == 1 ? !IntegerKey(type) : !HalfKey(type)) return fallback();
     keys.push_back(key->indices()[0]);
+    key_types.push_back(schema->field(keys.back())->type()->id());
   }
+  if (!GroupsKeysOfTypes(key_types)) return fallback();
   auto* registry = plan->query_context()->exec_context()->func_registry();
   std::vector<AggregateKernel> kernels;
   for (const auto& aggregate : options.aggregates) {
@@ -734,6 +725,15 @@ arrow::Result<ac::ExecNode*> MakeIntKeyAggregate(ac::ExecPlan* plan,
 }
 
 }  // namespace
+
+bool GroupsKeysOfTypes(const std::vector<arrow::Type::type>& key_types) {
+  // A key that packs beside another into one int64 (an interned string's id is an int32).
+  const auto half = [](arrow::Type::type id) {
+    return id == arrow::Type::INT32 || id == arrow::Type::DATE32;
+  };
+  if (key_types.size() == 1) return half(key_types[0]) || key_types[0] == arrow::Type::INT64;
+  return key_types.size() == 2 && half(key_types[0]) && half(key_types[1]);
+}
 
 arrow::Status RegisterIntKeyAggregate() {
   static std::once_flag once;

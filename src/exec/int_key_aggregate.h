@@ -8,6 +8,9 @@
 #pragma once
 
 #include <arrow/status.h>
+#include <arrow/type_fwd.h>
+
+#include <vector>
 
 namespace sluice::exec {
 
@@ -16,6 +19,10 @@ namespace sluice::exec {
 /// not apply (keys other than one int32, int64 or date32, or two int32 or date32; segment keys;
 /// a function without an exact hash kernel), it makes Arrow's "aggregate" node instead.
 inline constexpr char kIntKeyAggregateFactory[] = "sluice_int_key_aggregate";
+
+/// Whether the factory groups keys of these types itself: one int32, int64 or date32, or two
+/// int32 or date32.
+bool GroupsKeysOfTypes(const std::vector<arrow::Type::type>& key_types);
 
 /// Registers kIntKeyAggregateFactory with Acero's default registry, once.
 arrow::Status RegisterIntKeyAggregate();

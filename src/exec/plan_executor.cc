@@ -510,14 +510,15 @@ bool CallsLibrary(const cp::Expression& e) {
 bool MarksKeptRows(const PlanNode& project, const std::vector<std::string>& keys,
                    const std::vector<AggregateCall>& calls, const arrow::Schema& schema,
                    const std::set<std::string>& interned) {
-  if (keys.empty() || keys.size() > 2 || !RegisterIntKeyAggregate().ok()) return false;
+  if (!RegisterIntKeyAggregate().ok()) return false;
+  std::vector<arrow::Type::type> key_types;
   for (const auto& key : keys) {
     const auto field = schema.GetFieldByName(key);
-    const arrow::Type::type id = field != nullptr ? field->type()->id() : arrow::Type::NA;
-    const bool half =
-        interned.count(key) != 0 || id == arrow::Type::INT32 || id == arrow::Type::DATE32;
-    if (!half && !(keys.size() == 1 && id == arrow::Type::INT64)) return false;
+    key_types.push_back(interned.count(key) != 0 ? arrow::Type::INT32
+                        : field != nullptr       ? field->type()->id()
+                                                 : arrow::Type::NA);
   }
+  if (!GroupsKeysOfTypes(key_types)) return false;
   for (const auto& c : calls) {
     if (plan::ParseLibraryFunctionName(c.function).has_value()) return false;
   }
