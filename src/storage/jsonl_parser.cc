@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "storage/jsonl_fast_parser.h"
 #include "storage/validate.h"
 
 namespace sluice::storage {
@@ -290,6 +291,20 @@ class Parser {
 arrow::Result<ParsedJsonl> ParseJsonl(const arrow::Buffer& bytes,
                                       const std::shared_ptr<arrow::Schema>& schema,
                                       const std::string& object, bool skip_bad) {
+  // Good objects take the fast path; it declines anything else, which Arrow's reader then reads
+  // and, where a line is bad, names it.
+  if (auto batch = TryParseJsonlFast(bytes, schema)) {
+    ParsedJsonl out;
+    out.records = batch->num_rows();
+    out.batch = std::move(batch);
+    return out;
+  }
+  return ParseJsonlWithArrowReader(bytes, schema, object, skip_bad);
+}
+
+arrow::Result<ParsedJsonl> ParseJsonlWithArrowReader(const arrow::Buffer& bytes,
+                                                     const std::shared_ptr<arrow::Schema>& schema,
+                                                     const std::string& object, bool skip_bad) {
   Parser parser(bytes, schema, object, skip_bad);
   return parser.Run();
 }

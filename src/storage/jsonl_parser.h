@@ -3,8 +3,9 @@
 //
 // One JSON object per line, blank lines ignored. Every field of a line must be in the schema
 // (at any depth); a field the schema marks non-nullable must be present and not null, unless
-// it sits under a null parent. Lines must be valid UTF-8. Arrow's JSON reader parses the whole
-// object at once; when it fails, or finds a problem it does not report itself, a strict pass
+// it sits under a null parent. Lines must be valid UTF-8. A fast path (jsonl_fast_parser.h)
+// reads a good object; where it declines, Arrow's JSON reader parses the whole object at once;
+// when that fails, or finds a problem it does not report itself, a strict pass
 // bisects the object's lines with the same reader until it finds each bad line, so every error
 // names the object and the line.
 //
@@ -36,5 +37,10 @@ struct ParsedJsonl {
 arrow::Result<ParsedJsonl> ParseJsonl(const arrow::Buffer& bytes,
                                       const std::shared_ptr<arrow::Schema>& schema,
                                       const std::string& object, bool skip_bad);
+
+/// ParseJsonl without its fast path: Arrow's reader alone, which tests compare the fast path with.
+arrow::Result<ParsedJsonl> ParseJsonlWithArrowReader(const arrow::Buffer& bytes,
+                                                     const std::shared_ptr<arrow::Schema>& schema,
+                                                     const std::string& object, bool skip_bad);
 
 }  // namespace sluice::storage
