@@ -24,6 +24,8 @@ namespace {
 // The fields of one object that were seen are bits of one word.
 constexpr int kMaxFields = 64;
 
+bool FieldsSupported(const arrow::FieldVector& fields);
+
 bool Supported(const arrow::DataType& type) {
   switch (type.id()) {
     case arrow::Type::BOOL:
@@ -43,14 +45,22 @@ bool Supported(const arrow::DataType& type) {
       return true;
     case arrow::Type::STRUCT:
     case arrow::Type::LIST:
-      if (type.num_fields() > kMaxFields) return false;
-      for (const auto& f : type.fields()) {
-        if (!Supported(*f->type())) return false;
-      }
-      return true;
+      return FieldsSupported(type.fields());
     default:
       return false;
   }
+}
+
+// At most kMaxFields fields, each of a supported type, no two of one name (a key names one).
+bool FieldsSupported(const arrow::FieldVector& fields) {
+  if (fields.size() > static_cast<size_t>(kMaxFields)) return false;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (!Supported(*fields[i]->type())) return false;
+    for (size_t j = 0; j < i; ++j) {
+      if (fields[j]->name() == fields[i]->name()) return false;
+    }
+  }
+  return true;
 }
 
 // One column (or nested child) of the schema, with the builder its values go to. The root, a
@@ -251,13 +261,7 @@ bool StringsValid(const arrow::ArrayData& data) {
 
 }  // namespace
 
-bool JsonlFastPathSupports(const arrow::Schema& schema) {
-  if (schema.num_fields() > kMaxFields) return false;
-  for (const auto& f : schema.fields()) {
-    if (!Supported(*f->type())) return false;
-  }
-  return true;
-}
+bool JsonlFastPathSupports(const arrow::Schema& schema) { return FieldsSupported(schema.fields()); }
 
 std::shared_ptr<arrow::RecordBatch> TryParseJsonlFast(
     const arrow::Buffer& bytes, const std::shared_ptr<arrow::Schema>& schema) {
@@ -274,12 +278,15 @@ std::shared_ptr<arrow::RecordBatch> TryParseJsonlFast(
     root.names.push_back(f->name());
   }
   // Parsed in place (strings are unescaped where they lie) in a copy whose every line ends in a
-  // NUL, where rapidjson's stream ends.
-  auto copy = std::make_unique<char[]>(text.size() + 1);
+  // NUL, where rapidjson's stream ends. Its SSE2 scan reads whole aligned 16-byte blocks, up to
+  // 15 bytes past the last NUL: they are allocated, and zero.
+  constexpr size_t kTail = 16;
+  std::unique_ptr<char[]> copy(new char[text.size() + 1 + kTail]);
   std::memcpy(copy.get(), text.data(), text.size());
-  copy[text.size()] = '\0';
+  std::memset(copy.get() + text.size(), 0, 1 + kTail);
   rapidjson::Reader reader;
   constexpr unsigned kFlags = rapidjson::kParseInsituFlag | rapidjson::kParseNumbersAsStringsFlag;
+  Handler handler(&root);
   int64_t rows = 0;
   for (size_t start = 0; start < text.size();) {
     size_t end = text.find('\n', start);
@@ -290,7 +297,6 @@ std::shared_ptr<arrow::RecordBatch> TryParseJsonlFast(
     start = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // blank
     rapidjson::InsituStringStream stream(in_place);
-    Handler handler(&root);
     if (reader.Parse<kFlags>(stream, handler).IsError()) return nullptr;
     // The stream stops at the first NUL: one inside the line is not JSON's.
     if (stream.Tell() != line.size()) return nullptr;

@@ -227,6 +227,13 @@ TEST(JsonlFastParser, TakesOnlyTheTypesItReadsExactly) {
     const auto bytes = arrow::Buffer::FromString("{}\n");
     EXPECT_EQ(TryParseJsonlFast(*bytes, schema), nullptr);
   }
+  // Two fields of one name: which one a key means is Arrow's reader's to say.
+  const auto twice =
+      arrow::schema({arrow::field("x", arrow::utf8()), arrow::field("x", arrow::utf8())});
+  EXPECT_FALSE(JsonlFastPathSupports(*twice));
+  EXPECT_FALSE(JsonlFastPathSupports(
+      *arrow::schema({arrow::field("s", arrow::struct_({arrow::field("y", arrow::int64()),
+                                                        arrow::field("y", arrow::int64())}))})));
 }
 
 }  // namespace
