@@ -8,8 +8,9 @@
 #include <string_view>
 #include <vector>
 
-// Strings are scanned 16 bytes at a time (SSE2 is in every x86-64); Arrow's own copy of
-// rapidjson was built without it.
+// Strings are scanned 16 bytes at a time (SSE2 is in every x86-64). rapidjson does that only
+// for in-memory streams such as the one used here; Arrow's reader gives it a stream type that it
+// scans a byte at a time.
 #if defined(__x86_64__) && !defined(RAPIDJSON_SSE2)
 #define RAPIDJSON_SSE2
 #endif
