@@ -1,7 +1,7 @@
 // Test support for the optimizer's plan-text tests: SQL bound over two small tables that have
 // files but are never read, t(k int64, g utf8, v float64) and u(uk int64, name utf8), to the
-// logical plan as bound (BindLogical), or as the logical passes (decorrelate, join_order) leave
-// it for the others.
+// logical plan as bound (BindLogical), or as the logical passes (decorrelate,
+// outer_join_conditions, join_order) leave it for the others.
 #pragma once
 
 #include <arrow/api.h>
@@ -14,6 +14,7 @@
 #include "sql/binder.h"
 #include "sql/optimizer/decorrelate.h"
 #include "sql/optimizer/join_order.h"
+#include "sql/optimizer/outer_join_conditions.h"
 #include "sql/sql_parser.h"
 
 namespace sluice::sql {
@@ -67,6 +68,7 @@ inline BoundQuery BindForTest(const std::string& sql, int64_t t_rows = 1000, int
   BoundQuery q = BindLogicalForTest(sql, t_rows, u_rows);
   if (q.plan == nullptr) return q;
   auto st = Decorrelate(q.plan.get());
+  if (st.ok()) st = MoveConditionsIntoOuterJoins(q.plan.get());
   if (st.ok()) st = OrderJoinSets(q.plan.get());
   EXPECT_TRUE(st.ok()) << st.ToString();
   return q;

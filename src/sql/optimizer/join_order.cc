@@ -602,6 +602,18 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
   return OrderGreedily(std::move(ordered), outside, filters, rest);
 }
 
+bool IsSubqueryStep(const PlanNode& n) {
+  return (n.kind == PlanNode::Kind::kJoin && n.join_type != JoinType::kInner) ||
+         (n.kind == PlanNode::Kind::kProject && n.keep_input);
+}
+
+bool IsLevelFilter(const PlanNode& filter) {
+  if (filter.kind != PlanNode::Kind::kFilter) return false;
+  const PlanNode* n = filter.input.get();
+  while (n != nullptr && IsSubqueryStep(*n)) n = n->input.get();
+  return n != nullptr && n->kind == PlanNode::Kind::kJoinSet;
+}
+
 namespace {
 
 // Fills a join's estimates from the deferred cardinalities the binder left on it.
@@ -617,22 +629,6 @@ arrow::Status FillDeferredEstimates(PlanNode* join) {
     join->right_cardinality = nullptr;
   }
   return arrow::Status::OK();
-}
-
-// A join of a level's subqueries between its WHERE Filter and its FROM items: a semi, anti or
-// left join, or the constant key an uncorrelated scalar subquery's left join reads.
-bool IsSubqueryStep(const PlanNode& n) {
-  return (n.kind == PlanNode::Kind::kJoin && n.join_type != JoinType::kInner) ||
-         (n.kind == PlanNode::Kind::kProject && n.keep_input);
-}
-
-// Whether `filter` is a query level's WHERE: a Filter over the joins of its subqueries over a
-// kJoinSet.
-bool IsLevelFilter(const PlanNode& filter) {
-  if (filter.kind != PlanNode::Kind::kFilter) return false;
-  const PlanNode* n = filter.input.get();
-  while (n != nullptr && IsSubqueryStep(*n)) n = n->input.get();
-  return n != nullptr && n->kind == PlanNode::Kind::kJoinSet;
 }
 
 // Orders the level whose WHERE Filter is at *slot (IsLevelFilter).

@@ -70,6 +70,16 @@ arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
                                     std::vector<arrow::compute::Expression>* filters,
                                     std::vector<arrow::compute::Expression>* rest);
 
+/// A join of a query level's subqueries between its WHERE Filter and its FROM items (as
+/// decorrelate leaves them): a semi, anti or left join, or the constant key an uncorrelated
+/// scalar subquery's left join reads.
+bool IsSubqueryStep(const PlanNode& n);
+
+/// Whether `filter` is a query level's WHERE: a Filter over the joins of its subqueries over a
+/// kJoinSet. The binder makes one for every query level, and one for each side of an outer
+/// join (its FROM items and ON conditions).
+bool IsLevelFilter(const PlanNode& filter);
+
 /// The join_order pass. Each kJoinSet, with the conditions of the Filter above it (through the
 /// semi and left joins of its subqueries, which decorrelate made), becomes OrderJoins' tree; the
 /// semi joins go where PlaceSemiJoins says, the left joins above them, and the conditions in a

@@ -6,6 +6,7 @@
 #include "sql/optimizer/decorrelate.h"
 #include "sql/optimizer/filter_pushdown.h"
 #include "sql/optimizer/join_order.h"
+#include "sql/optimizer/outer_join_conditions.h"
 #include "sql/optimizer/physical_choices.h"
 #include "sql/optimizer/window_subqueries.h"
 
@@ -15,6 +16,7 @@ const std::vector<Pass>& DefaultPasses() {
   static const std::vector<Pass> passes = {
       {"window_subqueries", WindowScalarSubqueries},
       {"decorrelate", Decorrelate},
+      {"outer_join_conditions", MoveConditionsIntoOuterJoins},
       {"join_order", OrderJoinSets},
       {"constant_folding",
        [](PlanNode* plan) {

@@ -24,8 +24,10 @@ struct Pass {
   std::function<arrow::Status(PlanNode* plan)> run;
 };
 
-/// The passes every query runs, in order: "decorrelate", "join_order" (which reads the
-/// subqueries' joins decorrelate made), "constant_folding", "filter_pushdown" (on folded
+/// The passes every query runs, in order: "decorrelate", "outer_join_conditions" (which
+/// finds query levels by the shape decorrelate leaves), "join_order" (which reads the
+/// subqueries' joins decorrelate made, and the conditions the previous pass moved into the
+/// levels under outer joins), "constant_folding", "filter_pushdown" (on folded
 /// predicates, so that a condition folded to true is gone and one folded to false stays put),
 /// "column_pruning" (after the filters have moved, as they read columns), "build_sides",
 /// "scan_batch_rows" (from the build sides chosen).

@@ -1,0 +1,90 @@
+#include "sql/optimizer/outer_join_conditions.h"
+
+#include <arrow/compute/api.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sql/optimizer/conjuncts.h"
+#include "sql/optimizer/join_order.h"
+#include "sql/optimizer/plan_rewrite.h"
+
+namespace sluice::sql {
+
+namespace cp = arrow::compute;
+
+namespace {
+
+// The WHERE Filter of the level that `item` (a FROM item) preserves through one or more left
+// joins, or null.
+PlanNode* PreservedLevel(PlanNode* item) {
+  PlanNode* n = item;
+  bool through_outer_join = false;
+  while (n != nullptr) {
+    if (n->kind == PlanNode::Kind::kJoin && n->join_type == JoinType::kLeft) {
+      through_outer_join = true;
+    } else if (!(n->kind == PlanNode::Kind::kProject && n->keep_input && through_outer_join)) {
+      break;  // a computed key of the preserved side is projected above its level
+    }
+    n = n->input.get();
+  }
+  return through_outer_join && n != nullptr && IsLevelFilter(*n) ? n : nullptr;
+}
+
+std::vector<cp::Expression> ConjunctsOf(const cp::Expression& predicate) {
+  std::vector<cp::Expression> all, out;
+  Conjuncts(predicate, &all);
+  for (auto& c : all) {
+    if (!c.Equals(cp::literal(true))) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+cp::Expression AndOf(const std::vector<cp::Expression>& conjuncts) {
+  if (conjuncts.empty()) return cp::literal(true);
+  return conjuncts.size() == 1 ? conjuncts[0] : cp::and_(conjuncts);
+}
+
+// Moves what it can of the level Filter `filter`'s conjuncts into the levels its FROM items
+// preserve, then theirs further down.
+void MoveFromLevel(PlanNode* filter) {
+  PlanNode* set = filter->input.get();
+  while (IsSubqueryStep(*set)) set = set->input.get();
+  std::vector<cp::Expression> kept = ConjunctsOf(filter->predicate);
+  bool moved_any = false;
+  for (auto& item : set->items) {
+    PlanNode* level = PreservedLevel(item.get());
+    if (level == nullptr) continue;
+    const std::vector<std::string> names = level->OutputNames();
+    const std::set<std::string> columns(names.begin(), names.end());
+    std::vector<cp::Expression> into = ConjunctsOf(level->predicate), stay;
+    const size_t before = into.size();
+    for (auto& c : kept) {
+      const auto refs = cp::FieldsInExpression(c);
+      // One that reads no column (WHERE false) stays where it was written.
+      const bool inside =
+          !refs.empty() && std::all_of(refs.begin(), refs.end(),
+                                       [&](const auto& r) { return columns.count(*r.name()) > 0; });
+      (inside ? into : stay).push_back(std::move(c));
+    }
+    kept = std::move(stay);
+    if (into.size() == before) continue;
+    moved_any = true;
+    level->predicate = AndOf(into);
+    MoveFromLevel(level);
+  }
+  if (moved_any) filter->predicate = AndOf(kept);
+}
+
+}  // namespace
+
+arrow::Status MoveConditionsIntoOuterJoins(PlanNode* plan) {
+  return RewriteBottomUp(plan, [](std::unique_ptr<PlanNode>* slot) {
+    if (IsLevelFilter(**slot)) MoveFromLevel(slot->get());
+    return arrow::Status::OK();
+  });
+}
+
+}  // namespace sluice::sql
