@@ -64,7 +64,10 @@ std::vector<arrow::compute::Expression> FactorOr(const arrow::compute::Expressio
 /// ties going to the smaller relation. A branch of the other relations that meets the probing
 /// one only through one of them, by equalities, and whose filtered dimensions keep at most
 /// kBranchShare of that one's rows, is ordered the same way on its own first and then taken as
-/// one relation: a bushy plan whose build side holds only the rows that can match.
+/// one relation: a bushy plan whose build side holds only the rows that can match. So is a
+/// branch that meets the probing one through several of its relations on keys of different
+/// classes, where so ordered it is estimated at most kBranchShare of its largest relation's
+/// rows: it then joins the probing relation on all those keys at once.
 arrow::Result<JoinInput> OrderJoins(std::vector<JoinInput> relations,
                                     const std::vector<arrow::compute::Expression>& conditions,
                                     std::vector<arrow::compute::Expression>* filters,

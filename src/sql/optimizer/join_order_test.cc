@@ -296,13 +296,14 @@ TEST_F(JoinOrderTest, NoEqualityIsACrossJoinOnAConstantKeyUpToItsLimit) {
 }
 
 TEST_F(JoinOrderTest, AKeyWithoutStatisticsIsNotTakenForUnique) {
-  // TPC-DS q85: from the largest relation (cd2), a filtered copy of it joins on a status column
-  // with no statistics, the returns on a surrogate key with known distinct values. The returns
-  // go first: the status key is guessed at sqrt(rows) values, not at one value per row.
+  // TPC-DS q85: from the largest relation (cd2), a copy of it joins on a status column with no
+  // statistics, the returns on a surrogate key with known distinct values. The returns go
+  // first: the status key is guessed at sqrt(rows) values, not at one value per row. (In q85
+  // the copy is filtered, and with the returns it is a branch of its own that meets cd2 on
+  // both keys: ABranchMeetingTheProbeOnTwoKeysJoinsOnItsOwnFirst.)
   std::vector<JoinInput> relations;
   relations.push_back(Scan("cd2", {"cd2_sk#0", "cd2_status#1"}, 1'920'000));
   relations.push_back(Scan("cd1", {"cd1_sk#2", "cd1_status#3"}, 1'920'000));
-  relations.back().estimate = 20'000;
   relations.push_back(Scan("returns", {"wr_cdemo#4", "wr_cdemo2#5"}, 70'000));
   relations.back().distinct["wr_cdemo#4"] = 60'000;
   relations.back().distinct["wr_cdemo2#5"] = 60'000;
@@ -319,6 +320,109 @@ TEST_F(JoinOrderTest, AKeyWithoutStatisticsIsNotTakenForUnique) {
             "    Scan cd2 (1 files) columns=[cd2_sk#0, cd2_status#1]\n"
             "    Scan returns (1 files) columns=[wr_cdemo#4, wr_cdemo2#5]\n"
             "  Scan cd1 (1 files) columns=[cd1_sk#2, cd1_status#3]\n");
+}
+
+TEST_F(JoinOrderTest, ABranchMeetingTheProbeOnTwoKeysJoinsOnItsOwnFirst) {
+  // TPC-DS q72: inventory meets catalog sales on the item and its own date_dim (d2) on the
+  // date; d2 meets the sales' filtered date_dim (d1) on the week. Sales, d1 and d2 joined on
+  // their own (about 7 dates per sale) meet inventory on both keys at once, instead of every
+  // sale joining the ~650 inventory rows of its item.
+  std::vector<JoinInput> relations;
+  relations.push_back(Scan("cs", {"cs_item#2", "cs_date#3"}, 1'440'000));
+  relations.back().distinct["cs_item#2"] = 18'000;
+  relations.back().distinct["cs_date#3"] = 1'800;
+  relations.push_back(Scan("inv", {"inv_item#0", "inv_date#1"}, 11'700'000));
+  relations.back().distinct["inv_item#0"] = 18'000;
+  relations.back().distinct["inv_date#1"] = 261;
+  relations.push_back(Scan("d1", {"d1_k#4", "d1_week#5"}, 73'049));
+  relations.back().distinct["d1_k#4"] = 73'049;
+  relations.back().distinct["d1_week#5"] = 10'436;
+  relations.back().estimate = 365;
+  relations.push_back(Scan("d2", {"d2_k#6", "d2_week#7"}, 73'049));
+  relations.back().distinct["d2_k#6"] = 73'049;
+  relations.back().distinct["d2_week#7"] = 10'436;
+  std::vector<cp::Expression> filters, rest;
+  auto joined = OrderJoins(std::move(relations),
+                           {cp::and_({Eq("inv_item#0", "cs_item#2"), Eq("cs_date#3", "d1_k#4"),
+                                      Eq("inv_date#1", "d2_k#6"), Eq("d1_week#5", "d2_week#7")})},
+                           &filters, &rest);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(joined->plan->Explain(),
+            "HashJoin inner on inv_item#0 = cs_item#2 and inv_date#1 = d2_k#6\n"
+            "  Scan inv (1 files) columns=[inv_item#0, inv_date#1]\n"
+            "  HashJoin inner on d1_week#5 = d2_week#7\n"
+            "    HashJoin inner on cs_date#3 = d1_k#4\n"
+            "      Scan cs (1 files) columns=[cs_item#2, cs_date#3]\n"
+            "      Scan d1 (1 files) columns=[d1_k#4, d1_week#5]\n"
+            "    Scan d2 (1 files) columns=[d2_k#6, d2_week#7]\n");
+  EXPECT_TRUE(filters.empty());
+}
+
+TEST_F(JoinOrderTest, ABranchKeyWithoutStatisticsIsGuessedInItsTrial) {
+  // TPC-DS q24: sales meet customers and stores, which meet each other through the customers'
+  // addresses on a zip code without statistics. Guessed at sqrt(rows) values, the zip keeps
+  // the branch small (a store's worth of addresses), and sales meet it on both keys.
+  std::vector<JoinInput> relations;
+  relations.push_back(Scan("ss", {"ss_cust#0", "ss_store#1"}, 2'880'000));
+  relations.back().distinct["ss_cust#0"] = 100'000;
+  relations.back().distinct["ss_store#1"] = 12;
+  relations.push_back(Scan("c", {"c_k#2", "c_addr#3"}, 100'000));
+  relations.back().distinct["c_k#2"] = 100'000;
+  relations.back().distinct["c_addr#3"] = 50'000;
+  relations.push_back(Scan("ca", {"ca_k#4", "ca_zip#5"}, 50'000));
+  relations.back().distinct["ca_k#4"] = 50'000;
+  relations.push_back(Scan("s", {"s_k#6", "s_zip#7"}, 12));
+  relations.back().distinct["s_k#6"] = 12;
+  relations.back().estimate = 2;
+  std::vector<cp::Expression> filters, rest;
+  auto joined = OrderJoins(std::move(relations),
+                           {cp::and_({Eq("ss_cust#0", "c_k#2"), Eq("ss_store#1", "s_k#6"),
+                                      Eq("c_addr#3", "ca_k#4"), Eq("s_zip#7", "ca_zip#5")})},
+                           &filters, &rest);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(joined->plan->Explain(),
+            "HashJoin inner on ss_cust#0 = c_k#2 and ss_store#1 = s_k#6\n"
+            "  Scan ss (1 files) columns=[ss_cust#0, ss_store#1]\n"
+            "  HashJoin inner on c_addr#3 = ca_k#4\n"
+            "    Scan c (1 files) columns=[c_k#2, c_addr#3]\n"
+            "    HashJoin inner on ca_zip#5 = s_zip#7\n"
+            "      Scan ca (1 files) columns=[ca_k#4, ca_zip#5]\n"
+            "      Scan s (1 files) columns=[s_k#6, s_zip#7]\n");
+}
+
+TEST_F(JoinOrderTest, ABranchThatMultipliesRowsIsNotJoinedOnItsOwn) {
+  // TPC-H Q5's shape: lineitem meets orders on the order and supplier on the supplier, and
+  // orders' customer meets the supplier on the nation. Joined on its own, the branch pairs
+  // every customer with its nation's suppliers; lineitem probes, and the nation equality only
+  // filters a join on the supplier key.
+  std::vector<JoinInput> relations;
+  relations.push_back(Scan("l", {"l_order#0", "l_supp#1"}, 6'000'000));
+  relations.back().distinct["l_order#0"] = 1'500'000;
+  relations.back().distinct["l_supp#1"] = 10'000;
+  relations.push_back(Scan("o", {"o_k#2", "o_cust#3"}, 1'500'000));
+  relations.back().distinct["o_k#2"] = 1'500'000;
+  relations.back().distinct["o_cust#3"] = 100'000;
+  relations.back().estimate = 225'000;
+  relations.push_back(Scan("c", {"c_k#4", "c_nation#5"}, 150'000));
+  relations.back().distinct["c_k#4"] = 150'000;
+  relations.back().distinct["c_nation#5"] = 25;
+  relations.push_back(Scan("s", {"s_k#6", "s_nation#7"}, 10'000));
+  relations.back().distinct["s_k#6"] = 10'000;
+  relations.back().distinct["s_nation#7"] = 25;
+  std::vector<cp::Expression> filters, rest;
+  auto joined = OrderJoins(std::move(relations),
+                           {cp::and_({Eq("l_order#0", "o_k#2"), Eq("l_supp#1", "s_k#6"),
+                                      Eq("o_cust#3", "c_k#4"), Eq("c_nation#5", "s_nation#7")})},
+                           &filters, &rest);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(joined->plan->Explain(),
+            "HashJoin inner on o_cust#3 = c_k#4 and s_nation#7 = c_nation#5\n"
+            "  HashJoin inner on l_supp#1 = s_k#6\n"
+            "    HashJoin inner on l_order#0 = o_k#2\n"
+            "      Scan l (1 files) columns=[l_order#0, l_supp#1]\n"
+            "      Scan o (1 files) columns=[o_k#2, o_cust#3]\n"
+            "    Scan s (1 files) columns=[s_k#6, s_nation#7]\n"
+            "  Scan c (1 files) columns=[c_k#4, c_nation#5]\n");
 }
 
 TEST_F(JoinOrderTest, FactorOrPullsOutWhatEveryBranchRepeats) {
