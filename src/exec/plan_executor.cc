@@ -988,7 +988,16 @@ class PlanStream : public arrow::RecordBatchReader {
   arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* out) override {
     *out = nullptr;
     if (plan_ == nullptr) return arrow::Status::OK();
-    arrow::Result<std::optional<cp::ExecBatch>> next = batches_().result();
+    arrow::Future<std::optional<cp::ExecBatch>> pending = batches_();
+    if (!WaitForBatch(pending)) {
+      // The plan ended without ending its sink's stream: its own status says why.
+      arrow::Status finished = plan_->finished().status();
+      plan_.reset();
+      return finished.ok() ? arrow::Status::Invalid(
+                                 "internal: a query plan finished without ending its results")
+                           : finished;
+    }
+    arrow::Result<std::optional<cp::ExecBatch>> next = pending.result();
     if (!next.ok()) {
       (void)Close();
       return next.status();
@@ -1009,7 +1018,9 @@ class PlanStream : public arrow::RecordBatchReader {
     if (plan_ == nullptr) return arrow::Status::OK();
     plan_->StopProducing();
     while (true) {
-      arrow::Result<std::optional<cp::ExecBatch>> next = batches_().result();
+      arrow::Future<std::optional<cp::ExecBatch>> pending = batches_();
+      if (!WaitForBatch(pending)) break;
+      arrow::Result<std::optional<cp::ExecBatch>> next = pending.result();
       if (!next.ok() || !next->has_value()) break;
     }
     arrow::Status finished = plan_->finished().status();
@@ -1019,6 +1030,17 @@ class PlanStream : public arrow::RecordBatchReader {
 
  private:
   PlanStream() = default;
+
+  // Waits for `pending`, the sink's next batch; false if the plan finished first and the batch
+  // never came. Acero can end a plan that failed (a join key's cast, at random) without ending
+  // its sink's stream, and a wait on the stream alone then never returns.
+  bool WaitForBatch(const arrow::Future<std::optional<cp::ExecBatch>>& pending) {
+    constexpr double kPollSeconds = 0.05;
+    while (!pending.Wait(kPollSeconds)) {
+      if (plan_->finished().is_finished()) return pending.Wait(kPollSeconds);
+    }
+    return true;
+  }
   std::shared_ptr<ac::ExecPlan> plan_;
   std::shared_ptr<arrow::Schema> schema_;
   std::function<arrow::Future<std::optional<cp::ExecBatch>>()> batches_;
