@@ -106,6 +106,8 @@ class Matcher {
         return a.join_type == b.join_type && a.build_input == b.build_input &&
                a.null_equal_keys == b.null_equal_keys && Names(a.left_keys, b.left_keys) &&
                Names(a.right_keys, b.right_keys) && Expr(a.join_filter, b.join_filter);
+      case PlanNode::Kind::kUnion:
+        return Names(a.names, b.names);
       default:
         return false;
     }

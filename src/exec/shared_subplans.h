@@ -10,8 +10,9 @@
 namespace sluice::exec {
 
 /// Whether `a` and `b` compute the same rows: the same operators, tables, expressions, keys and
-/// literals, with their columns renamed one to one. Only scans, filters, projects, joins and
-/// aggregates are compared; a plan with any other operator is never the same as another.
+/// literals, with their columns renamed one to one. Only scans, filters, projects, joins,
+/// aggregates and unions are compared; a plan with any other operator is never the same as
+/// another.
 bool SameSubplan(const plan::PlanNode& a, const plan::PlanNode& b);
 
 /// Groups of two or more aggregates under `root` that are the same subplan (outermost ones

@@ -3413,9 +3413,27 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     if (grouping_sets_.empty()) {
       plan = aggregate_on(std::move(pre), group_keys_);
     } else {
-      // One aggregate per grouping, each over its own copy of the rows, its missing keys NULL;
-      // their union under the keys' and aggregates' names, with the grouping's id.
+      // One aggregate per grouping, its missing keys NULL; their union under the keys' and
+      // aggregates' names, with the grouping's id. Where every final step is a sum, min or max
+      // (no DISTINCT, no library aggregate), each grouping regroups the finest grouping's rows
+      // (all the keys) by its own keys with the same functions: that finest aggregate is the
+      // same subplan in every grouping, which the executor runs once (exec/shared_subplans.h),
+      // so the rows are read and joined once rather than once per grouping (TPC-DS q22's
+      // ROLLUP of four keys, q67's of eight). Otherwise each grouping aggregates its own copy
+      // of the rows.
       ARROW_ASSIGN_OR_RAISE(auto pre_schema, OutputSchema(*pre));
+      const bool regroup =
+          distinct_input.empty() && std::all_of(final_.begin(), final_.end(), [](const auto& f) {
+            return f.function == "sum" || f.function == "min" || f.function == "max";
+          });
+      // Counts: a grouping with no keys over no rows counts 0, where a regrouped sum is NULL.
+      std::set<std::string> counts;
+      for (const auto& p : partial_) {
+        if (p.function != "count" && p.function != "count_all") continue;
+        for (const auto& f : final_) {
+          if (f.input == p.output) counts.insert(f.output);
+        }
+      }
       std::vector<std::unique_ptr<PlanNode>> inputs;
       for (size_t i = 0; i + 1 < grouping_sets_.size(); ++i) inputs.push_back(plan::CopyPlan(*pre));
       inputs.push_back(std::move(pre));
@@ -3431,8 +3449,28 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
             id |= int64_t{1} << k;
           }
         }
-        auto project =
-            plan::MakeNode(PlanNode::Kind::kProject, aggregate_on(std::move(inputs[i]), keys));
+        std::unique_ptr<PlanNode> grouped;
+        std::vector<std::string> outputs;  // the aggregates' columns, in final_'s order
+        if (regroup) {
+          auto partial = plan::MakeNode(PlanNode::Kind::kAggregate,
+                                        aggregate_on(std::move(inputs[i]), group_keys_));
+          partial->keys = keys;
+          auto final_agg = plan::MakeNode(PlanNode::Kind::kAggregate);
+          final_agg->final_phase = true;
+          final_agg->keys = keys;
+          for (const auto& f : final_) {
+            const std::string step = ctx_.NewId(f.output), out = ctx_.NewId(f.output);
+            partial->aggregates.push_back({f.function, f.output, step});
+            final_agg->aggregates.push_back({f.function, step, out});
+            outputs.push_back(out);
+          }
+          final_agg->input = std::move(partial);
+          grouped = std::move(final_agg);
+        } else {
+          grouped = aggregate_on(std::move(inputs[i]), keys);
+          for (const auto& f : final_) outputs.push_back(f.output);
+        }
+        auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(grouped));
         for (const auto& k : group_keys_) {
           if (std::find(keys.begin(), keys.end(), k) != keys.end()) {
             project->expressions.push_back(cp::field_ref(k));
@@ -3442,9 +3480,13 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
           }
           project->names.push_back(ctx_.NewId(k));
         }
-        for (const auto& a : final_) {
-          project->expressions.push_back(cp::field_ref(a.output));
-          project->names.push_back(ctx_.NewId(a.output));
+        for (size_t a = 0; a < final_.size(); ++a) {
+          cp::Expression value = cp::field_ref(outputs[a]);
+          if (regroup && keys.empty() && counts.count(final_[a].output)) {
+            value = cp::call("coalesce", {value, cp::literal(int64_t{0})});
+          }
+          project->expressions.push_back(std::move(value));
+          project->names.push_back(ctx_.NewId(final_[a].output));
         }
         project->expressions.push_back(cp::literal(id));
         project->names.push_back(ctx_.NewId(grouping_id_));

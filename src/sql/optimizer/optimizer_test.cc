@@ -109,6 +109,17 @@ TEST_F(OptimizerTest, AnAggregateReadTwiceIsFoundOnceUnderOtherNames) {
   // One table scanned whole and the same grouped twice: only the aggregates are shared.
   EXPECT_EQ(repeated("select count(*) from t a, t b where a.k = b.k"),
             std::make_pair(size_t{0}, size_t{0}));
+  // Each grouping of a ROLLUP regroups the finest one, which is computed once; also over a
+  // UNION ALL.
+  EXPECT_EQ(repeated("select k, g, sum(v), count(*), min(g) from t where v > 1 "
+                     "group by rollup(k, g)"),
+            std::make_pair(size_t{1}, size_t{3}));
+  EXPECT_EQ(repeated("select k, avg(v) from (select k, v from t union all "
+                     "select uk, 1.5 from u) x group by cube(k)"),
+            std::make_pair(size_t{1}, size_t{2}));
+  // A distinct count cannot be regrouped: each grouping counts its own rows.
+  EXPECT_EQ(repeated("select k, count(distinct g) from t group by rollup(k)"),
+            std::make_pair(size_t{0}, size_t{0}));
 }
 
 TEST_F(OptimizerTest, ColumnPruningLeavesCountStarItsFirstColumn) {
