@@ -18,7 +18,8 @@ namespace cp = arrow::compute;
 namespace {
 
 // The WHERE Filter of the level that `item` (a FROM item) preserves through one or more left
-// joins, or null.
+// joins, or null. Between a left join and its preserved side's level there may be the
+// projection that computes a key of the join (t1.k + 1 = t2.k).
 PlanNode* PreservedLevel(PlanNode* item) {
   PlanNode* n = item;
   bool through_outer_join = false;
@@ -26,7 +27,7 @@ PlanNode* PreservedLevel(PlanNode* item) {
     if (n->kind == PlanNode::Kind::kJoin && n->join_type == JoinType::kLeft) {
       through_outer_join = true;
     } else if (!(n->kind == PlanNode::Kind::kProject && n->keep_input && through_outer_join)) {
-      break;  // a computed key of the preserved side is projected above its level
+      break;
     }
     n = n->input.get();
   }
