@@ -296,6 +296,24 @@ def test_each_grouping_set_merges_on_its_own_keys(mixed, tmp_path):
     assert shuffle_files(data) == []
 
 
+def test_groupings_regroup_the_finest_once_and_survive_a_killed_task(mixed, tmp_path):
+    """CUBE(g, k) with mergeable aggregates (NULLs in keys and values, a decimal, a string min):
+    the finest grouping's stages run once, each grouping regroups it on the driver, and a map
+    task that dies once is retried; the rows are DuckDB's and the in-process ones."""
+    sluice, con, data = mixed
+    sql = ("select g, k, sum(v), count(*), count(v), min(s), max(d), avg(x) from t "
+           "group by cube(g, k)")
+    plan = explain(sluice, sql, 3)
+    assert "distributed plan: 3 stages on 3 workers" in plan, plan
+    ours, err = query(sluice, sql, tmp_path / "d.arrow", 3,
+                      env={"SLUICE_FAILPOINT": "kill:s1p0:1"})
+    assert "task s1p0 attempt 1 was killed" in err, err
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    assert_same_rows(ours, duckdb_rows(con, sql), False, what="cube vs DuckDB")
+    assert_same_rows(ours, local, False, what="cube vs --workers 0")
+    assert shuffle_files(data) == []
+
+
 # Aggregates over joins: lineitem (or partsupp) is split among the map tasks and every other table
 # is read whole by every task. Each query below is cut that way at --workers 2.
 JOIN_CUTS = {2: "partsupp", 3: "lineitem", 5: "lineitem", 7: "lineitem", 8: "lineitem",
