@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "exec/shared_subplans.h"
 #include "sql/optimizer/conjuncts.h"
 
 namespace sluice::sql {
@@ -20,6 +21,53 @@ namespace {
 namespace cp = arrow::compute;
 using Exprs = std::vector<cp::Expression>;
 using Slot = std::unique_ptr<PlanNode>;
+
+// Which aggregates conditions on their keys may go below, in the plan being pushed down. An
+// aggregate the plan computes more than once (a WITH query read twice) runs once
+// (exec/shared_subplans.h), which a condition pushed into one copy undoes: such copies take
+// conditions only when every one of them gets some. (TPC-DS q39 filters each of its two copies
+// on a month, and computing each month alone is faster than both at once; q24 filters one copy
+// only, and the other would still be computed whole.) A dry run on a copy of the plan finds
+// which copies get conditions.
+struct AggregateRule {
+  std::set<const PlanNode*> repeated;  // the plan's copies of repeated aggregates
+  // The dry run: for each node of its copy, the plan's node; and the plan's repeated aggregates
+  // that conditions reached.
+  std::map<const PlanNode*, const PlanNode*> original;
+  std::set<const PlanNode*>* received = nullptr;
+  std::set<const PlanNode*> allowed;  // the real run: repeated aggregates that take conditions
+};
+thread_local AggregateRule* aggregate_rule = nullptr;
+
+// Whether conditions may go below `aggregate`, and in a dry run, notes that some would.
+bool TakesConditions(const PlanNode& aggregate, bool some) {
+  AggregateRule* rule = aggregate_rule;
+  if (rule == nullptr) return true;
+  if (rule->received != nullptr) {
+    const auto it = rule->original.find(&aggregate);
+    const PlanNode* original = it == rule->original.end() ? nullptr : it->second;
+    if (some && original != nullptr && rule->repeated.count(original)) {
+      rule->received->insert(original);
+    }
+    return true;
+  }
+  return !rule->repeated.count(&aggregate) || rule->allowed.count(&aggregate);
+}
+
+// Pairs each node of `copy` with the node of `original` it copies.
+void PairNodes(const PlanNode& copy, const PlanNode& original,
+               std::map<const PlanNode*, const PlanNode*>* out) {
+  (*out)[&copy] = &original;
+  if (copy.input != nullptr && original.input != nullptr) {
+    PairNodes(*copy.input, *original.input, out);
+  }
+  if (copy.right != nullptr && original.right != nullptr) {
+    PairNodes(*copy.right, *original.right, out);
+  }
+  for (size_t i = 0; i < copy.items.size() && i < original.items.size(); ++i) {
+    PairNodes(*copy.items[i], *original.items[i], out);
+  }
+}
 
 bool IsTrue(const cp::Expression& e) { return e.Equals(cp::literal(true)); }
 
@@ -223,7 +271,27 @@ std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts) {
       }
       return stay;
     }
-    case PlanNode::Kind::kAggregate:
+    case PlanNode::Kind::kAggregate: {
+      // A condition on grouping keys alone keeps or drops whole groups, so it may drop their
+      // rows before they are grouped instead (keys keep their input's names). One that reads
+      // no column stays above: a keyless aggregate makes its one row from no rows too.
+      const std::set<std::string> keys(node.keys.begin(), node.keys.end());
+      std::vector<size_t> on_keys;
+      for (size_t i = 0; i < conjuncts.size(); ++i) {
+        if (ReadsColumns(conjuncts[i]) && ReadsOnly(conjuncts[i], keys)) on_keys.push_back(i);
+      }
+      const bool takes = TakesConditions(node, !on_keys.empty());
+      Exprs below;
+      for (size_t i = 0; i < conjuncts.size(); ++i) {
+        if (takes && std::find(on_keys.begin(), on_keys.end(), i) != on_keys.end()) {
+          below.push_back(conjuncts[i]);
+        } else {
+          stay.push_back(i);
+        }
+      }
+      SinkAndPlace(&node.input, below);
+      return stay;
+    }
     case PlanNode::Kind::kSort:
     case PlanNode::Kind::kLimit:
     default:
@@ -239,7 +307,28 @@ std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts) {
 void PushDownFilters(PlanNode* plan) {
   // The root may itself be a Filter that goes away: work on a slot that owns it.
   auto root = std::make_unique<PlanNode>(std::move(*plan));
+  AggregateRule rule;
+  const auto groups = exec::RepeatedAggregates(*root, [](const PlanNode&) { return false; });
+  for (const auto& group : groups) rule.repeated.insert(group.begin(), group.end());
+  if (!rule.repeated.empty()) {
+    std::unique_ptr<PlanNode> dry = plan::CopyPlan(*root);
+    PairNodes(*dry, *root, &rule.original);
+    std::set<const PlanNode*> received;
+    rule.received = &received;
+    aggregate_rule = &rule;
+    Sink(&dry, {});
+    rule.received = nullptr;
+    rule.original.clear();
+    for (const auto& group : groups) {
+      if (std::all_of(group.begin(), group.end(),
+                      [&](const PlanNode* a) { return received.count(a) != 0; })) {
+        rule.allowed.insert(group.begin(), group.end());
+      }
+    }
+  }
+  aggregate_rule = &rule;
   Sink(&root, {});
+  aggregate_rule = nullptr;
   *plan = std::move(*root);
 }
 

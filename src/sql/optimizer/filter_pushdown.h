@@ -17,8 +17,11 @@
 //  - Through a projection when the rewritten conjunct (the projection's expressions put in for
 //    its columns) then goes on below the operator under it, or onto a scan; otherwise it stays
 //    above the projection, as computing the expression twice would buy nothing.
-//  - Never through an aggregate, a sort or a limit. (A condition on grouping keys alone could
-//    go below a GROUP BY; the binder never moved one, and this pass keeps to what it did.)
+//  - Through an aggregate only a conjunct that reads its grouping keys alone: it keeps or drops
+//    whole groups, so it may drop their rows before grouping. Into an aggregate the plan
+//    computes more than once (a WITH query read twice, which the executor runs once), only when
+//    every copy gets such a conjunct; with one copy unfiltered, the shared run costs less.
+//  - Never through a sort or a limit.
 //  - A conjunct that reads no column (`WHERE false`) stays where it was written; `true` goes.
 //
 // What the join_order pass does first, and why: which FROM item a WHERE condition belongs to

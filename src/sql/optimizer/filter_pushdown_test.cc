@@ -119,13 +119,38 @@ TEST_F(FilterPushdownTest, ThroughAProjectionOntoTheScan) {
             "pushdown=((multiply_checked(v#2, 2) > 10) and (k#0 < 5))\n");
 }
 
-TEST_F(FilterPushdownTest, NotThroughAnAggregate) {
-  // Not even the condition on the grouping key: the binder never did, and this pass keeps to it.
-  const std::string sql =
-      "select * from (select g, sum(v) as s from t group by g) x "
-      "where g = 'a' and s > 1";
+TEST_F(FilterPushdownTest, KeyConditionsThroughAnAggregate) {
+  // The condition on the grouping key goes below both phases; the one on the sum stays.
+  EXPECT_EQ(Pushed("select * from (select g, sum(v) as s from t group by g) x "
+                   "where g = 'a' and s > 1"),
+            "Project g#6 := g#4, s#7 := s#5\n"
+            "  Filter (s#5 > 1)\n"
+            "    Project g#4 := g#1, s#5 := __agg3\n"
+            "      FinalAggregate keys=[g#1] aggregates=[__agg3 := sum(__p3)]\n"
+            "        PartialAggregate keys=[g#1] aggregates=[__p3 := sum(__in3)]\n"
+            "          Project g#1 := g#1, __in3 := v#2\n"
+            "            Filter (g#1 == \"a\")\n"
+            "              Scan t (1 files) columns=[k#0, g#1, v#2] pushdown=(g#1 == \"a\")\n");
+  // Over no keys, nothing goes below: the aggregate's one row is made from no rows too.
+  const std::string sql = "select * from (select sum(v) as s from t) x where s > 1";
   std::string before;
   EXPECT_EQ(Pushed(sql, &before), before);
+}
+
+// A WITH query read twice is computed once (exec/shared_subplans.h): a condition on its key goes
+// into its copies only where every copy gets one.
+TEST_F(FilterPushdownTest, IntoAWithQueryReadTwiceOnlyWhereEveryCopyIsFiltered) {
+  const std::string with = "with s as (select g, sum(v) as total from t group by g) ";
+  const std::string both = Pushed(with +
+                                  "select a.total, b.total from s a join s b on a.total = b.total "
+                                  "where a.g = 'x' and b.g = 'y'");
+  EXPECT_NE(both.find("pushdown=(g#1 == \"x\")"), std::string::npos) << both;
+  EXPECT_NE(both.find("== \"y\")\n"), std::string::npos) << both;
+  const std::string one = Pushed(with +
+                                 "select a.total, b.total from s a join s b on a.total = b.total "
+                                 "where a.g = 'x'");
+  EXPECT_EQ(one.find("pushdown="), std::string::npos) << one;
+  EXPECT_NE(one.find("Filter (g#"), std::string::npos) << one;
 }
 
 TEST_F(FilterPushdownTest, BelowSemiJoinsAndScalarSubqueryJoins) {
