@@ -695,6 +695,103 @@ arrow::Status FillDeferredEstimates(PlanNode* join) {
   return arrow::Status::OK();
 }
 
+// Where WHERE compares an uncorrelated scalar subquery's result with the columns of one FROM
+// item alone (TPC-DS q06's `d_month_seq = (select distinct d_month_seq ...)`), the subquery's
+// join (a left join on a constant key, with the projection of that key, from `lefts`) and those
+// conditions go onto that item, out of `lefts` and `*predicate`, and its estimate shrinks by
+// their selectivity. Above all the joins, the condition filtered the whole join (q06: 2.7M
+// rows joined to keep 29K); on its item, the item is small and joins early.
+void ScalarSubqueriesOntoItems(std::vector<std::unique_ptr<PlanNode>>* lefts,
+                               std::vector<JoinInput>* relations, cp::Expression* predicate) {
+  // The constant keys the projections among `lefts` compute, each the projection's only column.
+  std::map<std::string, size_t> constant_key;
+  std::map<std::string, int> key_uses;
+  for (size_t j = 0; j < lefts->size(); ++j) {
+    const PlanNode& step = *(*lefts)[j];
+    if (step.kind == PlanNode::Kind::kProject && step.expressions.size() == 1 &&
+        step.expressions[0].literal() != nullptr) {
+      constant_key[step.names[0]] = j;
+    }
+    if (step.kind == PlanNode::Kind::kJoin) {
+      for (const auto& k : step.left_keys) ++key_uses[k];
+    }
+  }
+  std::vector<cp::Expression> conjuncts;
+  Conjuncts(*predicate, &conjuncts);
+  std::vector<bool> conjunct_moved(conjuncts.size(), false);
+  std::vector<bool> step_moved(lefts->size(), false);
+  // The FROM item that has column `id`.
+  const auto item_of = [&](const std::string& id) -> std::optional<size_t> {
+    for (size_t r = 0; r < relations->size(); ++r) {
+      const auto& ids = (*relations)[r].ids;
+      if (std::find(ids.begin(), ids.end(), id) != ids.end()) return r;
+    }
+    return std::nullopt;
+  };
+  for (size_t j = 0; j < lefts->size(); ++j) {
+    PlanNode& join = *(*lefts)[j];
+    if (join.kind != PlanNode::Kind::kJoin || join.join_type != JoinType::kLeft ||
+        join.left_keys.size() != 1 || !join.join_filter.Equals(cp::literal(true))) {
+      continue;
+    }
+    const auto key = constant_key.find(join.left_keys[0]);
+    if (key == constant_key.end() || key_uses[join.left_keys[0]] != 1) continue;
+    const std::vector<std::string> result_ids = join.right->OutputNames();
+    const std::set<std::string> result(result_ids.begin(), result_ids.end());
+    std::optional<size_t> item;
+    std::vector<size_t> mine;
+    bool several_items = false;
+    for (size_t c = 0; c < conjuncts.size() && !several_items; ++c) {
+      if (conjunct_moved[c]) continue;
+      bool reads_result = false, one_item = true;
+      std::optional<size_t> at;
+      for (const auto& ref : cp::FieldsInExpression(conjuncts[c])) {
+        if (ref.name() == nullptr) {
+          one_item = false;
+        } else if (result.count(*ref.name())) {
+          reads_result = true;
+        } else if (const auto r = item_of(*ref.name()); r && (!at || *at == *r)) {
+          at = r;
+        } else {
+          one_item = false;  // another item's column, or another subquery's result
+        }
+      }
+      if (!reads_result || !one_item || !at) continue;
+      several_items = item && *item != *at;
+      item = at;
+      mine.push_back(c);
+    }
+    if (several_items || !item) continue;
+    JoinInput& r = (*relations)[*item];
+    std::vector<cp::Expression> conditions;
+    double selectivity = 1;
+    for (size_t c : mine) {
+      conditions.push_back(conjuncts[c]);
+      selectivity *= Selectivity(conjuncts[c], r);
+      conjunct_moved[c] = true;
+    }
+    std::unique_ptr<PlanNode> project = std::move((*lefts)[key->second]);
+    std::unique_ptr<PlanNode> moved = std::move((*lefts)[j]);
+    step_moved[key->second] = step_moved[j] = true;
+    project->input = std::move(r.plan);
+    moved->input = std::move(project);
+    moved->input_estimate = r.estimate;
+    r.plan = WithFilter(std::move(moved), conditions);
+    r.ids = r.plan->OutputNames();
+    r.estimate = std::max(1.0, r.estimate * selectivity);
+  }
+  std::vector<std::unique_ptr<PlanNode>> kept;
+  for (size_t j = 0; j < lefts->size(); ++j) {
+    if (!step_moved[j]) kept.push_back(std::move((*lefts)[j]));
+  }
+  *lefts = std::move(kept);
+  std::vector<cp::Expression> rest;
+  for (size_t c = 0; c < conjuncts.size(); ++c) {
+    if (!conjunct_moved[c]) rest.push_back(conjuncts[c]);
+  }
+  *predicate = rest.empty() ? cp::literal(true) : rest.size() == 1 ? rest[0] : cp::and_(rest);
+}
+
 // Orders the level whose WHERE Filter is at *slot (IsLevelFilter).
 arrow::Status OrderLevel(std::unique_ptr<PlanNode>* slot) {
   PlanNode& filter = **slot;
@@ -744,6 +841,7 @@ arrow::Status OrderLevel(std::unique_ptr<PlanNode>* slot) {
   if (relations.size() > 1 && !semis.empty()) {
     semis = PlaceSemiJoins(&relations, std::move(semis));
   }
+  if (relations.size() > 1) ScalarSubqueriesOntoItems(&lefts, &relations, &filter.predicate);
   std::vector<cp::Expression> filters, rest;
   ARROW_ASSIGN_OR_RAISE(JoinInput joined,
                         OrderJoins(std::move(relations), {filter.predicate}, &filters, &rest));

@@ -86,7 +86,8 @@ bool IsLevelFilter(const PlanNode& filter);
 /// The join_order pass. Each kJoinSet, with the conditions of the Filter above it (through the
 /// semi and left joins of its subqueries, which decorrelate made), becomes OrderJoins' tree; the
 /// semi joins go where PlaceSemiJoins says, the left joins above them, and the conditions in a
-/// Filter on top. Every deferred estimate on a join is filled. Runs after decorrelate. Its one
+/// Filter on top. An uncorrelated scalar subquery whose result WHERE compares with one FROM
+/// item's columns alone is joined to that item instead, with those conditions, before the joins. Every deferred estimate on a join is filled. Runs after decorrelate. Its one
 /// user error is OrderJoins' "not supported: a cross join"; any other is a bug (a logical plan
 /// the binder did not make).
 arrow::Status OrderJoinSets(PlanNode* plan);

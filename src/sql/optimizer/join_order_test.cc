@@ -507,5 +507,48 @@ TEST_F(JoinOrderTest, ThePassPlacesASemiJoinOnTheSmallerItemAndFillsEstimates) {
   EXPECT_NEAR(join.right->right_estimate, 1000.0 / 3, 1e-9);
 }
 
+// WHERE compares an uncorrelated scalar subquery's result with u's column alone: the subquery
+// joins u, with that condition, before u joins t, and u's estimate falls by the condition's
+// selectivity (u, 100 rows, now hashed under t's probe either way). A condition that reads the
+// result and two items stays above the joins.
+TEST_F(JoinOrderTest, AScalarSubqueryComparedWithOneItemJoinsThatItemFirst) {
+  BoundQuery q = BindLogicalForTest(
+      "select name from t join u on k = uk "
+      "where uk = (select max(k) from t t2) and v + uk > (select min(v) from t t3)");
+  ASSERT_NE(q.plan, nullptr);
+  ASSERT_TRUE(Decorrelate(q.plan.get()).ok());
+  ASSERT_TRUE(OrderJoinSets(q.plan.get()).ok());
+  EXPECT_EQ(q.plan->Explain(),
+            "Project name#19 := name#4\n"
+            "  Filter (add_checked(v#2, cast(uk#3, {to_type=double, allow_int_overflow=false, "
+            "allow_time_truncate=false, allow_time_overflow=false, allow_decimal_truncate=false, "
+            "allow_float_truncate=false, allow_invalid_utf8=false})) > min#16)\n"
+            "    HashJoin left on one#17 = one#18\n"
+            "      Project (input columns), one#17 := 1\n"
+            "        HashJoin inner on k#0 = uk#3\n"
+            "          Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "          Filter (uk#3 == max#9)\n"
+            "            HashJoin left on one#10 = one#11\n"
+            "              Project (input columns), one#10 := 1\n"
+            "                Scan u (1 files) columns=[uk#3, name#4]\n"
+            "              Project (input columns), one#11 := 1\n"
+            "                Project max#9 := __agg8\n"
+            "                  FinalAggregate keys=[] aggregates=[__agg8 := max(__p8)]\n"
+            "                    PartialAggregate keys=[] aggregates=[__p8 := max(__in8)]\n"
+            "                      Project __in8 := k#5\n"
+            "                        Scan t (1 files) columns=[k#5, g#6, v#7]\n"
+            "      Project (input columns), one#18 := 1\n"
+            "        Project min#16 := __agg15\n"
+            "          FinalAggregate keys=[] aggregates=[__agg15 := min(__p15)]\n"
+            "            PartialAggregate keys=[] aggregates=[__p15 := min(__in15)]\n"
+            "              Project __in15 := v#14\n"
+            "                Scan t (1 files) columns=[k#12, g#13, v#14]\n");
+  const PlanNode& inner = *q.plan->input->input->input->input;
+  ASSERT_EQ(inner.kind, PlanNode::Kind::kJoin);
+  EXPECT_EQ(inner.input_estimate, 1000);
+  EXPECT_LT(inner.right_estimate, 100);                // u after `uk = max`
+  EXPECT_EQ(inner.right->input->input_estimate, 100);  // the subquery's join sees all of u
+}
+
 }  // namespace
 }  // namespace sluice::sql
