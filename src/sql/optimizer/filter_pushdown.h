@@ -20,7 +20,8 @@
 //  - Through an aggregate only a conjunct that reads its grouping keys alone: it keeps or drops
 //    whole groups, so it may drop their rows before grouping. Into an aggregate the plan
 //    computes more than once (a WITH query read twice, which the executor runs once), only when
-//    every copy gets such a conjunct; with one copy unfiltered, the shared run costs less.
+//    every copy gets such a conjunct and it lands at the bottom of each copy's joins; otherwise
+//    the one shared run costs less.
 //  - Never through a sort or a limit.
 //  - A conjunct that reads no column (`WHERE false`) stays where it was written; `true` goes.
 //

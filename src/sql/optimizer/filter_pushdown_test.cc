@@ -138,7 +138,7 @@ TEST_F(FilterPushdownTest, KeyConditionsThroughAnAggregate) {
 }
 
 // A WITH query read twice is computed once (exec/shared_subplans.h): a condition on its key goes
-// into its copies only where every copy gets one.
+// into its copies only where every copy gets one, and it lands at the bottom of their joins.
 TEST_F(FilterPushdownTest, IntoAWithQueryReadTwiceOnlyWhereEveryCopyIsFiltered) {
   const std::string with = "with s as (select g, sum(v) as total from t group by g) ";
   const std::string both = Pushed(with +
@@ -151,6 +151,14 @@ TEST_F(FilterPushdownTest, IntoAWithQueryReadTwiceOnlyWhereEveryCopyIsFiltered) 
                                  "where a.g = 'x'");
   EXPECT_EQ(one.find("pushdown="), std::string::npos) << one;
   EXPECT_NE(one.find("Filter (g#"), std::string::npos) << one;
+  const std::string joined = Pushed(
+      "with s as (select t2.v as w, sum(t.v) as total from t join t t2 on t2.g = t.g "
+      "join u on t.k = uk group by t2.v) "
+      "select a.total, b.total from s a join s b on a.total = b.total where a.w = 1 and b.w = 2");
+  // Each copy would be filtered only from its second join on (t2's v): they stay shared.
+  EXPECT_EQ(joined.find("pushdown="), std::string::npos) << joined;
+  EXPECT_NE(joined.find("    Filter (w#9 == 1)\n      Project w#9 := v#5"), std::string::npos)
+      << joined;
 }
 
 TEST_F(FilterPushdownTest, BelowSemiJoinsAndScalarSubqueryJoins) {
