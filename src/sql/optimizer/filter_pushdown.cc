@@ -25,38 +25,32 @@ using Slot = std::unique_ptr<PlanNode>;
 // Which aggregates conditions on their keys may go below, in the plan being pushed down. An
 // aggregate the plan computes more than once (a WITH query read twice) runs once
 // (exec/shared_subplans.h), which a condition pushed into one copy undoes. Such copies take
-// conditions only when every one of them gets some, and in each they land at the bottom of the
-// copy's joins, which join_order placed before the conditions moved: then each copy is small
-// from its first join on. (TPC-DS q39 filters each of its two copies on a month, which lands on
-// the date_dim of the first join: 0.57 -> 0.26 s. q64's years land on the date_dim of the
-// seventh join, and two copies cost 0.79 s against 0.40 s for the one they share; q24 filters
-// one copy only, and the other would still be computed whole.) Dry runs on copies of the plan
-// find where the conditions land.
+// conditions only when in every one of them they land at the bottom of the copy's joins, which
+// join_order placed before the conditions moved: then each copy is small from its first join on
+// (and a copy that gets none keeps its bottom as it was). (TPC-DS q39 filters each of its two
+// copies on a month, which lands on the date_dim of the first join: 0.57 -> 0.26 s. q64's years
+// land on the date_dim of the seventh join, and two copies cost 0.79 s against 0.40 s for the one
+// they share; q24 filters one copy only, and the other would still be computed whole.) Dry runs on
+// copies of the plan find where the conditions land.
 struct AggregateRule {
   std::set<const PlanNode*> repeated;  // the plan's copies of repeated aggregates
   // In a dry run, for each node of its copy, the plan's node.
   std::map<const PlanNode*, const PlanNode*> original;
-  // A dry run that lets every aggregate take conditions: the plan's repeated aggregates that
-  // conditions reach.
-  std::set<const PlanNode*>* received = nullptr;
+  bool take_all = false;              // a dry run where every aggregate takes conditions
   std::set<const PlanNode*> allowed;  // repeated aggregates that take conditions
 };
 thread_local AggregateRule* aggregate_rule = nullptr;
 
-// Whether conditions may go below `aggregate`, and in a dry run, notes that some would.
-bool TakesConditions(const PlanNode& aggregate, bool some) {
+// Whether conditions may go below `aggregate`.
+bool TakesConditions(const PlanNode& aggregate) {
   AggregateRule* rule = aggregate_rule;
-  if (rule == nullptr) return true;
+  if (rule == nullptr || rule->take_all) return true;
   const PlanNode* node = &aggregate;
   if (!rule->original.empty()) {
     const auto it = rule->original.find(&aggregate);
     node = it == rule->original.end() ? nullptr : it->second;
   }
   const bool repeated = node != nullptr && rule->repeated.count(node) != 0;
-  if (rule->received != nullptr) {
-    if (some && repeated) rule->received->insert(node);
-    return true;
-  }
   return !repeated || rule->allowed.count(node) != 0;
 }
 
@@ -306,7 +300,7 @@ std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts) {
       for (size_t i = 0; i < conjuncts.size(); ++i) {
         if (ReadsColumns(conjuncts[i]) && ReadsOnly(conjuncts[i], keys)) on_keys.push_back(i);
       }
-      const bool takes = TakesConditions(node, !on_keys.empty());
+      const bool takes = TakesConditions(node);
       Exprs below;
       for (size_t i = 0; i < conjuncts.size(); ++i) {
         if (takes && std::find(on_keys.begin(), on_keys.end(), i) != on_keys.end()) {
@@ -337,15 +331,14 @@ void PushDownFilters(PlanNode* plan) {
   const auto groups = exec::RepeatedAggregates(*root, [](const PlanNode&) { return false; });
   for (const auto& group : groups) rule.repeated.insert(group.begin(), group.end());
   if (!rule.repeated.empty()) {
-    // Two dry runs: every aggregate takes conditions in `taken`, no repeated one in `kept`. A
-    // copy whose conditions land at the bottom of its joins has that join's text differ.
-    std::set<const PlanNode*> received;
+    // Two dry runs: in the first every aggregate takes conditions, in the second no repeated
+    // one does. A copy whose conditions land at the bottom of its joins has that join differ.
     std::map<const PlanNode*, std::string> bottoms[2];
     for (int run = 0; run < 2; ++run) {
       std::unique_ptr<PlanNode> dry = plan::CopyPlan(*root);
       rule.original.clear();
       PairNodes(*dry, *root, &rule.original);
-      rule.received = run == 0 ? &received : nullptr;
+      rule.take_all = run == 0;
       aggregate_rule = &rule;
       Sink(&dry, {});
       for (const auto& [copy, original] : rule.original) {
@@ -354,12 +347,11 @@ void PushDownFilters(PlanNode* plan) {
         bottoms[run][original] = bottom != nullptr ? bottom->Explain() : std::string();
       }
     }
-    rule.received = nullptr;
+    rule.take_all = false;
     rule.original.clear();
     for (const auto& group : groups) {
-      if (std::all_of(group.begin(), group.end(), [&](const PlanNode* a) {
-            return received.count(a) != 0 && bottoms[0][a] != bottoms[1][a];
-          })) {
+      if (std::all_of(group.begin(), group.end(),
+                      [&](const PlanNode* a) { return bottoms[0][a] != bottoms[1][a]; })) {
         rule.allowed.insert(group.begin(), group.end());
       }
     }
