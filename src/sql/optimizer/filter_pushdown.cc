@@ -139,6 +139,132 @@ std::optional<cp::Expression> BelowProject(const cp::Expression& e,
 
 std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts);
 
+// `e` with every reference to `from` made one to `to`.
+cp::Expression Renamed(const cp::Expression& e, const std::string& from, const std::string& to) {
+  if (const auto* ref = e.field_ref()) {
+    return ref->name() != nullptr && *ref->name() == from ? cp::field_ref(to) : e;
+  }
+  const cp::Expression::Call* call = e.call();
+  if (call == nullptr) return e;
+  Exprs args;
+  for (const auto& a : call->arguments) args.push_back(Renamed(a, from, to));
+  return cp::call(call->function_name, std::move(args), call->options);
+}
+
+// The column `e` reads, when it reads one column alone (by name).
+std::optional<std::string> OnlyColumn(const cp::Expression& e) {
+  std::optional<std::string> column;
+  for (const auto& ref : cp::FieldsInExpression(e)) {
+    if (ref.name() == nullptr || (column.has_value() && *column != *ref.name())) {
+      return std::nullopt;
+    }
+    column = *ref.name();
+  }
+  return column;
+}
+
+// Adds to `out` conditions on one column each that hold on every row `node` outputs, over its
+// output names: those of the Filters below it that its operators carry up unchanged.
+void HoldsOn(const PlanNode& node, Exprs* out) {
+  switch (node.kind) {
+    case PlanNode::Kind::kFilter: {
+      Exprs own;
+      Conjuncts(node.predicate, &own);
+      for (const auto& c : own) {
+        if (OnlyColumn(c).has_value()) out->push_back(c);
+      }
+      HoldsOn(*node.input, out);
+      return;
+    }
+    case PlanNode::Kind::kProject: {
+      Exprs below;
+      HoldsOn(*node.input, &below);
+      for (const auto& c : below) {
+        const std::string column = *OnlyColumn(c);
+        if (node.keep_input) out->push_back(c);
+        for (size_t i = 0; i < node.names.size(); ++i) {
+          const auto* ref = node.expressions[i].field_ref();
+          if (ref != nullptr && ref->name() != nullptr && *ref->name() == column) {
+            out->push_back(Renamed(c, column, node.names[i]));
+          }
+        }
+      }
+      return;
+    }
+    case PlanNode::Kind::kAggregate: {
+      // Keys keep their input's names.
+      const std::set<std::string> keys(node.keys.begin(), node.keys.end());
+      Exprs below;
+      HoldsOn(*node.input, &below);
+      for (const auto& c : below) {
+        if (keys.count(*OnlyColumn(c))) out->push_back(c);
+      }
+      return;
+    }
+    case PlanNode::Kind::kJoin:
+      HoldsOn(*node.input, out);
+      if (node.join_type == JoinType::kInner) HoldsOn(*node.right, out);
+      return;
+    case PlanNode::Kind::kSort:
+    case PlanNode::Kind::kLimit:
+    case PlanNode::Kind::kWindow:
+      HoldsOn(*node.input, out);
+      return;
+    default:
+      return;
+  }
+}
+
+// A join pairs only rows whose keys are equal, so a condition on one side's key column alone
+// holds on the other side's key in every pair it keeps: that side may drop the rows that fail it
+// first. Returns the conditions holding on side `from` of `join` (0: input, 1: right) that so
+// carry over to the other side and do not hold there yet. (TPC-DS q78 reads one year of the left
+// side of two left joins keyed on the year: each right side then aggregates that year alone.)
+// Only where equality is exact: not for INTERSECT's NULL-equal keys, floats (-0.0 = 0.0) or keys
+// of different types.
+Exprs CarriedOverKeys(const PlanNode& join, int from) {
+  if (join.null_equal_keys || join.left_keys.size() != join.right_keys.size()) return {};
+  const PlanNode& side = from == 0 ? *join.input : *join.right;
+  const PlanNode& other_side = from == 0 ? *join.right : *join.input;
+  const auto& keys = from == 0 ? join.left_keys : join.right_keys;
+  const auto& others = from == 0 ? join.right_keys : join.left_keys;
+  Exprs holds;
+  HoldsOn(side, &holds);
+  Exprs carried;
+  std::shared_ptr<arrow::Schema> schemas[2];
+  for (const auto& c : holds) {
+    const std::string column = *OnlyColumn(c);
+    const auto key = std::find(keys.begin(), keys.end(), column);
+    if (key == keys.end()) continue;
+    if (schemas[0] == nullptr) {
+      auto a = plan::OutputSchema(side);
+      auto b = plan::OutputSchema(other_side);
+      if (!a.ok() || !b.ok()) return {};
+      schemas[0] = *a;
+      schemas[1] = *b;
+    }
+    const std::string& other = others[key - keys.begin()];
+    const auto field = schemas[0]->GetFieldByName(column);
+    const auto other_field = schemas[1]->GetFieldByName(other);
+    if (field == nullptr || other_field == nullptr ||
+        !field->type()->Equals(*other_field->type()) || arrow::is_floating(field->type()->id())) {
+      continue;
+    }
+    cp::Expression derived = Renamed(c, column, other);
+    if (std::find(carried.begin(), carried.end(), derived) == carried.end()) {
+      carried.push_back(std::move(derived));
+    }
+  }
+  if (carried.empty()) return carried;
+  Exprs there;
+  HoldsOn(other_side, &there);
+  Exprs fresh;
+  for (const auto& c : carried) {
+    if (std::find(there.begin(), there.end(), c) == there.end()) fresh.push_back(c);
+  }
+  return fresh;
+}
+
 // `conjuncts` applied right above *slot: added to the Filter there, or in a new one.
 void Place(Slot* slot, const Exprs& conjuncts) {
   if (conjuncts.empty()) return;
@@ -146,7 +272,10 @@ void Place(Slot* slot, const Exprs& conjuncts) {
   if (node.kind == PlanNode::Kind::kFilter) {
     Exprs all;
     Conjuncts(node.predicate, &all);
-    all.insert(all.end(), conjuncts.begin(), conjuncts.end());
+    for (const auto& c : conjuncts) {
+      // A condition derived through join keys may already be there.
+      if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
+    }
     node.predicate = And(all);
     return;
   }
@@ -175,7 +304,14 @@ std::vector<size_t> SinkFilter(Slot* slot, const Exprs& incoming) {
     if (!IsTrue(c) && ReadsColumns(c)) down.push_back(c);
   }
   const size_t own_down = down.size();
-  down.insert(down.end(), incoming.begin(), incoming.end());
+  // An incoming condition the Filter already has (one derived through join keys again) is
+  // neither sunk twice nor handed back.
+  std::vector<size_t> fresh;  // for each incoming conjunct that goes down, its index
+  for (size_t i = 0; i < incoming.size(); ++i) {
+    if (std::find(own.begin(), own.end(), incoming[i]) != own.end()) continue;
+    fresh.push_back(i);
+    down.push_back(incoming[i]);
+  }
   const std::vector<size_t> left = Sink(&filter.input, down);
   const std::set<size_t> stays(left.begin(), left.end());
   Exprs here;
@@ -190,7 +326,7 @@ std::vector<size_t> SinkFilter(Slot* slot, const Exprs& incoming) {
   }
   std::vector<size_t> up;
   for (size_t i : left) {
-    if (i >= own_down) up.push_back(i - own_down);
+    if (i >= own_down) up.push_back(fresh[i - own_down]);
   }
   if (here.empty()) {
     *slot = std::move(filter.input);
@@ -267,7 +403,17 @@ std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts) {
           node.join_filter = kept.empty() ? cp::literal(true) : And(kept);
       }
       SinkAndPlace(&node.input, to_left);
+      // What holds on the left carries over to the right. (An anti join is NOT EXISTS: the
+      // binder refuses NOT IN over a column that may be NULL, whose answer would change with
+      // the NULL keys such a condition drops.)
+      if (node.join_type != JoinType::kFull) {
+        for (auto& c : CarriedOverKeys(node, 0)) to_right.push_back(std::move(c));
+      }
       SinkAndPlace(&node.right, to_right);
+      if (node.join_type == JoinType::kInner) {
+        const Exprs back = CarriedOverKeys(node, 1);
+        if (!back.empty()) SinkAndPlace(&node.input, back);
+      }
       return stay;
     }
     case PlanNode::Kind::kUnion: {

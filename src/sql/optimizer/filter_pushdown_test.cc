@@ -212,5 +212,54 @@ TEST_F(FilterPushdownTest, ATrueConditionGoes) {
             "  Scan t (1 files) columns=[k#0, g#1, v#2]\n");
 }
 
+TEST_F(FilterPushdownTest, AConditionOnAJoinKeyHoldsOnTheOtherSidesKey) {
+  // The left join keeps t's rows, and u's rows other than uk = 5 could only have matched rows
+  // k = 5 drops.
+  EXPECT_EQ(Pushed("select k, name from t left join u on k = uk where k = 5"),
+            "Project k#5 := k#0, name#6 := name#4\n"
+            "  HashJoin left on k#0 = uk#3\n"
+            "    Filter (k#0 == 5)\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2] pushdown=(k#0 == 5)\n"
+            "    Filter (uk#3 == 5)\n"
+            "      Scan u (1 files) columns=[uk#3, name#4] pushdown=(uk#3 == 5)\n");
+  // An inner join carries it from either side.
+  EXPECT_EQ(Pushed("select k from t join u on k = uk where uk > 3"),
+            "Project k#5 := k#0\n"
+            "  HashJoin inner on k#0 = uk#3\n"
+            "    Filter (k#0 > 3)\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2] pushdown=(k#0 > 3)\n"
+            "    Filter (uk#3 > 3)\n"
+            "      Scan u (1 files) columns=[uk#3, name#4] pushdown=(uk#3 > 3)\n");
+  // Through a grouping on the key, and not onto the preserved side from the padded one.
+  EXPECT_EQ(Pushed("select k, c, name from (select k, count(*) as c from t group by k) a "
+                   "left join u on k = uk where k < 3 and name = 'x'"),
+            "Project k#8 := k#4, c#9 := c#5, name#10 := name#7\n"
+            "  Filter (name#7 == \"x\")\n"
+            "    HashJoin left on k#4 = uk#6\n"
+            "      Project k#4 := k#0, c#5 := __agg3\n"
+            "        FinalAggregate keys=[k#0] aggregates=[__agg3 := sum(__p3)]\n"
+            "          PartialAggregate keys=[k#0] aggregates=[__p3 := count_all()]\n"
+            "            Project k#0 := k#0\n"
+            "              Filter (k#0 < 3)\n"
+            "                Scan t (1 files) columns=[k#0, g#1, v#2] pushdown=(k#0 < 3)\n"
+            "      Filter (uk#6 < 3)\n"
+            "        Scan u (1 files) columns=[uk#6, name#7] pushdown=(uk#6 < 3)\n");
+  // Into a NOT EXISTS subquery too: rows it drops could only have matched rows k = 5 drops.
+  EXPECT_EQ(Pushed("select k from t where not exists (select 1 from u where uk = k) and k = 5"),
+            "Project k#5 := k#0\n"
+            "  HashJoin anti on k#0 = uk#3\n"
+            "    Filter (k#0 == 5)\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2] pushdown=(k#0 == 5)\n"
+            "    Filter (uk#3 == 5)\n"
+            "      Scan u (1 files) columns=[uk#3, name#4] pushdown=(uk#3 == 5)\n");
+  // Not between keys of different types (nor from a float key, where -0.0 = 0.0).
+  EXPECT_EQ(Pushed("select k from t join u on v = uk where v = 5"),
+            "Project k#5 := k#0\n"
+            "  HashJoin inner on v#2 = uk#3\n"
+            "    Filter (v#2 == 5)\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2] pushdown=(v#2 == 5)\n"
+            "    Scan u (1 files) columns=[uk#3, name#4]\n");
+}
+
 }  // namespace
 }  // namespace sluice::sql
