@@ -550,5 +550,38 @@ TEST_F(JoinOrderTest, AScalarSubqueryComparedWithOneItemJoinsThatItemFirst) {
   EXPECT_EQ(inner.right->input->input_estimate, 100);  // the subquery's join sees all of u
 }
 
+// The largest item is t left-joined to u: the other items' joins read t alone, so they run first
+// and the left join on what they keep, with the conditions on its padded side above it. Not
+// when a condition reads the padded side and another item, nor for an item other than the
+// largest (whose joins to a larger item would give the left join more rows to probe).
+TEST_F(JoinOrderTest, ALeftJoinOfTheLargestItemRunsAfterItsInnerJoins) {
+  EXPECT_EQ(Ordered("select a.k from t a left join u b on a.k = b.uk join u c on a.g = c.name "
+                    "where c.uk = 1 and b.name is null",
+                    1000, 100),
+            "Project k#7 := k#0\n"
+            "  Filter ((uk#5 == 1) and is_null(name#4, {nan_is_null=false}))\n"
+            "    HashJoin left on k#0 = uk#3\n"
+            "      HashJoin inner on g#1 = name#6\n"
+            "        Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "        Scan u (1 files) columns=[uk#5, name#6]\n"
+            "      Scan u (1 files) columns=[uk#3, name#4]\n");
+  EXPECT_EQ(Ordered("select a.k from t a left join u b on a.k = b.uk join u c on b.name = c.name",
+                    1000, 100),
+            "Project k#7 := k#0\n"
+            "  HashJoin inner on name#4 = name#6\n"
+            "    HashJoin left on k#0 = uk#3\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "      Scan u (1 files) columns=[uk#3, name#4]\n"
+            "    Scan u (1 files) columns=[uk#5, name#6]\n");
+  EXPECT_EQ(
+      Ordered("select a.k from t a left join u b on a.k = b.uk join u c on a.g = c.name", 10, 100),
+      "Project k#7 := k#0\n"
+      "  HashJoin inner on name#6 = g#1\n"
+      "    Scan u (1 files) columns=[uk#5, name#6]\n"
+      "    HashJoin left on k#0 = uk#3\n"
+      "      Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+      "      Scan u (1 files) columns=[uk#3, name#4]\n");
+}
+
 }  // namespace
 }  // namespace sluice::sql
