@@ -8,6 +8,7 @@
 
 #include "plan/table_provider.h"
 #include "sql/optimizer/column_pruning.h"
+#include "sql/optimizer/plan_rewrite.h"
 
 namespace sluice::sql {
 
@@ -23,18 +24,6 @@ bool Has(const std::vector<std::string>& names, const std::string& name) {
 bool HasAll(const std::vector<std::string>& names, const std::vector<std::string>& wanted) {
   return std::all_of(wanted.begin(), wanted.end(),
                      [&](const std::string& w) { return Has(names, w); });
-}
-
-// The rows the scans under `node` read (their tables' row counts).
-double ScanRows(const PlanNode& node) {
-  double rows = 0;
-  if (node.kind == Kind::kScan && node.table != nullptr) {
-    rows += static_cast<double>(std::max<int64_t>(node.table->num_rows, 0));
-  }
-  if (node.input != nullptr) rows += ScanRows(*node.input);
-  if (node.right != nullptr) rows += ScanRows(*node.right);
-  for (const auto& item : node.items) rows += ScanRows(*item);
-  return rows;
 }
 
 // Whether a copy of `node` may run as a reducer: only scans, filters, projections and joins,

@@ -1,5 +1,7 @@
 #include "sql/optimizer/plan_rewrite.h"
 
+#include <algorithm>
+
 namespace sluice::sql {
 
 namespace {
@@ -15,6 +17,17 @@ arrow::Status Below(std::unique_ptr<PlanNode>* slot,
 }
 
 }  // namespace
+
+double ScanRows(const PlanNode& node) {
+  double rows = 0;
+  if (node.kind == PlanNode::Kind::kScan && node.table != nullptr) {
+    rows += static_cast<double>(std::max<int64_t>(node.table->num_rows, 0));
+  }
+  if (node.input != nullptr) rows += ScanRows(*node.input);
+  if (node.right != nullptr) rows += ScanRows(*node.right);
+  for (const auto& item : node.items) rows += ScanRows(*item);
+  return rows;
+}
 
 arrow::Status RewriteBottomUp(
     PlanNode* plan, const std::function<arrow::Status(std::unique_ptr<PlanNode>*)>& visit) {

@@ -12,6 +12,10 @@
 
 namespace sluice::sql {
 
+/// The rows the scans under `node` read (their tables' row counts): what a side of a join costs
+/// before its filters, where the passes after join_order weigh one side against another.
+double ScanRows(const PlanNode& node);
+
 /// Calls `visit` on every node of `plan`, children first; `visit` may replace *slot.
 arrow::Status RewriteBottomUp(
     PlanNode* plan, const std::function<arrow::Status(std::unique_ptr<PlanNode>*)>& visit);
