@@ -209,7 +209,9 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
   ARROW_ASSIGN_OR_RAISE(BoundQuery bound,
                         BindLogical(select.select, select.sql, resolve, functions));
   std::vector<std::string> passes;
-  ARROW_RETURN_NOT_OK(Optimize(bound.plan.get(), DefaultPasses(), &passes));
+  const bool in_process = options.workers == 0 && options.executor == "local";
+  ARROW_RETURN_NOT_OK(
+      Optimize(bound.plan.get(), in_process ? InProcessPasses() : DefaultPasses(), &passes));
   // Provider tables' libraries join the session spec, as called functions' do (after the
   // passes: the bound plan keeps its FROM items in join sets).
   for (const PlanNode* scan : plan::ScansOf(*bound.plan)) {

@@ -87,9 +87,10 @@ bool IsLevelFilter(const PlanNode& filter);
 /// semi and left joins of its subqueries, which decorrelate made), becomes OrderJoins' tree; the
 /// semi joins go where PlaceSemiJoins says, the left joins above them, and the conditions in a
 /// Filter on top. An uncorrelated scalar subquery whose result WHERE compares with one FROM
-/// item's columns alone is joined to that item instead, with those conditions, before the joins. Every deferred estimate on a join is filled. Runs after decorrelate. Its one
-/// user error is OrderJoins' "not supported: a cross join"; any other is a bug (a logical plan
-/// the binder did not make).
+/// item's columns alone is joined to that item instead, with those conditions, before the joins.
+/// Every deferred estimate on a join is filled. Runs after decorrelate. Its one user error is
+/// OrderJoins' "not supported: a cross join"; any other is a bug (a logical plan the binder did not
+/// make).
 arrow::Status OrderJoinSets(PlanNode* plan);
 
 }  // namespace sluice::sql

@@ -1,9 +1,12 @@
 #include "sql/optimizer/optimizer.h"
 
+#include <algorithm>
+
 #include "sql/optimizer/aggregate_reduction.h"
 #include "sql/optimizer/column_pruning.h"
 #include "sql/optimizer/constant_folding.h"
 #include "sql/optimizer/decorrelate.h"
+#include "sql/optimizer/eager_aggregation.h"
 #include "sql/optimizer/filter_pushdown.h"
 #include "sql/optimizer/join_order.h"
 #include "sql/optimizer/outer_join_conditions.h"
@@ -49,6 +52,20 @@ const std::vector<Pass>& DefaultPasses() {
          return arrow::Status::OK();
        }},
   };
+  return passes;
+}
+
+const std::vector<Pass>& InProcessPasses() {
+  static const std::vector<Pass> passes = [] {
+    std::vector<Pass> all = DefaultPasses();
+    const auto before =
+        std::find_if(all.begin(), all.end(), [](const Pass& p) { return p.name == "build_sides"; });
+    all.insert(before, {"eager_aggregation", [](PlanNode* plan) {
+                          AggregateBeforeJoins(plan);
+                          return arrow::Status::OK();
+                        }});
+    return all;
+  }();
   return passes;
 }
 

@@ -33,6 +33,12 @@ struct Pass {
 /// "scan_batch_rows" (from the build sides chosen).
 const std::vector<Pass>& DefaultPasses();
 
+/// DefaultPasses with "eager_aggregation" before "build_sides" (eager_aggregation.h): for a
+/// query that runs in one process. The stage planner would cut the grouping under the join into
+/// stages of its own and run the join and the grouping above it on the driver, which it does not
+/// yet weigh against keeping the join in the map stage.
+const std::vector<Pass>& InProcessPasses();
+
 /// Runs `passes` over `plan` in order, appending each one's name to `ran` (when given).
 arrow::Status Optimize(PlanNode* plan, const std::vector<Pass>& passes,
                        std::vector<std::string>* ran = nullptr);
