@@ -113,6 +113,51 @@ bool Filters(const PlanNode& node) {
   return node.input != nullptr && Filters(*node.input);
 }
 
+// Moves the semi join at *slot below the operators under it that pass its keys on: projections
+// (under the keys' names there), filters, and joins one of whose kept sides has them all. Where
+// the keys come from a dimension (TPC-DS q59's weeks from date_dim), the semi join then drops
+// that dimension's rows before the fact rows join it, not the joined rows after.
+void SinkSemiJoin(std::unique_ptr<PlanNode>* slot) {
+  std::vector<std::string> keys = (*slot)->left_keys;
+  std::unique_ptr<PlanNode>* at = &(*slot)->input;
+  std::unique_ptr<PlanNode>* target = nullptr;  // the deepest place below a join
+  std::vector<std::string> target_keys;
+  while (true) {
+    PlanNode& below = **at;
+    if (below.kind == Kind::kFilter) {
+      at = &below.input;
+    } else if (below.kind == Kind::kProject) {
+      bool passed = true;
+      for (auto& k : keys) {
+        auto source = SourceColumn(below, k);
+        passed = passed && source.has_value();
+        if (source) k = *source;
+      }
+      if (!passed) break;
+      at = &below.input;
+    } else if (below.kind == Kind::kJoin && below.join_type != JoinType::kFull &&
+               HasAll(below.input->OutputNames(), keys)) {
+      at = &below.input;  // the kept side of a left, semi or anti join
+      target = at;
+      target_keys = keys;
+    } else if (below.kind == Kind::kJoin && below.join_type == JoinType::kInner &&
+               HasAll(below.right->OutputNames(), keys)) {
+      at = &below.right;
+      target = at;
+      target_keys = keys;
+    } else {
+      break;
+    }
+  }
+  if (target == nullptr) return;
+  // Out of its place (nodes keep their addresses, so `target` stays valid), into the target.
+  std::unique_ptr<PlanNode> semi = std::move(*slot);
+  *slot = std::move(semi->input);
+  semi->left_keys = std::move(target_keys);
+  semi->input = std::move(*target);
+  *target = std::move(semi);
+}
+
 // Semi joins the input of the aggregate under `side` to the `other` side's `other_keys`, when
 // `side`'s `keys` are its group keys and a cheap enough reducer exists.
 void Reduce(PlanNode* side, std::vector<std::string> keys, const PlanNode& other,
@@ -147,6 +192,7 @@ void Reduce(PlanNode* side, std::vector<std::string> keys, const PlanNode& other
   semi->null_equal_keys = null_equal_keys;
   semi->right = std::move(reducer);
   lowest->input = std::move(semi);
+  SinkSemiJoin(&lowest->input);
 }
 
 void Visit(PlanNode* node, int* counter) {

@@ -23,7 +23,9 @@ inline constexpr double kReducerMaxShare = 0.2;
 /// smallest part of the other side that produces them with no more values than the join sees
 /// (joins are looked through toward the side that holds the keys, filters are not), which must
 /// filter something (not a bare scan), hold no aggregate, window, sort or limit, and scan at most
-/// kReducerMaxShare of the aggregate input's rows. Changes no result.
+/// kReducerMaxShare of the aggregate input's rows. The semi join then goes below the filters,
+/// projections and joins under the aggregate to the side of a join that has the keys (TPC-DS
+/// q59's weeks onto its date_dim, before store sales join it). Changes no result.
 void ReduceAggregatesByJoins(PlanNode* plan);
 
 }  // namespace sluice::sql

@@ -319,6 +319,33 @@ TEST_F(OptimizerTest, AggregateReductionSemiJoinsAGroupedSideToFilteredKeys) {
             "Project __reduce0_uk#0 := uk#0\n");
 }
 
+TEST_F(OptimizerTest, AggregateReductionGoesBelowTheJoinsUnderTheAggregate) {
+  // The grouped key comes from t, joined to u2 under the aggregate: the semi join drops t's rows
+  // before that join, not the joined rows after it.
+  auto q = Prepared(
+      "select u.name, a.s from u join (select t.k, sum(t.v) as s from t join u u2 on t.k = u2.uk "
+      "group by t.k) a on u.uk = a.k where u.name = 'n'",
+      1'000'000, 100);
+  ReduceAggregatesByJoins(q.plan.get());
+  EXPECT_EQ(
+      q.plan->Explain(),
+      "Project name#10 := name#1, s#11 := s#9\n"
+      "  HashJoin inner on k#8 = uk#0\n"
+      "    Project k#8 := k#2, s#9 := __agg7\n"
+      "      FinalAggregate keys=[k#2] aggregates=[__agg7 := sum(__p7)]\n"
+      "        PartialAggregate keys=[k#2] aggregates=[__p7 := sum(__in7)]\n"
+      "          Project k#2 := k#2, __in7 := v#4\n"
+      "            HashJoin inner on k#2 = uk#5\n"
+      "              HashJoin semi on k#2 = __reduce0_uk#0\n"
+      "                Scan t (1 files) columns=[k#2, v#4]\n"
+      "                Project __reduce0_uk#0 := uk#0\n"
+      "                  Filter (name#1 == \"n\")\n"
+      "                    Scan u (1 files) columns=[uk#0, name#1] pushdown=(name#1 == \"n\")\n"
+      "              Scan u (1 files) columns=[uk#5]\n"
+      "    Filter (name#1 == \"n\")\n"
+      "      Scan u (1 files) columns=[uk#0, name#1] pushdown=(name#1 == \"n\")\n");
+}
+
 TEST_F(OptimizerTest, AggregateReductionOnlyWhereNoResultCanChange) {
   const std::vector<std::string> unchanged = {
       // The other side filters nothing: a reducer would be all of u.
