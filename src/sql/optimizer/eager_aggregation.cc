@@ -41,6 +41,44 @@ std::optional<std::string> Combining(const std::string& function) {
   return std::nullopt;
 }
 
+// Whether `e` can be computed on any row without failing, bar overflow: grouped below the join,
+// it meets the fact rows the join would drop, which the query never computed it on (a division
+// by a column could divide by zero there). Arithmetic, comparisons, CASE and COALESCE, casts,
+// and division by a literal other than zero.
+bool SafeOnAnyRow(const cp::Expression& e) {
+  if (e.field_ref() != nullptr || e.literal() != nullptr) return true;
+  const cp::Expression::Call* call = e.call();
+  if (call == nullptr) return false;
+  static const std::set<std::string> kSafe = {"add",         "add_checked",
+                                              "subtract",    "subtract_checked",
+                                              "multiply",    "multiply_checked",
+                                              "negate",      "negate_checked",
+                                              "abs",         "case_when",
+                                              "coalesce",    "if_else",
+                                              "make_struct", "cast",
+                                              "equal",       "not_equal",
+                                              "less",        "less_equal",
+                                              "greater",     "greater_equal",
+                                              "is_in",       "is_null",
+                                              "is_valid",    "and",
+                                              "and_kleene",  "or",
+                                              "or_kleene",   "invert"};
+  if (call->function_name == "divide" || call->function_name == "divide_checked") {
+    const arrow::Datum* divisor =
+        call->arguments.size() == 2 ? call->arguments[1].literal() : nullptr;
+    if (divisor == nullptr || !divisor->is_scalar() || !divisor->scalar()->is_valid) return false;
+    // (Scalar::CastTo has no decimal to double; the Cast function has.)
+    auto value = cp::Cast(*divisor, arrow::float64());
+    if (!value.ok() || !value->is_scalar() || !value->scalar()->is_valid ||
+        static_cast<const arrow::DoubleScalar&>(*value->scalar()).value == 0) {
+      return false;
+    }
+  } else if (!kSafe.count(call->function_name)) {
+    return false;
+  }
+  return std::all_of(call->arguments.begin(), call->arguments.end(), SafeOnAnyRow);
+}
+
 bool IsSmallKeyType(const arrow::DataType& type) {
   return arrow::is_integer(type.id()) || type.id() == arrow::Type::DATE32 ||
          type.id() == arrow::Type::DATE64;
@@ -116,7 +154,10 @@ void GroupFactSideFirst(PlanNode* final) {
     const int side = side_of(k);
     if (side == 2) return;
     if (side != fact) continue;  // a dimension column (or a literal): grouped above
-    if (!add(k, project.expressions[computed.at(k)])) return;
+    if (!SafeOnAnyRow(project.expressions[computed.at(k)]) ||
+        !add(k, project.expressions[computed.at(k)])) {
+      return;
+    }
     keys_below.insert(k);
     if (std::find(fact_join_keys.begin(), fact_join_keys.end(), k) == fact_join_keys.end()) {
       own_keys.push_back(k);
@@ -127,7 +168,9 @@ void GroupFactSideFirst(PlanNode* final) {
   }
   std::vector<std::string> group_below = below->names;
   for (const auto& p : partial.aggregates) {
-    if (!p.input.empty() && !add(p.input, project.expressions[computed.at(p.input)])) return;
+    if (p.input.empty()) continue;
+    const cp::Expression& input = project.expressions[computed.at(p.input)];
+    if (!SafeOnAnyRow(input) || !add(p.input, input)) return;
   }
   if (own_keys.size() > kEagerMaxOwnKeys) return;
   {

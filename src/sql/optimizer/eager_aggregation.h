@@ -27,8 +27,9 @@ inline constexpr size_t kEagerMaxOwnKeys = 2;
 /// is grouped first by its join keys and the group keys it computes, with each aggregate's partial
 /// step, and the aggregate above adds up those groups (sum, count) or takes their min or max. Only
 /// sum, count, count(*), min and max; not with a join condition beyond the keys, NULL-equal keys or
-/// a group key reading both sides. EXPLAIN shows the grouping under the join, its aggregates named
-/// `…@eager`.
+/// a group key reading both sides; nor where an aggregate's input or a key computed below could
+/// fail on the fact rows the join drops (a division by a column), which the query never computed
+/// it on. EXPLAIN shows the grouping under the join, its aggregates named `…@eager`.
 void AggregateBeforeJoins(PlanNode* plan);
 
 }  // namespace sluice::sql

@@ -163,6 +163,20 @@ std::optional<std::string> OnlyColumn(const cp::Expression& e) {
   return column;
 }
 
+// Whether `e` compares columns with literals and combines such comparisons, and nothing else:
+// it cannot fail on any row, so it may run on rows the query would not have evaluated it on
+// (a condition carried across a join key meets the other side's unmatched rows).
+bool CannotFail(const cp::Expression& e) {
+  if (e.field_ref() != nullptr || e.literal() != nullptr) return true;
+  const cp::Expression::Call* call = e.call();
+  if (call == nullptr) return false;
+  static const std::set<std::string> kSafe = {
+      "equal",   "not_equal", "less", "less_equal", "greater", "greater_equal", "is_in",
+      "is_null", "is_valid",  "and",  "and_kleene", "or",      "or_kleene",     "invert"};
+  if (!kSafe.count(call->function_name)) return false;
+  return std::all_of(call->arguments.begin(), call->arguments.end(), CannotFail);
+}
+
 // Adds to `out` conditions on one column each that hold on every row `node` outputs, over its
 // output names: those of the Filters below it that its operators carry up unchanged.
 void HoldsOn(const PlanNode& node, Exprs* out) {
@@ -221,7 +235,7 @@ void HoldsOn(const PlanNode& node, Exprs* out) {
 // carry over to the other side and do not hold there yet. (TPC-DS q78 reads one year of the left
 // side of two left joins keyed on the year: each right side then aggregates that year alone.)
 // Only where equality is exact: not for INTERSECT's NULL-equal keys, floats (-0.0 = 0.0) or keys
-// of different types.
+// of different types; and only comparisons with literals (CannotFail).
 Exprs CarriedOverKeys(const PlanNode& join, int from) {
   if (join.null_equal_keys || join.left_keys.size() != join.right_keys.size()) return {};
   const PlanNode& side = from == 0 ? *join.input : *join.right;
@@ -235,7 +249,7 @@ Exprs CarriedOverKeys(const PlanNode& join, int from) {
   for (const auto& c : holds) {
     const std::string column = *OnlyColumn(c);
     const auto key = std::find(keys.begin(), keys.end(), column);
-    if (key == keys.end()) continue;
+    if (key == keys.end() || !CannotFail(c)) continue;
     if (schemas[0] == nullptr) {
       auto a = plan::OutputSchema(side);
       auto b = plan::OutputSchema(other_side);

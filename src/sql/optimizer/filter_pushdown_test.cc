@@ -252,6 +252,14 @@ TEST_F(FilterPushdownTest, AConditionOnAJoinKeyHoldsOnTheOtherSidesKey) {
             "      Scan t (1 files) columns=[k#0, g#1, v#2] pushdown=(k#0 == 5)\n"
             "    Filter (uk#3 == 5)\n"
             "      Scan u (1 files) columns=[uk#3, name#4] pushdown=(uk#3 == 5)\n");
+  // Not a condition that could fail on u's rows, which the query never evaluated it on.
+  EXPECT_EQ(
+      Pushed("select k from t join u on k = uk where 100 / k > 1"),
+      "Project k#5 := k#0\n"
+      "  HashJoin inner on k#0 = uk#3\n"
+      "    Filter (divide_checked(100, k#0) > 1)\n"
+      "      Scan t (1 files) columns=[k#0, g#1, v#2] pushdown=(divide_checked(100, k#0) > 1)\n"
+      "    Scan u (1 files) columns=[uk#3, name#4]\n");
   // Not between keys of different types (nor from a float key, where -0.0 = 0.0).
   EXPECT_EQ(Pushed("select k from t join u on v = uk where v = 5"),
             "Project k#5 := k#0\n"
