@@ -21,6 +21,7 @@
 #include "exec/filter_node.h"
 #include "exec/int_key_aggregate.h"
 #include "exec/int_key_join.h"
+#include "exec/int_range_pruning.h"
 #include "exec/join_gate.h"
 #include "exec/project_node.h"
 #include "exec/scan_readahead.h"
@@ -111,9 +112,11 @@ arrow::Result<std::vector<std::shared_ptr<ds::FileFragment>>> ParquetFragments(
                                   "' do not match its files");
   }
   std::vector<cp::Expression> conjuncts;
+  std::vector<cp::Expression> unbound;  // the same, as written (IntRangeKeeps)
   if (filter) {
     std::vector<cp::Expression> parts;
     plan::Conjuncts(*filter, &parts);
+    unbound = parts;
     for (const auto& c : parts) {
       auto bound = c.Bind(*table.schema);
       if (bound.ok()) conjuncts.push_back(std::move(*bound));
@@ -153,6 +156,20 @@ arrow::Result<std::vector<std::shared_ptr<ds::FileFragment>>> ParquetFragments(
           }
         }
         kept = std::move(ids);
+      }
+      // And by the integer statistics, which Arrow cannot use where a group has NULLs.
+      int known = 0;
+      const std::set<int> excluded = IntRangeExcludes(table, i, unbound, &known);
+      if (!excluded.empty()) {
+        if (!kept) {
+          kept.emplace();
+          if (row_groups) {
+            kept->insert(row_groups->begin(), row_groups->end());
+          } else {
+            for (int id = 0; id < known; ++id) kept->insert(id);
+          }
+        }
+        for (int id : excluded) kept->erase(id);
       }
       if (kept) {
         if (kept->empty()) continue;
