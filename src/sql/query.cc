@@ -22,6 +22,7 @@
 #include "plan/table_provider.h"
 #include "sql/binder.h"
 #include "sql/distributed_query.h"
+#include "sql/join_key_ranges.h"
 #include "sql/optimizer/optimizer.h"
 #include "sql/run_with_stack.h"
 #include "sql/sql_parser.h"
@@ -254,6 +255,11 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
   }
   // A top-N over one Parquet table reads its sort key first (not for EXPLAIN alone: it runs).
   if (!select.explain || select.analyze) ARROW_RETURN_NOT_OK(BoundTopNScan(bound.plan.get()));
+  // A probe scan clustered on a join key reads only the row groups of the dimension's key range
+  // (a first pass too).
+  if (!select.explain || select.analyze) {
+    ARROW_RETURN_NOT_OK(BoundJoinKeyRanges(bound.plan.get()));
+  }
   if (select.explain) {
     ARROW_ASSIGN_OR_RAISE(auto decl, exec::ToDeclaration(*bound.plan));
     if (!select.analyze) {

@@ -1,0 +1,37 @@
+// A hash join whose build side is a filtered dimension (TPC-DS q37's 60 days of date_dim) and
+// whose probe side scans a table clustered on the join key (inventory is written in date order:
+// 6 row groups of 2M rows, each a span of the dates) can match only in the row groups whose
+// statistics meet the range of the dimension's keys. A first pass reads that range from the
+// dimension, and the probe scan's pushed-down filter gets it, so its row groups outside are
+// never read. DuckDB's hash joins push the same range into their probe scans as they run.
+#pragma once
+
+#include <arrow/status.h>
+
+#include "sql/plan_node.h"
+
+namespace sluice::sql {
+
+/// The dimension's table may have at most this many rows: the first pass reads it once more.
+inline constexpr int64_t kKeyRangeMaxBuildRows = 100'000;
+
+/// The dimension's filters must be estimated to keep at most this share of its rows: wider, its
+/// keys likely span most of the probe table (TPC-DS q18's six birth months of customers).
+inline constexpr double kKeyRangeMaxShare = 0.2;
+
+/// A table counts as clustered on a column when its row groups' spans of the column, added up,
+/// are under this many times the column's whole span (nearly disjoint, as when sorted; two row
+/// groups that each span everything add up to twice).
+inline constexpr double kClusteredSpanRatio = 1.5;
+
+/// For each inner or semi join in `plan` that hashes its right side, where that side is filters
+/// and projections over one scan of a table of at most kKeyRangeMaxBuildRows rows whose filters
+/// keep at most kKeyRangeMaxShare of them (by the join's estimate), and where a join key passes up
+/// unchanged from a Parquet scan on the probe side (through filters, projections and the joins'
+/// sides that keep its rows) whose table has two or more row groups clustered on that integer
+/// column: runs the first pass over the right side and adds `key >= min AND key <= max` to that
+/// scan's pushed-down filter (row groups only: the join drops the rows of a group read that do not
+/// match). Leaves a join as it is where the right side is empty.
+arrow::Status BoundJoinKeyRanges(PlanNode* plan);
+
+}  // namespace sluice::sql
