@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exec/plan_executor.h"
+#include "sql/optimizer/plan_rewrite.h"
 
 namespace sluice::sql {
 
@@ -29,14 +30,9 @@ PlanNode* ProbeScan(PlanNode* node, std::string name) {
         node = node->input.get();
         continue;
       case Kind::kProject: {
-        auto at = std::find(node->names.begin(), node->names.end(), name);
-        if (at != node->names.end()) {
-          const auto* ref = node->expressions[at - node->names.begin()].field_ref();
-          if (ref == nullptr || ref->name() == nullptr) return nullptr;
-          name = *ref->name();
-        } else if (!node->keep_input) {
-          return nullptr;
-        }
+        auto source = SourceColumn(*node, name);
+        if (!source) return nullptr;
+        name = *source;
         node = node->input.get();
         continue;
       }

@@ -12,6 +12,7 @@
 #include "exec/plan_executor.h"
 #include "plan/conjuncts.h"
 #include "sql/optimizer/column_pruning.h"
+#include "sql/optimizer/plan_rewrite.h"
 
 namespace sluice::sql {
 
@@ -37,14 +38,9 @@ PlanNode* ScanColumn(PlanNode* node, std::string name, std::string* column) {
         node = node->input.get();
         continue;
       case PlanNode::Kind::kProject: {
-        auto at = std::find(node->names.begin(), node->names.end(), name);
-        if (at != node->names.end()) {
-          const auto* ref = node->expressions[at - node->names.begin()].field_ref();
-          if (ref == nullptr || ref->name() == nullptr) return nullptr;
-          name = *ref->name();
-        } else if (!node->keep_input) {
-          return nullptr;
-        }
+        auto source = SourceColumn(*node, name);
+        if (!source) return nullptr;
+        name = *source;
         node = node->input.get();
         continue;
       }

@@ -44,19 +44,6 @@ bool Copyable(const PlanNode& node) {
   return node.right == nullptr || Copyable(*node.right);
 }
 
-// The input column a projection outputs unchanged as `name` (under that name or another), or
-// nothing.
-std::optional<std::string> SourceColumn(const PlanNode& project, const std::string& name) {
-  for (size_t i = 0; i < project.names.size(); ++i) {
-    if (project.names[i] != name) continue;
-    const auto* ref = project.expressions[i].field_ref();
-    if (ref == nullptr || ref->name() == nullptr) return std::nullopt;
-    return *ref->name();
-  }
-  if (project.keep_input && Has(project.input->OutputNames(), name)) return name;
-  return std::nullopt;
-}
-
 bool PassesOn(const PlanNode& project, const std::string& name) {
   return SourceColumn(project, name) == name;
 }

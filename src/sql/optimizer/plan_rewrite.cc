@@ -6,6 +6,11 @@ namespace sluice::sql {
 
 namespace {
 
+bool HasColumn(const PlanNode& node, const std::string& name) {
+  const std::vector<std::string> names = node.OutputNames();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 arrow::Status Below(std::unique_ptr<PlanNode>* slot,
                     const std::function<arrow::Status(std::unique_ptr<PlanNode>*)>& visit) {
   PlanNode* node = slot->get();
@@ -17,6 +22,17 @@ arrow::Status Below(std::unique_ptr<PlanNode>* slot,
 }
 
 }  // namespace
+
+std::optional<std::string> SourceColumn(const PlanNode& project, const std::string& name) {
+  for (size_t i = 0; i < project.names.size(); ++i) {
+    if (project.names[i] != name) continue;
+    const auto* ref = project.expressions[i].field_ref();
+    if (ref == nullptr || ref->name() == nullptr) return std::nullopt;
+    return *ref->name();
+  }
+  if (project.keep_input && HasColumn(*project.input, name)) return name;
+  return std::nullopt;
+}
 
 double ScanRows(const PlanNode& node) {
   double rows = 0;
