@@ -20,26 +20,26 @@ using Kind = PlanNode::Kind;
 
 namespace {
 
-// The scan whose output `name` passes up unchanged to `node`'s output, through filters,
-// projections that rename it, and the sides of joins that keep their rows; null where anything
-// else is in the way or `name` is computed.
-PlanNode* ProbeScan(PlanNode* node, std::string name) {
+// The scan whose output `*name` passes up unchanged to `node`'s output, through filters,
+// projections that rename it, and the sides of joins that keep their rows, with `*name` set to
+// the scan's name for it; null where anything else is in the way or `*name` is computed.
+PlanNode* ProbeScan(PlanNode* node, std::string* name) {
   while (node != nullptr) {
     switch (node->kind) {
       case Kind::kFilter:
         node = node->input.get();
         continue;
       case Kind::kProject: {
-        auto source = SourceColumn(*node, name);
+        auto source = SourceColumn(*node, *name);
         if (!source) return nullptr;
-        name = *source;
+        *name = *source;
         node = node->input.get();
         continue;
       }
       case Kind::kJoin: {
         if (node->join_type == JoinType::kFull) return nullptr;
         const auto in = node->input->OutputNames();
-        if (std::find(in.begin(), in.end(), name) != in.end()) {
+        if (std::find(in.begin(), in.end(), *name) != in.end()) {
           node = node->input.get();
         } else if (node->join_type == JoinType::kInner) {
           node = node->right.get();
@@ -49,7 +49,7 @@ PlanNode* ProbeScan(PlanNode* node, std::string name) {
         continue;
       }
       case Kind::kScan:
-        return std::find(node->names.begin(), node->names.end(), name) != node->names.end()
+        return std::find(node->names.begin(), node->names.end(), *name) != node->names.end()
                    ? node
                    : nullptr;
       default:
@@ -134,13 +134,13 @@ arrow::Status BoundJoin(PlanNode* join, RangeMemo* memo) {
     return arrow::Status::OK();
   }
   for (size_t i = 0; i < join->left_keys.size() && i < join->right_keys.size(); ++i) {
-    PlanNode* scan = ProbeScan(join->input.get(), join->left_keys[i]);
+    std::string name = join->left_keys[i];
+    PlanNode* scan = ProbeScan(join->input.get(), &name);
     if (scan == nullptr || scan->split || scan->table == nullptr ||
         scan->table->format != "parquet") {
       continue;
     }
-    const auto at = std::find(scan->names.begin(), scan->names.end(), join->left_keys[i]);
-    const std::string& name = *at;
+    const auto at = std::find(scan->names.begin(), scan->names.end(), name);
     const std::string& column = scan->columns[at - scan->names.begin()];
     if (!Clustered(*scan->table, column)) continue;
     ARROW_ASSIGN_OR_RAISE(auto scan_schema, OutputSchema(*scan));

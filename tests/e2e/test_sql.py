@@ -1677,6 +1677,9 @@ CLUSTERED = [
     "and d_year = 3)",
     # a dimension filter that keeps no row
     "select count(*), sum(v) from cfacts, cdates where fk = d_sk and d_year = 9",
+    # the probe key renamed on its way up from the scan
+    "with f as (select fk as k2, v from cfacts) select count(*), sum(v) from f, cdates "
+    "where k2 = d_sk and d_year = 2 and d_moy = 3",
 ]
 
 
