@@ -209,12 +209,14 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node,
   }
   std::vector<std::string> paths;
   for (const auto& key : table.files) paths.push_back(table.store->FileSystemPath(key));
+  const std::set<std::string> kept =
+      dictionaries != nullptr ? DictionaryColumns(node) : std::set<std::string>{};
   std::shared_ptr<ds::FileFormat> format;
   if (table.format == "parquet") {
     auto parquet = std::make_shared<ds::ParquetFileFormat>();
-    for (const auto& c : node.columns) {
-      if (table.dictionary_columns.count(c)) parquet->reader_options.dict_columns.insert(c);
-    }
+    // Only the columns kept as dictionaries: one decoded anyway is read faster plainly than
+    // through a dictionary memo (customer's unique names and phones hashed every value).
+    parquet->reader_options.dict_columns.insert(kept.begin(), kept.end());
     format = parquet;
   } else if (table.format == "ipc") {
     format = std::make_shared<ds::IpcFileFormat>();
@@ -227,8 +229,6 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node,
   // dictionaries, which not every function in a filter takes.
   const std::optional<cp::Expression> filter = FileFilter(node);
   if (filter && table.format != "parquet") options->filter = *filter;
-  const std::set<std::string> kept =
-      dictionaries != nullptr ? DictionaryColumns(node) : std::set<std::string>{};
   if (!kept.empty()) {
     arrow::FieldVector fields = table.schema->fields();
     for (auto& f : fields) {

@@ -94,6 +94,14 @@ arrow::Status ReadParquetFooters(TableSource* table) {
           dictionary = dictionary && (!data || page.encoding == parquet::Encoding::RLE_DICTIONARY ||
                                       page.encoding == parquet::Encoding::PLAIN_DICTIONARY);
         }
+        // A dictionary nearly as large as the values (names, addresses, comments) saves
+        // nothing and costs a hash of every value as the reader interns it.
+        if (dictionary && chunk->has_dictionary_page() && row_group->num_rows() > 0 &&
+            chunk->data_page_offset() > chunk->dictionary_page_offset() &&
+            static_cast<double>(chunk->data_page_offset() - chunk->dictionary_page_offset()) >
+                kMaxDictionaryBytesPerRow * static_cast<double>(row_group->num_rows())) {
+          dictionary = false;
+        }
         if (!dictionary) table->dictionary_columns.erase(column);
       }
     }

@@ -22,6 +22,10 @@ namespace sluice::plan {
 /// store, so plans that read it run in one process.
 inline constexpr char kConstantRowFormat[] = "constant_row";
 
+/// A string column whose Parquet dictionary pages take more compressed bytes than this per row
+/// is read value by value: its values are mostly distinct, so a dictionary saves nothing.
+inline constexpr double kMaxDictionaryBytesPerRow = 1.0;
+
 struct TableSource {
   std::string name;
   std::string location;
@@ -59,6 +63,7 @@ struct TableSource {
 
   /// String columns whose every Parquet data page is dictionary-encoded: read as dictionary
   /// indices and expanded once, instead of decoded value by value (TPC-H's flags and modes).
+  /// Not one whose dictionary pages take more than kMaxDictionaryBytesPerRow per row.
   std::set<std::string> dictionary_columns;
 
   /// The units a scan of this table splits into among tasks: row groups where the footers
