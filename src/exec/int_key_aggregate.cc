@@ -12,6 +12,7 @@
 #include <arrow/util/bitmap_ops.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <string>
@@ -48,6 +49,10 @@ constexpr size_t kSharedSlices = 1024;
 
 // How far ahead of a lookup its slot is prefetched.
 constexpr uint32_t kPrefetchRows = 64;
+
+// Pairs of keys are prefetched once there are more groups than this (a table that no longer
+// fits in the cache); fewer are answered by the recent pairs.
+constexpr uint32_t kPrefetchGroups = 1 << 16;
 
 // Keys to dense group ids: open addressing over a power-of-two table of ids (0 is empty,
 // otherwise id + 1), the keys themselves in id order. A key is one int64: the key column's
@@ -176,17 +181,21 @@ inline int64_t PackKeys(int32_t first, int32_t second) {
 struct ThreadState {
   KeyGroups groups;
   std::vector<std::unique_ptr<cp::KernelState>> states;
+  int64_t rows = 0;      // consumed into `groups`
+  bool passing = false;  // later batches pass through (kPartialIntKeyAggregateFactory)
 };
 
 class IntKeyAggregateNode : public ac::ExecNode {
  public:
   IntKeyAggregateNode(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
                       std::shared_ptr<arrow::Schema> output_schema, std::vector<int> keys,
-                      std::vector<AggregateKernel> kernels, int kept_rows)
+                      std::vector<AggregateKernel> kernels, int kept_rows, bool may_pass)
       : ExecNode(plan, std::move(inputs), {"input"}, std::move(output_schema)),
         keys_(std::move(keys)),
         kernels_(std::move(kernels)),
         kept_rows_(kept_rows),
+        // Rows a filter marked as dropped would pass too: only without them.
+        may_pass_(may_pass && kept_rows < 0),
         threads_(ac::ThreadIndexer::Capacity()) {
     combinable_ = true;
     for (size_t a = 0; a < kernels_.size(); ++a) {
@@ -203,7 +212,9 @@ class IntKeyAggregateNode : public ac::ExecNode {
     for (size_t k = 0; k < keys_.size(); ++k) {
       text += (k > 0 ? ", \"" : "\"") + inputs_[0]->output_schema()->field(keys_[k])->name() + "\"";
     }
-    text += "], aggregates=[";
+    text += std::string("]") +
+            (may_pass_ ? ", passes rows where grouping does not shrink them" : "") +
+            ", aggregates=[";
     for (size_t a = 0; a < kernels_.size(); ++a) {
       text += (a > 0 ? ", " : "") + kernels_[a].function + "(";
       for (size_t i = 0; i < kernels_[a].arguments.size(); ++i) {
@@ -226,7 +237,14 @@ class IntKeyAggregateNode : public ac::ExecNode {
       return arrow::Status::Invalid("internal: thread index ", index, " past ", threads_.size());
     }
     ARROW_ASSIGN_OR_RAISE(ThreadState * state, State(index));
-    ARROW_RETURN_NOT_OK(Consume(state, batch));
+    if (state->passing) {
+      ARROW_RETURN_NOT_OK(PassThrough(batch));
+    } else {
+      ARROW_RETURN_NOT_OK(Consume(state, batch));
+      state->rows += batch.length;
+      state->passing = may_pass_ && state->rows >= kPassCheckRows &&
+                       int64_t{state->groups.size()} * kPassMinRowsPerGroup > state->rows;
+    }
     if (received_.Increment()) return Finish();
     return arrow::Status::OK();
   }
@@ -310,6 +328,10 @@ class IntKeyAggregateNode : public ac::ExecNode {
         if (kept_bits != nullptr && !arrow::bit_util::GetBit(kept_bits, kept_offset + i)) {
           ids[i] = 0;
           continue;
+        }
+        // Many pairs (an item by date) make the table larger than the cache: ask ahead.
+        if (i + kPrefetchRows < n && groups->size() > kPrefetchGroups) {
+          groups->Prefetch(PackKeys(a[i + kPrefetchRows], b[i + kPrefetchRows]));
         }
         const int64_t key = PackKeys(a[i], b[i]);
         const int at = static_cast<int>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> 60);
@@ -399,6 +421,53 @@ class IntKeyAggregateNode : public ac::ExecNode {
       ARROW_RETURN_NOT_OK(k.kernel->consume(&ctx, span));
     }
     return arrow::Status::OK();
+  }
+
+  // `batch` as output rows, each its own group: its keys, and each aggregate of its one row,
+  // by the same kernels over group ids 0, 1, 2, ... (so of the same types).
+  arrow::Status PassThrough(const cp::ExecBatch& batch) {
+    arrow::MemoryPool* pool = exec_context()->memory_pool();
+    const int64_t n = batch.length;
+    std::vector<arrow::Datum> columns;
+    for (int column : keys_) {
+      const arrow::Datum& key = batch.values[column];
+      if (key.is_scalar()) {
+        ARROW_ASSIGN_OR_RAISE(auto array, arrow::MakeArrayFromScalar(*key.scalar(), n, pool));
+        columns.emplace_back(std::move(array));
+      } else {
+        columns.push_back(key);
+      }
+    }
+    ARROW_ASSIGN_OR_RAISE(auto ids, arrow::AllocateBuffer(n * sizeof(uint32_t), pool));
+    auto* id = reinterpret_cast<uint32_t*>(ids->mutable_data());
+    for (int64_t i = 0; i < n; ++i) id[i] = static_cast<uint32_t>(i);
+    auto id_data = arrow::ArrayData::Make(arrow::uint32(), n, {nullptr, std::move(ids)}, 0);
+    for (const AggregateKernel& k : kernels_) {
+      cp::KernelContext ctx(exec_context(), k.kernel);
+      ARROW_ASSIGN_OR_RAISE(auto state, k.kernel->init(&ctx, {k.kernel, k.in_types, k.options}));
+      ctx.SetState(state.get());
+      std::vector<cp::ExecValue> values;
+      for (int column : k.arguments) {
+        const arrow::Datum& v = batch.values[column];
+        cp::ExecValue value;
+        if (v.is_scalar()) {
+          value.SetScalar(v.scalar().get());
+        } else {
+          value.SetArray(*v.array());
+        }
+        values.push_back(std::move(value));
+      }
+      cp::ExecValue ids_value;
+      ids_value.SetArray(*id_data);
+      values.push_back(std::move(ids_value));
+      ARROW_RETURN_NOT_OK(k.kernel->resize(&ctx, n));
+      ARROW_RETURN_NOT_OK(k.kernel->consume(&ctx, cp::ExecSpan(std::move(values), n)));
+      arrow::Datum out;
+      ARROW_RETURN_NOT_OK(k.kernel->finalize(&ctx, &out));
+      columns.push_back(std::move(out));
+    }
+    passed_.fetch_add(1);
+    return output_->InputReceived(this, cp::ExecBatch(std::move(columns), n));
   }
 
   // `value` as an array of `length` rows that is NULL wherever `kept` does not keep the row.
@@ -644,22 +713,24 @@ class IntKeyAggregateNode : public ac::ExecNode {
         ++batches;
       }
     }
-    return output_->InputFinished(this, batches);
+    return output_->InputFinished(this, batches + passed_.load());
   }
 
   const std::vector<int> keys_;  // one key column, or two 32-bit ones
   const std::vector<AggregateKernel> kernels_;
-  const int kept_rows_;      // the input's kKeptRowsColumn (exec/kept_rows.h), or -1
-  bool combinable_ = false;  // every aggregate's finished values combine (group_combine.h)
+  const int kept_rows_;         // the input's kKeptRowsColumn (exec/kept_rows.h), or -1
+  const bool may_pass_;         // kPartialIntKeyAggregateFactory's node
+  std::atomic<int> passed_{0};  // batches passed through
+  bool combinable_ = false;     // every aggregate's finished values combine (group_combine.h)
   std::vector<std::unique_ptr<ThreadState>> threads_;
   ac::ThreadIndexer thread_indexer_;
   ac::AtomicCounter received_;
 };
 
-// Our node for `options`, or Arrow's where our grouper does not apply.
-arrow::Result<ac::ExecNode*> MakeIntKeyAggregate(ac::ExecPlan* plan,
-                                                 std::vector<ac::ExecNode*> inputs,
-                                                 const ac::ExecNodeOptions& node_options) {
+// Our node for `options`, or Arrow's where our grouper does not apply; `may_pass`: for
+// kPartialIntKeyAggregateFactory.
+arrow::Result<ac::ExecNode*> MakeAggregate(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
+                                           const ac::ExecNodeOptions& node_options, bool may_pass) {
   const auto& options = static_cast<const ac::AggregateNodeOptions&>(node_options);
   if (inputs.size() != 1) {
     return arrow::Status::Invalid("internal: ", kIntKeyAggregateFactory, " takes one input");
@@ -721,7 +792,20 @@ arrow::Result<ac::ExecNode*> MakeIntKeyAggregate(ac::ExecPlan* plan,
   }
   auto output_schema = arrow::schema(std::move(fields));
   return plan->EmplaceNode<IntKeyAggregateNode>(plan, std::move(inputs), std::move(output_schema),
-                                                std::move(keys), std::move(kernels), kept_rows);
+                                                std::move(keys), std::move(kernels), kept_rows,
+                                                may_pass);
+}
+
+arrow::Result<ac::ExecNode*> MakeIntKeyAggregate(ac::ExecPlan* plan,
+                                                 std::vector<ac::ExecNode*> inputs,
+                                                 const ac::ExecNodeOptions& options) {
+  return MakeAggregate(plan, std::move(inputs), options, /*may_pass=*/false);
+}
+
+arrow::Result<ac::ExecNode*> MakePartialIntKeyAggregate(ac::ExecPlan* plan,
+                                                        std::vector<ac::ExecNode*> inputs,
+                                                        const ac::ExecNodeOptions& options) {
+  return MakeAggregate(plan, std::move(inputs), options, /*may_pass=*/true);
 }
 
 }  // namespace
@@ -739,8 +823,11 @@ arrow::Status RegisterIntKeyAggregate() {
   static std::once_flag once;
   static arrow::Status status;
   std::call_once(once, [] {
-    status = ac::default_exec_factory_registry()->AddFactory(kIntKeyAggregateFactory,
-                                                             MakeIntKeyAggregate);
+    auto* registry = ac::default_exec_factory_registry();
+    status = registry->AddFactory(kIntKeyAggregateFactory, MakeIntKeyAggregate);
+    if (status.ok()) {
+      status = registry->AddFactory(kPartialIntKeyAggregateFactory, MakePartialIntKeyAggregate);
+    }
   });
   return status;
 }

@@ -317,6 +317,67 @@ TEST_F(IntKeyAggregate, RowsMarkedAsDroppedAreLeftOut) {
   }
 }
 
+// The combining step above a partial one (what eager aggregation's grouping below a join
+// feeds): `partial` grouped again by `keys` with sum of counts and sums, and min of mins and
+// max of maxes, named as CombinableAggregates names them.
+std::shared_ptr<arrow::Table> Combined(const std::shared_ptr<arrow::Table>& partial,
+                                       std::vector<arrow::FieldRef> keys) {
+  auto skip = std::make_shared<cp::ScalarAggregateOptions>(/*skip_nulls=*/true, /*min_count=*/1);
+  std::vector<cp::Aggregate> combine = {
+      {"hash_sum", skip, arrow::FieldRef("sum_v"), "sum_v"},
+      {"hash_sum", skip, arrow::FieldRef("count_v"), "count_v"},
+      {"hash_sum", skip, arrow::FieldRef("n"), "n"},
+      {"hash_min", skip, arrow::FieldRef("min_v"), "min_v"},
+      {"hash_max", skip, arrow::FieldRef("max_d"), "max_d"},
+      {std::string("hash_") + plan::kDecimalSumFunction, skip, arrow::FieldRef("sum_d"), "sum_d"},
+  };
+  return Grouped(partial, "aggregate", std::move(combine), std::move(keys));
+}
+
+// A partial step that passes rows through where grouping does not shrink them: with keys nearly
+// all distinct (one key and pairs), each thread passes its rows once it has seen kPassCheckRows,
+// so keys repeat in the output, and the combining step above gives what grouping at once gives,
+// NULL keys and values included. With few keys nothing passes and each key is one row.
+TEST_F(IntKeyAggregate, PartialStepPassesRowsWhereGroupingDoesNotShrinkThem) {
+  struct Case {
+    std::string name;
+    std::shared_ptr<arrow::Table> table;
+    std::vector<arrow::FieldRef> keys;
+    bool passes;
+  };
+  const std::vector<arrow::FieldRef> k = {arrow::FieldRef("k")};
+  const std::vector<arrow::FieldRef> ab = {arrow::FieldRef("a"), arrow::FieldRef("b")};
+  const int64_t rows = 4 * kPassCheckRows;
+  const std::vector<Case> cases = {
+      {"distinct keys", Input(rows, 250'000, arrow::int64(), 71), k, true},
+      {"distinct pairs", Pairs(rows, 5'000, 5'000, arrow::date32(), 73), ab, true},
+      {"few keys", Input(rows, 1'000, arrow::int32(), 79), k, false},
+  };
+  for (const auto& c : cases) {
+    auto want = Grouped(c.table, "aggregate", CombinableAggregates(), c.keys);
+    auto partial = Grouped(c.table, kPartialIntKeyAggregateFactory, CombinableAggregates(), c.keys);
+    ASSERT_NE(want, nullptr) << c.name;
+    ASSERT_NE(partial, nullptr) << c.name;
+    EXPECT_TRUE(partial->schema()->Equals(*want->schema())) << c.name;
+    if (c.passes) {
+      EXPECT_GT(partial->num_rows(), want->num_rows()) << c.name;
+    } else {
+      EXPECT_EQ(partial->num_rows(), want->num_rows()) << c.name;
+    }
+    auto got = Combined(partial, c.keys);
+    ASSERT_NE(got, nullptr) << c.name;
+    EXPECT_EQ(got->num_rows(), want->num_rows()) << c.name;
+    EXPECT_TRUE(got->Equals(*want)) << c.name;
+  }
+  // Rows a filter marked as dropped never pass: the node groups them all.
+  auto [marked, filtered] = Marked(Input(rows, 250'000, arrow::int64(), 83), 89);
+  auto want = Grouped(filtered, "aggregate", CombinableAggregates(), k);
+  auto got = Grouped(marked, kPartialIntKeyAggregateFactory, CombinableAggregates(), k);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got->num_rows(), want->num_rows());
+  EXPECT_TRUE(got->Equals(*want));
+}
+
 TEST_F(IntKeyAggregate, OtherKeysGoToArrowsAggregate) {
   auto table = Input(5'000, 50, arrow::int64(), 3);
   // Two keys one of which is 64-bit, a string key: the same result as Arrow's node, made by it.

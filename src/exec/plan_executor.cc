@@ -285,9 +285,10 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node,
 }
 
 // `input_schema`: the types of the aggregate's input, which pick a decimal sum's kernel.
+// `repeats_keys`: the output may give a key in several rows (PlanNode::repeats_keys).
 ac::Declaration Aggregate(ac::Declaration input, const arrow::Schema& input_schema,
                           const std::vector<std::string>& key_names,
-                          const std::vector<AggregateCall>& calls) {
+                          const std::vector<AggregateCall>& calls, bool repeats_keys) {
   std::vector<cp::Aggregate> aggregates;
   const bool grouped = !key_names.empty();
   for (const auto& a : calls) {
@@ -318,9 +319,11 @@ ac::Declaration Aggregate(ac::Declaration input, const arrow::Schema& input_sche
   // One integer key or two small ones: our grouper (it makes Arrow's node itself where it does
   // not apply).
   const bool int_key = keys.size() <= 2 && !keys.empty() && RegisterIntKeyAggregate().ok();
-  return ac::Declaration::Sequence({std::move(input),
-                                    {int_key ? kIntKeyAggregateFactory : "aggregate",
-                                     ac::AggregateNodeOptions(aggregates, keys)}});
+  const char* factory = !int_key       ? "aggregate"
+                        : repeats_keys ? kPartialIntKeyAggregateFactory
+                                       : kIntKeyAggregateFactory;
+  return ac::Declaration::Sequence(
+      {std::move(input), {factory, ac::AggregateNodeOptions(aggregates, keys)}});
 }
 
 // An operator that needs all of its input first (window functions, a LIMIT below the top):
@@ -561,7 +564,7 @@ arrow::Result<ac::Declaration> AggregateOver(const PlanNode& out, const PlanNode
         input.input->input->kind == PlanNode::Kind::kScan && !given(input.input->input.get())));
   if (!coded_scan) {
     ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(input, probes, inputs));
-    return Aggregate(std::move(decl), *input_schema, keys, calls);
+    return Aggregate(std::move(decl), *input_schema, keys, calls, out.repeats_keys);
   }
   const PlanNode& filter = *input.input;  // the filter, or the scan where there is none
   const bool filtered_scan = filter.kind == PlanNode::Kind::kFilter;
@@ -594,7 +597,8 @@ arrow::Result<ac::Declaration> AggregateOver(const PlanNode& out, const PlanNode
   ARROW_ASSIGN_OR_RAISE(rows, Project(input, std::move(rows), *filter_schema, filtered.coded.get(),
                                       interned, intern));
   ARROW_ASSIGN_OR_RAISE(rows, Probed(input, std::move(rows), probes));
-  ac::Declaration aggregate = Aggregate(std::move(rows), *input_schema, keys, calls);
+  ac::Declaration aggregate =
+      Aggregate(std::move(rows), *input_schema, keys, calls, out.repeats_keys);
   if (interned.empty()) return aggregate;
   ARROW_ASSIGN_OR_RAISE(auto out_schema, plan::OutputSchema(out));
   std::vector<cp::Expression> decoded;

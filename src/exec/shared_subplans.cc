@@ -89,7 +89,8 @@ class Matcher {
         }
         return true;
       case PlanNode::Kind::kAggregate:
-        if (a.final_phase != b.final_phase || !Names(a.keys, b.keys) ||
+        if (a.final_phase != b.final_phase || a.repeats_keys != b.repeats_keys ||
+            !Names(a.keys, b.keys) ||
             a.aggregates.size() != b.aggregates.size()) {
           return false;
         }

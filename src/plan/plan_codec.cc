@@ -129,6 +129,7 @@ json RangesJson(const std::vector<std::pair<int32_t, int32_t>>& ranges) {
     }
     case PlanNode::Kind::kAggregate: {
       out["final_phase"] = n.final_phase;
+      out["repeats_keys"] = n.repeats_keys;
       out["keys"] = n.keys;
       json aggregates = json::array();
       for (const auto& a : n.aggregates) {
@@ -441,6 +442,7 @@ arrow::Status DecodeWindow(const json& v, PlanNode* n) {
   } else if (kind == "aggregate") {
     n->kind = PlanNode::Kind::kAggregate;
     ARROW_ASSIGN_OR_RAISE(n->final_phase, Bool(v, "final_phase"));
+    ARROW_ASSIGN_OR_RAISE(n->repeats_keys, Bool(v, "repeats_keys"));
     ARROW_ASSIGN_OR_RAISE(n->keys, TextList(v, "keys"));
     ARROW_ASSIGN_OR_RAISE(const json* aggregates, Field(v, "aggregates"));
     if (!aggregates->is_array()) return arrow::Status::Invalid("plan: aggregates not a list");

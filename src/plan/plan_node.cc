@@ -462,7 +462,7 @@ std::string PlanNode::Explain(int indent,
         out << (i ? ", " : "") << aggregates[i].output << " := " << aggregates[i].function << "("
             << aggregates[i].input << ")";
       }
-      out << "]";
+      out << "]" << (repeats_keys ? " repeats_keys" : "");
       break;
     case Kind::kSort:
       out << "Sort ";

@@ -231,6 +231,10 @@ struct PlanNodeFields {
 
   // kAggregate: no aggregates with keys is a DISTINCT.
   bool final_phase = false;
+  /// A final step whose consumer combines its rows by key again (eager aggregation's grouping
+  /// below a join): it may give a key in several rows, and passes rows through, each its own
+  /// group, where grouping does not shrink them.
+  bool repeats_keys = false;
   std::vector<std::string> keys;
   std::vector<AggregateCall> aggregates;
 

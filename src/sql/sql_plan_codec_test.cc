@@ -287,6 +287,32 @@ TEST_F(QueryPlanCodecTest, AJoinsEstimatesTravel) {
   EXPECT_EQ(got->right_estimate, std::floor(sent->right_estimate));
 }
 
+// An aggregate that may repeat its keys (eager aggregation's grouping below a join) says so in
+// the bytes: a worker that grouped it at once would give the same rows, but one that took
+// another's rows for its own would not.
+TEST_F(QueryPlanCodecTest, AnAggregateThatRepeatsKeysSaysSo) {
+  auto query = Bind("select g, count(*) from t group by g");
+  ASSERT_TRUE(query.ok()) << query.status().ToString();
+  std::function<PlanNode*(PlanNode*)> final = [&](PlanNode* n) -> PlanNode* {
+    if (n == nullptr || (n->kind == PlanNode::Kind::kAggregate && n->final_phase)) return n;
+    return final(n->input.get());
+  };
+  PlanNode* sent = final(query->plan.get());
+  ASSERT_NE(sent, nullptr);
+  sent->repeats_keys = true;
+  auto bytes = Encode(*query);
+  ASSERT_TRUE(bytes.ok());
+  auto decoded = Decode(*bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  const PlanNode* got = decoded->root.get();
+  while (got != nullptr && !(got->kind == PlanNode::Kind::kAggregate && got->final_phase)) {
+    got = got->input.get();
+  }
+  ASSERT_NE(got, nullptr);
+  EXPECT_TRUE(got->repeats_keys);
+  EXPECT_NE(decoded->root->Explain().find("repeats_keys"), std::string::npos);
+}
+
 TEST_F(QueryPlanCodecTest, EachCheckRefusesItsKindOfBadPlan) {
   auto query = Bind("select g, count(*) from t join u on k = uk where v > 0 group by g limit 3");
   ASSERT_TRUE(query.ok()) << query.status().ToString();

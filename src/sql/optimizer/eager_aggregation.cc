@@ -191,6 +191,7 @@ void GroupFactSideFirst(PlanNode* final) {
   partial_below->keys = group_below;
   auto final_below = plan::MakeNode(Kind::kAggregate);
   final_below->final_phase = true;
+  final_below->repeats_keys = true;  // the aggregate above adds its rows up by key anyway
   final_below->keys = group_below;
   for (const auto& p : partial.aggregates) {
     partial_below->aggregates.push_back({p.function, p.input, p.output + "@eager"});

@@ -47,7 +47,7 @@ TEST(EagerAggregationTest, TheFactSideIsGroupedByItsJoinKeyBeforeTheJoin) {
             "        HashJoin inner on k#0 = uk#3\n"
             "          FinalAggregate keys=[k#0] aggregates=[__p5@pre := sum(__p5@eager), "
             "__p6@pre := sum(__p6@eager), __p7@pre := min(__p7@eager), "
-            "__p8@pre := max(__p8@eager)]\n"
+            "__p8@pre := max(__p8@eager)] repeats_keys\n"
             "            PartialAggregate keys=[k#0] aggregates=[__p5@eager := sum(__in5), "
             "__p6@eager := count_all(), __p7@eager := min(__in7), __p8@eager := max(__in5)]\n"
             "              Project k#0 := k#0, __in5 := v#2, __in7 := k#0\n"
