@@ -92,6 +92,19 @@ bool Clustered(const TableSource& table, const std::string& column) {
   return groups >= 2 && spans < kClusteredSpanRatio * (static_cast<double>(hi) - lo + 1);
 }
 
+// Whether some row group of `table` holds no value of file column `column` in [lo, hi].
+bool LeavesOutARowGroup(const TableSource& table, const std::string& column, int64_t lo,
+                        int64_t hi) {
+  const auto it = table.row_group_int_ranges.find(column);
+  if (it == table.row_group_int_ranges.end()) return false;
+  for (const auto& file : it->second) {
+    for (const auto& [min, max] : file) {
+      if (min <= max && (max < lo || min > hi)) return true;
+    }
+  }
+  return false;
+}
+
 // The min and max of `key` over the rows of `side` (a copy of it runs); nulls where it has none.
 arrow::Result<std::shared_ptr<arrow::Table>> KeyRange(const PlanNode& side,
                                                       const std::string& key) {
@@ -157,6 +170,14 @@ arrow::Status BoundJoin(PlanNode* join, RangeMemo* memo) {
     if (!lo->is_valid || !hi->is_valid) continue;  // no build rows: the join has no output
     ARROW_ASSIGN_OR_RAISE(lo, lo->CastTo(field->type()));
     ARROW_ASSIGN_OR_RAISE(hi, hi->CastTo(field->type()));
+    // A range that leaves out no row group would only lengthen the scan's filter.
+    ARROW_ASSIGN_OR_RAISE(auto lo64, lo->CastTo(arrow::int64()));
+    ARROW_ASSIGN_OR_RAISE(auto hi64, hi->CastTo(arrow::int64()));
+    if (!LeavesOutARowGroup(*scan->table, column,
+                            static_cast<const arrow::Int64Scalar&>(*lo64).value,
+                            static_cast<const arrow::Int64Scalar&>(*hi64).value)) {
+      continue;
+    }
     const cp::Expression bound = cp::and_(cp::greater_equal(cp::field_ref(name), cp::literal(lo)),
                                           cp::less_equal(cp::field_ref(name), cp::literal(hi)));
     scan->scan_filter =

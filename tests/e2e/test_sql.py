@@ -1654,7 +1654,8 @@ def clustered(tpch):
     d = list(range(400))
     dims = pa.table({"d_sk": pa.array(d, pa.int64()),
                      "d_year": pa.array([j // 100 for j in d], pa.int32()),
-                     "d_moy": pa.array([(j // 8) % 12 + 1 for j in d], pa.int32())})
+                     "d_moy": pa.array([(j // 8) % 12 + 1 for j in d], pa.int32()),
+                     "d_q": pa.array([f"{j // 100}Q{(j // 25) % 4 + 1}" for j in d])})
     register_parquet_tables(sluice, con, root / "data", 1000, {"cfacts": facts, "cdates": dims})
     return sluice, con
 
@@ -1677,6 +1678,10 @@ CLUSTERED = [
     "and d_year = 3)",
     # a dimension filter that keeps no row
     "select count(*), sum(v) from cfacts, cdates where fk = d_sk and d_year = 9",
+    # an IN list of strings (estimated at a third of the rows), and one that keeps keys all over
+    "select d_q, count(*), sum(q) from cfacts, cdates where fk = d_sk "
+    "and d_q in ('1Q2', '1Q3', '1Q4') group by d_q",
+    "select count(*), sum(v) from cfacts, cdates where fk = d_sk and d_q in ('0Q1', '3Q4')",
     # the probe key renamed on its way up from the scan
     "with f as (select fk as k2, v from cfacts) select count(*), sum(v) from f, cdates "
     "where k2 = d_sk and d_year = 2 and d_moy = 3",
@@ -1706,6 +1711,14 @@ def test_a_clustered_fact_scan_reads_only_the_row_groups_of_its_key_range(cluste
                           "and d_year = 2 and d_moy = 3")
     assert rows == 1000, out
     assert re.search(r"Scan cfacts .*pushdown=\(\(fk#\d+ >= 208\) and \(fk#\d+ <= 215\)\)", out), out
+    rows, out = rows_read("select count(*) from cfacts, cdates where fk = d_sk "
+                          "and d_q in ('1Q2', '1Q3', '1Q4')")
+    assert rows == 4000, out  # keys 125..199 are rows 6250..9999: groups 6 to 9
+    # Keys from 0 to 399 leave out no row group: the scan gets no range.
+    rows, out = rows_read("select count(*) from cfacts, cdates where fk = d_sk "
+                          "and d_q in ('0Q1', '3Q4')")
+    assert rows == 20_000 and "pushdown=" not in next(
+        l for l in out.splitlines() if "Scan cfacts" in l), out
     # Plain EXPLAIN runs nothing, so it shows no range.
     out = sluice.run("query", "explain select count(*) from cfacts, cdates where fk = d_sk "
                      "and d_year = 2 and d_moy = 3", check=True).stdout.decode()
