@@ -194,6 +194,13 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node,
     return ac::Declaration("exec_batch_source",
                            ac::ExecBatchSourceNodeOptions(table.schema, std::move(row)));
   }
+  if (table.format == plan::kMemoryFormat) {
+    std::vector<cp::Expression> exprs;
+    for (const auto& c : node.columns) exprs.push_back(cp::field_ref(c));
+    return ac::Declaration::Sequence(
+        {{"table_source", ac::TableSourceNodeOptions(table.rows)},
+         {"project", ac::ProjectNodeOptions(std::move(exprs), node.names)}});
+  }
   if (table.format == plan::kProviderFormat) {
     // A function library's table: its scan of this task's partitions, checked batch by batch.
     ARROW_ASSIGN_OR_RAISE(auto reader, plan::ScanProvider(table, node.columns));

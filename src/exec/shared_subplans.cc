@@ -15,6 +15,7 @@ namespace cp = arrow::compute;
 
 bool SameTable(const plan::TableSource& a, const plan::TableSource& b) {
   if (&a == &b) return true;
+  if (a.format == plan::kMemoryFormat || b.format == plan::kMemoryFormat) return false;
   return a.name == b.name && a.location == b.location && a.format == b.format &&
          a.store == b.store && a.store_url == b.store_url && a.files == b.files &&
          a.row_group_ranges == b.row_group_ranges && a.provider == b.provider &&
@@ -90,8 +91,7 @@ class Matcher {
         return true;
       case PlanNode::Kind::kAggregate:
         if (a.final_phase != b.final_phase || a.repeats_keys != b.repeats_keys ||
-            !Names(a.keys, b.keys) ||
-            a.aggregates.size() != b.aggregates.size()) {
+            !Names(a.keys, b.keys) || a.aggregates.size() != b.aggregates.size()) {
           return false;
         }
         for (size_t i = 0; i < a.aggregates.size(); ++i) {

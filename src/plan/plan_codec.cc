@@ -92,6 +92,9 @@ json RangesJson(const std::vector<std::pair<int32_t, int32_t>>& ranges) {
   switch (n.kind) {
     case PlanNode::Kind::kScan: {
       const TableSource& t = *n.table;
+      if (t.format == kMemoryFormat) {
+        return arrow::Status::Invalid("internal: rows held in memory cannot go to a worker");
+      }
       ARROW_ASSIGN_OR_RAISE(json file_schema, SchemaBytes(t.file_schema));
       ARROW_ASSIGN_OR_RAISE(json schema, SchemaBytes(t.schema));
       out["table"] = {{"name", t.name},

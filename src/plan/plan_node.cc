@@ -2,6 +2,7 @@
 
 #include <arrow/compute/api.h>
 #include <arrow/compute/exec.h>
+#include <arrow/table.h>
 #include <arrow/type.h>
 
 #include <sstream>
@@ -434,8 +435,13 @@ std::string PlanNode::Explain(int indent,
   out << std::string(static_cast<size_t>(indent) * 2, ' ');
   switch (kind) {
     case Kind::kScan: {
-      out << "Scan " << table->name << " (" << table->files.size() << " files"
-          << (split ? ", this task's share" : "") << ") columns=[";
+      if (table->format == kMemoryFormat) {
+        out << "Scan " << table->name << " (" << (table->rows ? table->rows->num_rows() : 0)
+            << " rows computed first) columns=[";
+      } else {
+        out << "Scan " << table->name << " (" << table->files.size() << " files"
+            << (split ? ", this task's share" : "") << ") columns=[";
+      }
       for (size_t i = 0; i < columns.size(); ++i) out << (i ? ", " : "") << names[i];
       out << "]";
       if (!scan_filter.Equals(arrow::compute::literal(true))) {

@@ -22,6 +22,10 @@ namespace sluice::plan {
 /// store, so plans that read it run in one process.
 inline constexpr char kConstantRowFormat[] = "constant_row";
 
+/// The format of rows a query computed beforehand and holds in memory (`rows`): a part of its
+/// plan run first (sql/semi_join_reduction.h). In one process only; never encoded.
+inline constexpr char kMemoryFormat[] = "memory";
+
 /// A string column whose Parquet dictionary pages take more compressed bytes than this per row
 /// is read value by value: its values are mostly distinct, so a dictionary saves nothing.
 inline constexpr double kMaxDictionaryBytesPerRow = 1.0;
@@ -79,6 +83,8 @@ struct TableSource {
   std::shared_ptr<arrow::Schema> file_schema;
   /// The schema SQL sees (view types replaced by their plain forms).
   std::shared_ptr<arrow::Schema> schema;
+  /// Format kMemoryFormat: the rows, whose column names are the table's.
+  std::shared_ptr<arrow::Table> rows;
   /// Format "provider": the table's durable description (plan/table_provider.h); `files` are
   /// the provider's partitions.
   std::string provider;

@@ -25,6 +25,7 @@
 #include "sql/join_key_ranges.h"
 #include "sql/optimizer/optimizer.h"
 #include "sql/run_with_stack.h"
+#include "sql/semi_join_reduction.h"
 #include "sql/sql_parser.h"
 #include "sql/stage_planner.h"
 #include "sql/table_location.h"
@@ -259,6 +260,8 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
   // (a first pass too).
   if (!select.explain || select.analyze) {
     ARROW_RETURN_NOT_OK(BoundJoinKeyRanges(bound.plan.get()));
+    // A semi join's few outer rows run first and filter its inner side.
+    ARROW_RETURN_NOT_OK(ReduceSemiJoinInputs(bound.plan.get()));
   }
   if (select.explain) {
     ARROW_ASSIGN_OR_RAISE(auto decl, exec::ToDeclaration(*bound.plan));

@@ -313,6 +313,20 @@ TEST_F(QueryPlanCodecTest, AnAggregateThatRepeatsKeysSaysSo) {
   EXPECT_NE(decoded->root->Explain().find("repeats_keys"), std::string::npos);
 }
 
+// Rows a query ran first and holds in memory (sql/semi_join_reduction.h) never go to a worker.
+TEST_F(QueryPlanCodecTest, RowsHeldInMemoryAreNeverEncoded) {
+  auto query = Bind("select g, count(*) from t group by g");
+  ASSERT_TRUE(query.ok()) << query.status().ToString();
+  PlanNode* scan = query->plan.get();
+  while (scan->kind != PlanNode::Kind::kScan) scan = scan->input.get();
+  auto table = std::make_shared<plan::TableSource>(*scan->table);
+  table->format = plan::kMemoryFormat;
+  scan->table = table;
+  auto bytes = Encode(*query);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_EQ(bytes.status().message(), "internal: rows held in memory cannot go to a worker");
+}
+
 TEST_F(QueryPlanCodecTest, EachCheckRefusesItsKindOfBadPlan) {
   auto query = Bind("select g, count(*) from t join u on k = uk where v > 0 group by g limit 3");
   ASSERT_TRUE(query.ok()) << query.status().ToString();
