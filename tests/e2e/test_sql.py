@@ -1845,3 +1845,29 @@ def test_a_semi_joins_outer_rows_run_first_and_filter_its_inner_side(reduced):
     # Plain EXPLAIN runs nothing first.
     out = sluice.run("query", "explain " + REDUCED[0], check=True).stdout.decode()
     assert "computed first" not in out, out
+
+
+# A WITH query read several times, each reading filtered on its keys: each copy filtered where the
+# conditions land at the bottom of its joins, else one shared computation that reads the OR of
+# them (filter_pushdown.cc, ShareConditions; TPC-DS q31 in test_tpcds.py takes that path).
+# Readings with IN, IS NULL and a range.
+SHARED = [
+    "with s as (select d_year, d_moy, sum(v) as t, count(*) as c from cfacts, cdates "
+    "where fk = d_sk group by d_year, d_moy) select a.d_moy, a.t, b.t, c.c from s a, s b, s c "
+    "where a.d_moy = b.d_moy and b.d_moy = c.d_moy and a.d_year = 1 and b.d_year = 2 "
+    "and c.d_year = 3 order by a.d_moy",
+    "with s as (select d_q, d_year, sum(q) as t from cfacts join cdates on fk = d_sk "
+    "group by d_q, d_year) select a.d_year, a.t, b.t from s a join s b on a.d_year = b.d_year "
+    "where a.d_q in ('1Q1', '2Q2') and (b.d_q = '1Q3' or b.d_q is null) order by 1, 2, 3",
+    "with s as (select d_moy, sum(v) as t from cfacts, cdates where fk = d_sk group by d_moy) "
+    "select a.d_moy, a.t, b.t from s a, s b where a.d_moy between 2 and 4 "
+    "and b.d_moy = a.d_moy + 1 and b.d_moy > 3 order by 1",
+]
+
+
+@pytest.mark.parametrize("sql", SHARED)
+def test_shared_with_queries_read_the_or_of_their_conditions_match_duckdb(clustered, sql,
+                                                                           tmp_path):
+    sluice, con = clustered
+    assert_matches_duckdb(sluice, con, sql, tmp_path)
+

@@ -482,6 +482,117 @@ std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts) {
   return stay;
 }
 
+// The nodes from `node` down to `target`, both included; empty where `target` is not under it.
+bool PathTo(PlanNode* node, const PlanNode* target, std::vector<PlanNode*>* path) {
+  if (node == nullptr) return false;
+  path->push_back(node);
+  if (node == target) return true;
+  for (PlanNode* child : {node->input.get(), node->right.get()}) {
+    if (PathTo(child, target, path)) return true;
+  }
+  for (auto& item : node->items) {
+    if (PathTo(item.get(), target, path)) return true;
+  }
+  path->pop_back();
+  return false;
+}
+
+// The conditions of a Filter right above the aggregate at the end of `path` (through projections
+// that pass its keys on, renamed or not) that read its keys alone and cannot fail, over the
+// keys' names; empty where there are none.
+Exprs ConditionsAbove(const std::vector<PlanNode*>& path) {
+  const PlanNode& aggregate = *path.back();
+  std::map<std::string, std::string> key_of;  // a name above -> the key it passes on
+  for (const auto& k : aggregate.keys) key_of[k] = k;
+  for (size_t i = path.size() - 1; i-- > 0;) {
+    const PlanNode& node = *path[i];
+    if (node.kind == PlanNode::Kind::kProject) {
+      std::map<std::string, std::string> above;
+      if (node.keep_input) above = key_of;
+      for (size_t e = 0; e < node.names.size(); ++e) {
+        const auto* ref = node.expressions[e].field_ref();
+        if (ref == nullptr || ref->name() == nullptr) continue;
+        if (auto it = key_of.find(*ref->name()); it != key_of.end()) {
+          above[node.names[e]] = it->second;
+        }
+      }
+      key_of = std::move(above);
+      continue;
+    }
+    if (node.kind != PlanNode::Kind::kFilter) return {};
+    Exprs conjuncts, out;
+    Conjuncts(node.predicate, &conjuncts);
+    for (const auto& c : conjuncts) {
+      const auto refs = cp::FieldsInExpression(c);
+      if (refs.empty() || !CannotFail(c) ||
+          !std::all_of(refs.begin(), refs.end(), [&](const arrow::FieldRef& r) {
+            return r.name() != nullptr && key_of.count(*r.name()) != 0;
+          })) {
+        continue;
+      }
+      cp::Expression renamed = c;
+      for (const auto& r : refs) renamed = Renamed(renamed, *r.name(), key_of.at(*r.name()));
+      out.push_back(std::move(renamed));
+    }
+    return out;
+  }
+  return {};
+}
+
+// For each group of copies of a repeated aggregate that keep their conditions above them (they
+// run once, shared): where a Filter right above every copy has conditions on its keys, the copies'
+// conditions joined by OR go below each copy's grouping and down from there (each copy the same,
+// so they stay one computation), so that the one shared computation reads
+// only the rows some copy keeps. TPC-DS q31 reads its sales by county and quarter three times,
+// for three quarters of one year: the shared aggregate then groups that year's three quarters,
+// not five years.
+void ShareConditions(PlanNode* root, const std::vector<std::vector<const PlanNode*>>& groups,
+                     const std::set<const PlanNode*>& allowed) {
+  for (const auto& group : groups) {
+    if (allowed.count(group[0]) != 0) continue;
+    const PlanNode& first = *group[0];
+    Exprs each;  // per copy, its conditions over the first copy's key names
+    for (const PlanNode* copy : group) {
+      std::vector<PlanNode*> path;
+      if (!PathTo(root, copy, &path) || copy->keys.size() != first.keys.size() ||
+          copy->input == nullptr || copy->input->kind != PlanNode::Kind::kAggregate) {
+        return;
+      }
+      Exprs conditions = ConditionsAbove(path);
+      if (conditions.empty()) {
+        each.clear();
+        break;
+      }
+      cp::Expression e = And(conditions);
+      // Renamed through placeholders: one copy's names may be another's.
+      for (size_t k = 0; k < first.keys.size(); ++k) {
+        e = Renamed(e, copy->keys[k], "\x01" + std::to_string(k));
+      }
+      for (size_t k = 0; k < first.keys.size(); ++k) {
+        e = Renamed(e, "\x01" + std::to_string(k), first.keys[k]);
+      }
+      each.push_back(std::move(e));
+    }
+    if (each.empty()) continue;
+    cp::Expression any = each.size() == 1 ? each[0] : cp::or_(each);
+    for (const PlanNode* c : group) {
+      auto* copy = const_cast<PlanNode*>(c);
+      cp::Expression mine = any;
+      for (size_t k = 0; k < first.keys.size(); ++k) {
+        mine = Renamed(mine, first.keys[k], "\x01" + std::to_string(k));
+      }
+      for (size_t k = 0; k < first.keys.size(); ++k) {
+        mine = Renamed(mine, "\x01" + std::to_string(k), copy->keys[k]);
+      }
+      PlanNode& partial = *copy->input;
+      auto filter = plan::MakeNode(PlanNode::Kind::kFilter, std::move(partial.input));
+      filter->predicate = std::move(mine);
+      partial.input = std::move(filter);
+      Sink(&partial.input, {});
+    }
+  }
+}
+
 }  // namespace
 
 void PushDownFilters(PlanNode* plan) {
@@ -518,6 +629,8 @@ void PushDownFilters(PlanNode* plan) {
   }
   aggregate_rule = &rule;
   Sink(&root, {});
+  // Now that each copy's conditions sit right above it.
+  ShareConditions(root.get(), groups, rule.allowed);
   aggregate_rule = nullptr;
   *plan = std::move(*root);
 }

@@ -7,6 +7,7 @@
 #include <arrow/compute/api.h>
 #include <gtest/gtest.h>
 
+#include "exec/shared_subplans.h"
 #include "plan/compute_init.h"
 #include "sql/optimizer/bind_testing.h"
 
@@ -155,10 +156,40 @@ TEST_F(FilterPushdownTest, IntoAWithQueryReadTwiceOnlyWhereEveryCopyIsFiltered) 
       "with s as (select t2.v as w, sum(t.v) as total from t join t t2 on t2.g = t.g "
       "join u on t.k = uk group by t2.v) "
       "select a.total, b.total from s a join s b on a.total = b.total where a.w = 1 and b.w = 2");
-  // Each copy would be filtered only from its second join on (t2's v): they stay shared.
-  EXPECT_EQ(joined.find("pushdown="), std::string::npos) << joined;
+  // Each copy would be filtered only from its second join on (t2's v): they stay shared, each
+  // keeps its own condition above it, and both read only the rows either keeps, the same in each.
   EXPECT_NE(joined.find("    Filter (w#9 == 1)\n      Project w#9 := v#5"), std::string::npos)
       << joined;
+  EXPECT_NE(joined.find("pushdown=((v#5 == 1) or (v#5 == 2))"), std::string::npos) << joined;
+  EXPECT_NE(joined.find("pushdown=((v#16 == 1) or (v#16 == 2))"), std::string::npos) << joined;
+}
+
+// Copies of a WITH query that share their computation keep sharing it once the OR of their
+// conditions is below each: the same rows, so still one computation.
+TEST_F(FilterPushdownTest, CopiesFilteredByTheOrOfTheirConditionsStayOneComputation) {
+  BoundQuery q = BindForTest(
+      "with s as (select t2.v as w, t2.k as k2, sum(t.v) as total from t join t t2 on t2.g = t.g "
+      "join u on t.k = uk group by t2.v, t2.k) "
+      "select a.total, b.total, c.total from s a, s b, s c where a.total = b.total "
+      "and b.total = c.total and a.w = 1 and a.k2 > 3 and b.w = 2 and c.w in (5, 6)");
+  ASSERT_NE(q.plan, nullptr);
+  PushDownFilters(q.plan.get());
+  const std::string plan = q.plan->Explain();
+  const auto groups = exec::RepeatedAggregates(*q.plan, [](const PlanNode&) { return false; });
+  ASSERT_EQ(groups.size(), 1u) << plan;
+  EXPECT_EQ(groups[0].size(), 3u) << plan;
+  for (const char* part :
+       {"pushdown=((is_in(v#5, ", "or (v#5 == 2)) or ((v#5 == 1) and (k#3 > 3)))"}) {
+    EXPECT_NE(plan.find(part), std::string::npos) << part << "\n" << plan;
+  }
+  // One copy without a condition: every copy reads every row, as before.
+  BoundQuery r = BindForTest(
+      "with s as (select t2.v as w, sum(t.v) as total from t join t t2 on t2.g = t.g "
+      "join u on t.k = uk group by t2.v) "
+      "select a.total, b.total from s a, s b where a.total = b.total and a.w = 1");
+  ASSERT_NE(r.plan, nullptr);
+  PushDownFilters(r.plan.get());
+  EXPECT_EQ(r.plan->Explain().find(" or "), std::string::npos) << r.plan->Explain();
 }
 
 TEST_F(FilterPushdownTest, BelowSemiJoinsAndScalarSubqueryJoins) {
