@@ -1821,6 +1821,11 @@ REDUCED = [
     # an outer side that keeps no row
     "select count(*) from rlines where r_day = 400 and r_order in "
     "(select a.r_order from rlines a, rlines b where a.r_order = b.r_order and a.r_wh <> b.r_wh)",
+    # an inner side that only scans (1.2M rows through a UNION ALL): the join's Bloom filter
+    # does that job, so it is not reduced
+    "select count(*), sum(r_cost) from rlines where r_day = 17 and r_order in "
+    "(select r_order from rlines where r_wh = 1 union all select r_order from rlines "
+    "where r_wh = 2)",
     # NOT EXISTS is an anti join: never reduced, still right
     "select count(*) from rlines l where r_day = 5 and not exists (select * from rlines a, "
     "rlines b where a.r_order = b.r_order and a.r_wh <> b.r_wh and a.r_order = l.r_order)",
@@ -1831,7 +1836,8 @@ REDUCED = [
 def test_semi_joins_reduced_by_their_outer_rows_match_duckdb(reduced, sql, tmp_path):
     sluice, con = reduced
     out = sluice.run("query", "explain analyze " + sql, check=True).stdout.decode()
-    assert ("rows computed first" in out) == ("not exists" not in sql), out
+    reduced = "not exists" not in sql and "union all" not in sql
+    assert ("rows computed first" in out) == reduced, out
     assert_matches_duckdb(sluice, con, sql, tmp_path)
 
 
