@@ -557,12 +557,12 @@ void ShareConditions(PlanNode* root, const std::vector<std::vector<const PlanNod
     Exprs each;  // per copy, its conditions over the first copy's key names
     for (const PlanNode* copy : group) {
       std::vector<PlanNode*> path;
-      if (!PathTo(root, copy, &path) || copy->keys.size() != first.keys.size() ||
-          copy->input == nullptr || copy->input->kind != PlanNode::Kind::kAggregate) {
-        return;
+      Exprs conditions;
+      if (PathTo(root, copy, &path) && copy->keys.size() == first.keys.size() &&
+          copy->input != nullptr && copy->input->kind == PlanNode::Kind::kAggregate) {
+        conditions = ConditionsAbove(path);
       }
-      Exprs conditions = ConditionsAbove(path);
-      if (conditions.empty()) {
+      if (conditions.empty()) {  // this group stays as it is
         each.clear();
         break;
       }
