@@ -1135,24 +1135,15 @@ arrow::Result<NodeInputs> WithRepeatedAggregates(const PlanNode& plan, const Nod
   NodeInputs out = inputs != nullptr ? *inputs : NodeInputs{};
   const auto given = [&](const PlanNode& n) { return out.count(&n) > 0; };
   for (const auto& group : RepeatedAggregates(plan, given)) {
-    const PlanNode& first = *group[0];
-    ARROW_ASSIGN_OR_RAISE(auto table, Execute(first, first.OutputNames(), nullptr, &out));
-    ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(first));
-    std::vector<std::shared_ptr<arrow::ChunkedArray>> columns;
-    for (int i = 0; i < table->num_columns(); ++i) {
-      arrow::Datum column = table->column(i);
-      if (!column.type()->Equals(*schema->field(i)->type())) {
-        ARROW_ASSIGN_OR_RAISE(column, cp::Cast(column, schema->field(i)->type()));
-      }
-      columns.push_back(column.chunked_array());
-    }
+    ARROW_ASSIGN_OR_RAISE(auto table, ExecuteInPlanTypes(*group[0], &out));
     for (const PlanNode* node : group) {
       arrow::FieldVector fields;
       const std::vector<std::string> names = node->OutputNames();
       for (size_t i = 0; i < names.size(); ++i) {
-        fields.push_back(schema->field(static_cast<int>(i))->WithName(names[i]));
+        fields.push_back(table->schema()->field(static_cast<int>(i))->WithName(names[i]));
       }
-      out[node] = arrow::Table::Make(arrow::schema(std::move(fields)), columns, table->num_rows());
+      out[node] =
+          arrow::Table::Make(arrow::schema(std::move(fields)), table->columns(), table->num_rows());
     }
   }
   return out;
@@ -1228,6 +1219,21 @@ arrow::Result<std::shared_ptr<arrow::Table>> Execute(const PlanNode& plan,
   ARROW_ASSIGN_OR_RAISE(table, table->SelectColumns(keep));
   ARROW_ASSIGN_OR_RAISE(table, table->RenameColumns(names));
   return table->CombineChunks();
+}
+
+arrow::Result<std::shared_ptr<arrow::Table>> ExecuteInPlanTypes(const PlanNode& node,
+                                                                const NodeInputs* inputs) {
+  ARROW_ASSIGN_OR_RAISE(auto table, Execute(node, node.OutputNames(), nullptr, inputs));
+  ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(node));
+  std::vector<std::shared_ptr<arrow::ChunkedArray>> columns;
+  for (int i = 0; i < table->num_columns(); ++i) {
+    arrow::Datum column = table->column(i);
+    if (!column.type()->Equals(*schema->field(i)->type())) {
+      ARROW_ASSIGN_OR_RAISE(column, cp::Cast(column, schema->field(i)->type()));
+    }
+    columns.push_back(column.chunked_array());
+  }
+  return arrow::Table::Make(schema, std::move(columns), table->num_rows());
 }
 
 }  // namespace sluice::exec

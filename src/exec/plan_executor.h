@@ -44,4 +44,10 @@ arrow::Result<std::shared_ptr<arrow::Table>> Execute(const plan::PlanNode& plan,
                                                      OperatorProbes* probes = nullptr,
                                                      const NodeInputs* inputs = nullptr);
 
+/// Runs `node` and returns its rows in its plan schema: its output names, and its types where
+/// the executor gives others (a dictionary where the plan says string). For a result that stands
+/// in for the node later (NodeInputs, an in-memory table).
+arrow::Result<std::shared_ptr<arrow::Table>> ExecuteInPlanTypes(const plan::PlanNode& node,
+                                                                const NodeInputs* inputs = nullptr);
+
 }  // namespace sluice::exec

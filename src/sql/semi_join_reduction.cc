@@ -19,23 +19,7 @@ using Kind = PlanNode::Kind;
 
 namespace {
 
-// `node`'s rows, run now, in its output schema's names and types.
-arrow::Result<std::shared_ptr<arrow::Table>> RunNow(const PlanNode& node) {
-  const std::vector<std::string> names = node.OutputNames();
-  ARROW_ASSIGN_OR_RAISE(auto table, exec::Execute(node, names, nullptr));
-  ARROW_ASSIGN_OR_RAISE(auto schema, OutputSchema(node));
-  std::vector<std::shared_ptr<arrow::ChunkedArray>> columns;
-  for (int i = 0; i < table->num_columns(); ++i) {
-    arrow::Datum column = table->column(i);
-    if (!column.type()->Equals(*schema->field(i)->type())) {
-      ARROW_ASSIGN_OR_RAISE(column, cp::Cast(column, schema->field(i)->type()));
-    }
-    columns.push_back(column.chunked_array());
-  }
-  return arrow::Table::Make(schema, std::move(columns), table->num_rows());
-}
-
-// A scan of `rows`, named as `like`'s output.
+// A scan of `rows`, under their column names.
 std::unique_ptr<PlanNode> MemoryScan(std::shared_ptr<arrow::Table> rows) {
   auto table = std::make_shared<plan::TableSource>();
   table->name = "outer side";
@@ -77,7 +61,7 @@ arrow::Status Reduce(PlanNode* join) {
   if (right_key == nullptr || !arrow::is_integer(right_key->type()->id())) {
     return arrow::Status::OK();
   }
-  ARROW_ASSIGN_OR_RAISE(auto rows, RunNow(*join->input));
+  ARROW_ASSIGN_OR_RAISE(auto rows, exec::ExecuteInPlanTypes(*join->input));
   const auto key_column = rows->GetColumnByName(join->left_keys[0]);
   if (key_column == nullptr) {
     return arrow::Status::Invalid("internal: semi join key ", join->left_keys[0], " not found");
