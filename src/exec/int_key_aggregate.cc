@@ -398,29 +398,36 @@ class IntKeyAggregateNode : public ac::ExecNode {
     }
     for (size_t a = 0; a < kernels_.size(); ++a) {
       const AggregateKernel& k = kernels_[a];
-      std::vector<cp::ExecValue> values;
-      for (int column : k.arguments) {
-        const arrow::Datum& v = batch.values[column];
-        cp::ExecValue value;
-        if (kept != nullptr) {
-          value.SetArray(*masked[column]);
-        } else if (v.is_scalar()) {
-          value.SetScalar(v.scalar().get());
-        } else {
-          value.SetArray(*v.array());
-        }
-        values.push_back(std::move(value));
-      }
-      cp::ExecValue ids_value;
-      ids_value.SetArray(*id_data);
-      values.push_back(std::move(ids_value));
-      cp::ExecSpan span(std::move(values), batch.length);
+      const cp::ExecSpan span = KernelSpan(k, batch, kept != nullptr ? &masked : nullptr, *id_data);
       cp::KernelContext ctx(exec_context(), k.kernel);
       ctx.SetState(state->states[a].get());
       ARROW_RETURN_NOT_OK(k.kernel->resize(&ctx, state->groups.size()));
       ARROW_RETURN_NOT_OK(k.kernel->consume(&ctx, span));
     }
     return arrow::Status::OK();
+  }
+
+  // The arguments of `k` from `batch` (from `masked` where given), then the group ids `ids`.
+  static cp::ExecSpan KernelSpan(const AggregateKernel& k, const cp::ExecBatch& batch,
+                                 const std::map<int, std::shared_ptr<arrow::ArrayData>>* masked,
+                                 const arrow::ArrayData& ids) {
+    std::vector<cp::ExecValue> values;
+    for (int column : k.arguments) {
+      const arrow::Datum& v = batch.values[column];
+      cp::ExecValue value;
+      if (masked != nullptr) {
+        value.SetArray(*masked->at(column));
+      } else if (v.is_scalar()) {
+        value.SetScalar(v.scalar().get());
+      } else {
+        value.SetArray(*v.array());
+      }
+      values.push_back(std::move(value));
+    }
+    cp::ExecValue ids_value;
+    ids_value.SetArray(ids);
+    values.push_back(std::move(ids_value));
+    return cp::ExecSpan(std::move(values), batch.length);
   }
 
   // `batch` as output rows, each its own group: its keys, and each aggregate of its one row,
@@ -446,22 +453,8 @@ class IntKeyAggregateNode : public ac::ExecNode {
       cp::KernelContext ctx(exec_context(), k.kernel);
       ARROW_ASSIGN_OR_RAISE(auto state, k.kernel->init(&ctx, {k.kernel, k.in_types, k.options}));
       ctx.SetState(state.get());
-      std::vector<cp::ExecValue> values;
-      for (int column : k.arguments) {
-        const arrow::Datum& v = batch.values[column];
-        cp::ExecValue value;
-        if (v.is_scalar()) {
-          value.SetScalar(v.scalar().get());
-        } else {
-          value.SetArray(*v.array());
-        }
-        values.push_back(std::move(value));
-      }
-      cp::ExecValue ids_value;
-      ids_value.SetArray(*id_data);
-      values.push_back(std::move(ids_value));
       ARROW_RETURN_NOT_OK(k.kernel->resize(&ctx, n));
-      ARROW_RETURN_NOT_OK(k.kernel->consume(&ctx, cp::ExecSpan(std::move(values), n)));
+      ARROW_RETURN_NOT_OK(k.kernel->consume(&ctx, KernelSpan(k, batch, nullptr, *id_data)));
       arrow::Datum out;
       ARROW_RETURN_NOT_OK(k.kernel->finalize(&ctx, &out));
       columns.push_back(std::move(out));
