@@ -542,6 +542,15 @@ Exprs ConditionsAbove(const std::vector<PlanNode*>& path) {
   return out;
 }
 
+// `e` with each of `from` made the `to` at its place, through placeholders: one copy's names may
+// be another's.
+cp::Expression RenamedKeys(cp::Expression e, const std::vector<std::string>& from,
+                           const std::vector<std::string>& to) {
+  for (size_t k = 0; k < from.size(); ++k) e = Renamed(e, from[k], "\x01" + std::to_string(k));
+  for (size_t k = 0; k < from.size(); ++k) e = Renamed(e, "\x01" + std::to_string(k), to[k]);
+  return e;
+}
+
 // For each group of copies of a repeated aggregate that keep their conditions above them (they
 // run once, shared): where a Filter right above every copy has conditions on its keys, the copies'
 // conditions joined by OR go below each copy's grouping and down from there (each copy the same,
@@ -566,30 +575,15 @@ void ShareConditions(PlanNode* root, const std::vector<std::vector<const PlanNod
         each.clear();
         break;
       }
-      cp::Expression e = And(conditions);
-      // Renamed through placeholders: one copy's names may be another's.
-      for (size_t k = 0; k < first.keys.size(); ++k) {
-        e = Renamed(e, copy->keys[k], "\x01" + std::to_string(k));
-      }
-      for (size_t k = 0; k < first.keys.size(); ++k) {
-        e = Renamed(e, "\x01" + std::to_string(k), first.keys[k]);
-      }
-      each.push_back(std::move(e));
+      each.push_back(RenamedKeys(And(conditions), copy->keys, first.keys));
     }
     if (each.empty()) continue;
     cp::Expression any = each.size() == 1 ? each[0] : cp::or_(each);
     for (const PlanNode* c : group) {
       auto* copy = const_cast<PlanNode*>(c);
-      cp::Expression mine = any;
-      for (size_t k = 0; k < first.keys.size(); ++k) {
-        mine = Renamed(mine, first.keys[k], "\x01" + std::to_string(k));
-      }
-      for (size_t k = 0; k < first.keys.size(); ++k) {
-        mine = Renamed(mine, "\x01" + std::to_string(k), copy->keys[k]);
-      }
       PlanNode& partial = *copy->input;
       auto filter = plan::MakeNode(PlanNode::Kind::kFilter, std::move(partial.input));
-      filter->predicate = std::move(mine);
+      filter->predicate = RenamedKeys(any, first.keys, copy->keys);
       partial.input = std::move(filter);
       Sink(&partial.input, {});
     }
