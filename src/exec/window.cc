@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 
+#include "exec/window_order.h"
 #include "plan/library_functions.h"
 
 namespace sluice::exec {
@@ -20,11 +23,7 @@ using plan::WindowCall;
 using plan::WindowFrame;
 using ArrayPtr = std::shared_ptr<arrow::Array>;
 
-// Per row of the sorted input: its partition and its peer group (rows equal on the ORDER BY
-// keys too), each as [begin, end).
-struct Layout {
-  std::vector<int64_t> part_begin, part_end, peer_begin, peer_end;
-};
+using Layout = WindowLayout;
 
 arrow::Result<ArrayPtr> Take(const ArrayPtr& values, const ArrayPtr& indices) {
   ARROW_ASSIGN_OR_RAISE(arrow::Datum out, cp::Take(values, indices));
@@ -70,21 +69,7 @@ arrow::Result<Layout> MakeLayout(const arrow::RecordBatch& sorted, const WindowC
     ARROW_RETURN_NOT_OK(
         MarkChanges(sorted.GetColumnByName(*k.target.name()), *k.target.name(), &new_peer));
   }
-  Layout l;
-  l.part_begin.resize(n);
-  l.part_end.resize(n);
-  l.peer_begin.resize(n);
-  l.peer_end.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    l.part_begin[i] = new_part[i] ? static_cast<int64_t>(i) : l.part_begin[i - 1];
-    l.peer_begin[i] = new_peer[i] ? static_cast<int64_t>(i) : l.peer_begin[i - 1];
-  }
-  for (size_t j = n; j-- > 0;) {
-    const bool last = j + 1 == n;
-    l.part_end[j] = last || new_part[j + 1] ? static_cast<int64_t>(j + 1) : l.part_end[j + 1];
-    l.peer_end[j] = last || new_peer[j + 1] ? static_cast<int64_t>(j + 1) : l.peer_end[j + 1];
-  }
-  return l;
+  return LayoutFromMarks(new_part, new_peer);
 }
 
 // Row i's frame as [*lo, *hi], clamped to its partition; empty where *lo > *hi.
@@ -218,25 +203,37 @@ arrow::Result<ArrayPtr> Shifted(const WindowCall& call, const Layout& l,
   return out.make_array();
 }
 
-// min and max: the frame's least (greatest) value by its position in the value's own order, a
-// sliding extremum (frame ends only move forward within a partition).
-arrow::Result<ArrayPtr> Extremum(const WindowCall& call, const Layout& l, const ArrayPtr& value) {
+// min and max: the frame's least (greatest) value, a sliding extremum (frame ends only move
+// forward within a partition). Values compare by their ordinals (window_order.h), or else by
+// their positions in the value's own sorted order (strings, say), which costs a sort. Reads
+// `value` in the input's order through `indices` (the window's order; null: the same) and
+// returns the result in the input's order: one take of the values instead of three.
+arrow::Result<ArrayPtr> Extremum(const WindowCall& call, const Layout& l, const ArrayPtr& value,
+                                 const ArrayPtr& indices) {
   const int64_t n = value->length();
-  ARROW_ASSIGN_OR_RAISE(auto order, cp::SortIndices(*value));
-  const auto& order_values = static_cast<const arrow::UInt64Array&>(*order);
-  std::vector<int64_t> rank(static_cast<size_t>(n));
-  for (int64_t j = 0; j < n; ++j) rank[order_values.Value(j)] = j;
+  const uint64_t* order =
+      indices != nullptr ? static_cast<const arrow::UInt64Array&>(*indices).raw_values() : nullptr;
+  auto row = [&](int64_t i) { return order != nullptr ? static_cast<int64_t>(order[i]) : i; };
+  std::optional<std::vector<uint64_t>> rank = OrderOrdinals(*value);
+  if (!rank) {
+    ARROW_ASSIGN_OR_RAISE(auto sorted, cp::SortIndices(*value));
+    const auto& sorted_values = static_cast<const arrow::UInt64Array&>(*sorted);
+    rank.emplace(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) (*rank)[sorted_values.Value(j)] = static_cast<uint64_t>(j);
+  }
   const bool min = call.function == "min";
+  // `kept` comes before `added`: of equal values min keeps the first and max the last, as the
+  // positions of a stable sort rank them.
   auto worse = [&](int64_t kept, int64_t added) {
-    return min ? rank[static_cast<size_t>(kept)] >= rank[static_cast<size_t>(added)]
-               : rank[static_cast<size_t>(kept)] <= rank[static_cast<size_t>(added)];
+    const uint64_t k = (*rank)[static_cast<size_t>(row(kept))];
+    const uint64_t a = (*rank)[static_cast<size_t>(row(added))];
+    return min ? k > a : k <= a;
   };
-  std::vector<int64_t> at(static_cast<size_t>(n), -1);
+  std::vector<int64_t> at(static_cast<size_t>(n), -1);  // by input row
   std::deque<int64_t> best;
   int64_t next = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const auto s = static_cast<size_t>(i);
-    if (l.part_begin[s] == i) {
+    if (l.part_begin[static_cast<size_t>(i)] == i) {
       best.clear();
       next = i;
     }
@@ -244,12 +241,12 @@ arrow::Result<ArrayPtr> Extremum(const WindowCall& call, const Layout& l, const 
     FrameOf(call.frame, l, i, &lo, &hi);
     next = std::max(next, lo);
     for (; next <= hi; ++next) {
-      if (value->IsNull(next)) continue;
+      if (value->IsNull(row(next))) continue;
       while (!best.empty() && worse(best.back(), next)) best.pop_back();
       best.push_back(next);
     }
     while (!best.empty() && best.front() < lo) best.pop_front();
-    if (lo <= hi && !best.empty()) at[s] = best.front();
+    if (lo <= hi && !best.empty()) at[static_cast<size_t>(row(i))] = row(best.front());
   }
   ARROW_ASSIGN_OR_RAISE(auto positions, Positions(at));
   return Take(value, positions);
@@ -412,21 +409,63 @@ arrow::Result<std::vector<ArrayPtr>> ComputeSpec(const std::shared_ptr<arrow::Re
   std::vector<cp::SortKey> keys;
   for (const auto& k : spec.partition_keys) keys.emplace_back(arrow::FieldRef(k));
   for (const auto& k : spec.order_keys) keys.push_back(k);
-  std::shared_ptr<arrow::RecordBatch> sorted = batch;
   ArrayPtr indices;
+  Layout layout;
   if (!keys.empty() && n > 1) {
-    ARROW_ASSIGN_OR_RAISE(indices, cp::SortIndices(arrow::Datum(batch), cp::SortOptions(keys)));
-    ARROW_ASSIGN_OR_RAISE(arrow::Datum taken, cp::Take(batch, indices));
-    sorted = taken.record_batch();
+    ARROW_ASSIGN_OR_RAISE(auto coded, OrderByCodes(*batch, spec.partition_keys, spec.order_keys));
+    if (coded) {
+      indices = std::move(coded->indices);
+      layout = std::move(coded->layout);
+    } else {
+      ARROW_ASSIGN_OR_RAISE(indices, cp::SortIndices(arrow::Datum(batch), cp::SortOptions(keys)));
+    }
   }
-  ARROW_ASSIGN_OR_RAISE(Layout layout, MakeLayout(*sorted, spec));
+  // Only the columns the functions read are put in the window's order, each once.
+  std::map<std::string, ArrayPtr> sorted;
+  auto sorted_column = [&](const std::string& name) -> arrow::Result<ArrayPtr> {
+    auto at = sorted.find(name);
+    if (at != sorted.end()) return at->second;
+    ArrayPtr column = batch->GetColumnByName(name);
+    if (column == nullptr) return arrow::Status::Invalid("internal: window column ", name);
+    if (indices != nullptr) {
+      ARROW_ASSIGN_OR_RAISE(column, Take(column, indices));
+    }
+    sorted.emplace(name, column);
+    return column;
+  };
+  if (layout.part_begin.size() != static_cast<size_t>(n)) {
+    std::vector<std::string> names = spec.partition_keys;
+    for (const auto& k : spec.order_keys) names.push_back(*k.target.name());
+    std::vector<std::shared_ptr<arrow::Field>> fields;
+    std::vector<ArrayPtr> columns;
+    std::set<std::string> seen;
+    for (const auto& name : names) {
+      if (!seen.insert(name).second) continue;  // a key named twice
+      fields.push_back(batch->schema()->GetFieldByName(name));
+      ARROW_ASSIGN_OR_RAISE(columns.emplace_back(), sorted_column(name));
+    }
+    const auto key_batch = arrow::RecordBatch::Make(arrow::schema(fields), n, columns);
+    ARROW_ASSIGN_OR_RAISE(layout, MakeLayout(*key_batch, spec));
+  }
   std::vector<ArrayPtr> out;
+  std::vector<bool> in_input_order(calls.size(), false);
   for (const WindowCall* call : calls) {
-    std::vector<ArrayPtr> args;
-    for (const auto& a : call->arguments) args.push_back(sorted->GetColumnByName(a));
     const std::string& f = call->function;
+    const bool extremum = (f == "min" || f == "max") && call->arguments.size() == 1;
+    std::vector<ArrayPtr> args;
+    for (const auto& a : call->arguments) {
+      if (extremum) break;  // reads the input's order
+      ARROW_ASSIGN_OR_RAISE(args.emplace_back(), sorted_column(a));
+    }
     ArrayPtr result;
-    if (plan::ParseLibraryFunctionName(f)) {
+    if (extremum) {
+      const ArrayPtr value = batch->GetColumnByName(call->arguments[0]);
+      if (value == nullptr) {
+        return arrow::Status::Invalid("internal: window column ", call->arguments[0]);
+      }
+      ARROW_ASSIGN_OR_RAISE(result, Extremum(*call, layout, value, indices));
+      in_input_order[out.size()] = true;
+    } else if (plan::ParseLibraryFunctionName(f)) {
       ARROW_ASSIGN_OR_RAISE(result, LibraryWindow(*call, layout, args, n));
     } else if (f == "row_number" || f == "rank" || f == "dense_rank" || f == "percent_rank" ||
                f == "cume_dist" || f == "ntile") {
@@ -440,8 +479,6 @@ arrow::Result<std::vector<ArrayPtr>> ComputeSpec(const std::shared_ptr<arrow::Re
     } else if (f == "sum") {
       ARROW_ASSIGN_OR_RAISE(
           result, Sum(*call, layout, args[0], out_schema.GetFieldByName(call->output)->type()));
-    } else if (f == "min" || f == "max") {
-      ARROW_ASSIGN_OR_RAISE(result, Extremum(*call, layout, args[0]));
     } else {
       ARROW_ASSIGN_OR_RAISE(result, Shifted(*call, layout, args));
     }
@@ -453,8 +490,9 @@ arrow::Result<std::vector<ArrayPtr>> ComputeSpec(const std::shared_ptr<arrow::Re
     std::vector<int64_t> inverse(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) inverse[sorted_at.Value(i)] = i;
     ARROW_ASSIGN_OR_RAISE(auto back, Int64s(inverse));
-    for (auto& a : out) {
-      ARROW_ASSIGN_OR_RAISE(a, Take(a, back));
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (in_input_order[k]) continue;
+      ARROW_ASSIGN_OR_RAISE(out[k], Take(out[k], back));
     }
   }
   return out;
