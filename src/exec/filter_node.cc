@@ -111,17 +111,39 @@ void Compact(const uint8_t* in, const uint8_t* mask, int64_t mask_offset, int64_
   }
 }
 
-// `values` (a fixed-width column without NULLs) at the rows `mask` keeps, `kept` of them; nullopt
-// for a column of another kind, which Arrow's filter takes.
+// The bits of `bits` (from `bits_offset`) at the rows `mask` keeps, in order, into `out` (zeroed,
+// from bit 0). A word that keeps every row is copied whole; another goes by its kept rows.
+void CompactBitmap(const uint8_t* bits, int64_t bits_offset, const uint8_t* mask,
+                   int64_t mask_offset, int64_t length, uint8_t* out) {
+  int64_t written = 0;
+  for (int64_t position = 0; position < length; position += 64) {
+    const int64_t n = std::min<int64_t>(64, length - position);
+    uint64_t keep = Bits(mask, mask_offset + position, n);
+    if (n < 64) keep &= (uint64_t{1} << n) - 1;
+    if (keep == 0) continue;
+    if (n == 64 && keep == ~uint64_t{0}) {
+      arrow::internal::CopyBitmap(bits, bits_offset + position, 64, out, written);
+      written += 64;
+      continue;
+    }
+    const uint64_t word = Bits(bits, bits_offset + position, n);
+    for (; keep != 0; keep &= keep - 1) {
+      if ((word >> __builtin_ctzll(keep)) & 1) arrow::bit_util::SetBit(out, written);
+      ++written;
+    }
+  }
+}
+
+// `values` (a fixed-width column) at the rows `mask` keeps, `kept` of them, its NULLs with them;
+// nullopt for a column of another kind, which Arrow's filter takes.
 arrow::Result<std::optional<arrow::Datum>> CompactFixedWidth(const arrow::ArrayData& values,
                                                              const uint8_t* mask,
                                                              int64_t mask_offset, int64_t kept,
                                                              arrow::MemoryPool* pool) {
   const auto& type = *values.type;
-  if (values.GetNullCount() != 0 || type.id() == arrow::Type::BOOL ||
-      type.id() == arrow::Type::DICTIONARY || type.id() == arrow::Type::EXTENSION ||
-      !arrow::is_fixed_width(type.id()) || values.buffers.size() != 2 ||
-      values.buffers[1] == nullptr) {
+  if (type.id() == arrow::Type::BOOL || type.id() == arrow::Type::DICTIONARY ||
+      type.id() == arrow::Type::EXTENSION || !arrow::is_fixed_width(type.id()) ||
+      values.buffers.size() != 2 || values.buffers[1] == nullptr) {
     return std::nullopt;
   }
   const int width = type.byte_width();
@@ -150,8 +172,16 @@ arrow::Result<std::optional<arrow::Datum>> CompactFixedWidth(const arrow::ArrayD
   ARROW_ASSIGN_OR_RAISE(auto out, arrow::AllocateBuffer((kept + 1) * width, pool));
   compact(values.buffers[1]->data() + values.offset * width, mask, mask_offset, values.length,
           out->mutable_data());
+  std::shared_ptr<arrow::Buffer> validity;
+  int64_t nulls = 0;
+  if (values.GetNullCount() != 0) {
+    ARROW_ASSIGN_OR_RAISE(validity, arrow::AllocateEmptyBitmap(kept, pool));
+    CompactBitmap(values.buffers[0]->data(), values.offset, mask, mask_offset, values.length,
+                  validity->mutable_data());
+    nulls = kept - arrow::internal::CountSetBits(validity->data(), 0, kept);
+  }
   return arrow::Datum(
-      arrow::ArrayData::Make(values.type, kept, {nullptr, std::move(out)}, /*null_count=*/0));
+      arrow::ArrayData::Make(values.type, kept, {std::move(validity), std::move(out)}, nulls));
 }
 
 // One conjunct and the input columns it reads, which are all a selection has to gather for it.
@@ -243,11 +273,16 @@ arrow::Result<cp::ExecBatch> KeepRowsOf(cp::ExecBatch batch, const arrow::Datum&
 
 class FilterOptions : public ac::ExecNodeOptions {
  public:
-  FilterOptions(cp::Expression predicate, std::shared_ptr<const plan::ColumnTexts> texts, bool mark)
-      : predicate(std::move(predicate)), texts(std::move(texts)), mark(mark) {}
+  FilterOptions(cp::Expression predicate, std::shared_ptr<const plan::ColumnTexts> texts, bool mark,
+                std::optional<std::vector<std::string>> outputs)
+      : predicate(std::move(predicate)),
+        texts(std::move(texts)),
+        mark(mark),
+        outputs(std::move(outputs)) {}
   cp::Expression predicate;
   std::shared_ptr<const plan::ColumnTexts> texts;
   bool mark;
+  std::optional<std::vector<std::string>> outputs;  // std::nullopt: all
 };
 
 class FilterNode : public ac::MapNode {
@@ -255,12 +290,13 @@ class FilterNode : public ac::MapNode {
   FilterNode(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
              std::shared_ptr<arrow::Schema> schema, cp::Expression predicate,
              std::vector<Conjunct> conjuncts, std::shared_ptr<const plan::ColumnTexts> texts,
-             bool mark)
+             bool mark, std::optional<std::vector<int>> outputs)
       : MapNode(plan, std::move(inputs), std::move(schema)),
         predicate_(std::move(predicate)),
         conjuncts_(std::move(conjuncts)),
         texts_(std::move(texts)),
-        mark_(mark) {}
+        mark_(mark),
+        outputs_(std::move(outputs)) {}
 
   static arrow::Result<ac::ExecNode*> Make(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
                                            const ac::ExecNodeOptions& options) {
@@ -291,6 +327,18 @@ class FilterNode : public ac::MapNode {
                             [](const Conjunct& conjunct) { return conjunct.cheap; });
     }
     std::shared_ptr<arrow::Schema> out = inputs[0]->output_schema();
+    std::optional<std::vector<int>> outputs;
+    if (filter.outputs) {
+      outputs.emplace();
+      arrow::FieldVector fields;
+      for (const auto& name : *filter.outputs) {
+        const int i = schema.GetFieldIndex(name);
+        if (i < 0) return arrow::Status::Invalid("internal: filter output ", name, " missing");
+        outputs->push_back(i);
+        fields.push_back(schema.field(i));
+      }
+      out = arrow::schema(std::move(fields));
+    }
     if (filter.mark) {
       if (KeptRowsIndex(*out) >= 0) {
         return arrow::Status::Invalid("internal: a marking filter over rows marked already");
@@ -300,7 +348,8 @@ class FilterNode : public ac::MapNode {
                              arrow::field(kKeptRowsColumn, arrow::boolean(), /*nullable=*/false)));
     }
     return plan->EmplaceNode<FilterNode>(plan, std::move(inputs), std::move(out), std::move(bound),
-                                         std::move(conjuncts), filter.texts, filter.mark);
+                                         std::move(conjuncts), filter.texts, filter.mark,
+                                         std::move(outputs));
   }
 
   const char* kind_name() const override { return "SluiceFilterNode"; }
@@ -325,7 +374,7 @@ class FilterNode : public ac::MapNode {
     cp::ExecContext* ctx = plan()->query_context()->exec_context();
     if (conjuncts_.empty()) {
       ARROW_ASSIGN_OR_RAISE(arrow::Datum mask, Evaluate(predicate_, batch, ctx));
-      return Keep(std::move(batch), mask, marked, ctx);
+      return Keep(Outputs(std::move(batch)), mask, marked, ctx);
     }
     // Conjunct by conjunct: while the rows kept so far are many, each runs on the whole batch
     // and the masks are combined; once they are few, the rest run on those rows alone, so an
@@ -346,7 +395,7 @@ class FilterNode : public ac::MapNode {
           ARROW_ASSIGN_OR_RAISE(mask, cp::CallFunction("and_kleene", {mask, part}, ctx));
         }
         const int64_t kept = Kept(mask, batch.length);
-        if (kept == 0) return batch.Slice(0, 0);
+        if (kept == 0) return Outputs(std::move(batch)).Slice(0, 0);
         if (mask.is_scalar()) continue;
         const Conjunct* next = c + 1 < conjuncts_.size() ? &conjuncts_[c + 1] : nullptr;
         if (next != nullptr && kept < batch.length && batch.length <= kMaxSelectable &&
@@ -375,15 +424,15 @@ class FilterNode : public ac::MapNode {
           arrow::Datum part,
           Evaluate(conjunct.bound, cp::ExecBatch(std::move(values), selection->length()), ctx));
       const int64_t kept = Kept(part, selection->length());
-      if (kept == 0) return batch.Slice(0, 0);
+      if (kept == 0) return Outputs(std::move(batch)).Slice(0, 0);
       if (part.is_scalar() || kept == selection->length()) continue;
       ARROW_ASSIGN_OR_RAISE(selection,
                             TrueRows(*part.array(), kept, selection->data()->GetValues<int32_t>(1),
                                      ctx->memory_pool()));
     }
-    if (selection == nullptr) return Keep(std::move(batch), mask, marked, ctx);
+    if (selection == nullptr) return Keep(Outputs(std::move(batch)), mask, marked, ctx);
     if (selection->length() * kTakeBelowOneIn < batch.length) {
-      return TakeRows(batch, selection, ctx);
+      return TakeRows(Outputs(std::move(batch)), selection, ctx);
     }
     // Many rows kept (a conjunct that may fail ran on them): copied along a mask of them.
     ARROW_ASSIGN_OR_RAISE(auto bits, arrow::AllocateEmptyBitmap(batch.length, ctx->memory_pool()));
@@ -391,10 +440,18 @@ class FilterNode : public ac::MapNode {
     for (int64_t i = 0; i < selection->length(); ++i) {
       arrow::bit_util::SetBit(bits->mutable_data(), rows[i]);
     }
-    return Keep(
-        std::move(batch),
-        arrow::ArrayData::Make(arrow::boolean(), batch.length, {nullptr, std::move(bits)}, 0),
-        marked, ctx);
+    auto kept_bits =
+        arrow::ArrayData::Make(arrow::boolean(), batch.length, {nullptr, std::move(bits)}, 0);
+    return Keep(Outputs(std::move(batch)), std::move(kept_bits), marked, ctx);
+  }
+
+  // `batch` with only the columns the node passes on, once the predicate has read it.
+  cp::ExecBatch Outputs(cp::ExecBatch batch) const {
+    if (!outputs_) return batch;
+    std::vector<arrow::Datum> values;
+    values.reserve(outputs_->size());
+    for (const int i : *outputs_) values.push_back(std::move(batch.values[static_cast<size_t>(i)]));
+    return cp::ExecBatch(std::move(values), batch.length);
   }
 
   // The rows that `mask` over `length` rows keeps: a scalar keeps all or none.
@@ -444,6 +501,7 @@ class FilterNode : public ac::MapNode {
   std::vector<Conjunct> conjuncts_;  // empty for a predicate that is not a conjunction
   std::shared_ptr<const plan::ColumnTexts> texts_;  // what errors' text reads
   bool mark_;  // marks the rows that pass where most do (exec/kept_rows.h)
+  std::optional<std::vector<int>> outputs_;  // the input columns passed on; std::nullopt: all
 };
 
 // `batch` with `fn` applied to each array column (scalars stay), `length` rows long.
@@ -511,11 +569,13 @@ arrow::Status RegisterFilter() {
 
 arrow::Result<ac::Declaration> Filtered(ac::Declaration input, cp::Expression predicate,
                                         std::shared_ptr<const plan::ColumnTexts> texts,
-                                        bool mark_kept_rows) {
+                                        bool mark_kept_rows,
+                                        std::optional<std::vector<std::string>> outputs) {
   ARROW_RETURN_NOT_OK(RegisterFilter());
   return ac::Declaration::Sequence(
       {std::move(input),
-       {kFilterFactory, FilterOptions(std::move(predicate), std::move(texts), mark_kept_rows)}});
+       {kFilterFactory, FilterOptions(std::move(predicate), std::move(texts), mark_kept_rows,
+                                      std::move(outputs))}});
 }
 
 arrow::Result<cp::ExecBatch> KeepRows(cp::ExecBatch batch, const arrow::Datum& mask,

@@ -12,6 +12,9 @@
 #include <arrow/result.h>
 
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "plan/expression_text.h"
 
@@ -26,9 +29,12 @@ namespace sluice::exec {
 /// With `mark_kept_rows`, the output has one more column, kKeptRowsColumn (exec/kept_rows.h): a
 /// batch that keeps at least three rows in four passes whole with the rows that pass marked
 /// there, and any other is filtered as above with a scalar true there.
+/// With `outputs`, only those input columns (by name, in that order; none for a count) are passed
+/// on: a column that only the predicate reads is not copied for the rows it keeps.
 arrow::Result<arrow::acero::Declaration> Filtered(
     arrow::acero::Declaration input, arrow::compute::Expression predicate,
-    std::shared_ptr<const plan::ColumnTexts> texts = nullptr, bool mark_kept_rows = false);
+    std::shared_ptr<const plan::ColumnTexts> texts = nullptr, bool mark_kept_rows = false,
+    std::optional<std::vector<std::string>> outputs = std::nullopt);
 
 /// The rows of `batch` where `mask` (a boolean array of its length) is true, as the filter keeps
 /// them. A project above a marking filter uses it to drop the unmarked rows where an expression

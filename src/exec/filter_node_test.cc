@@ -99,10 +99,9 @@ TEST(FilterNode, KeepsWhatArrowsFilterKeepsWhateverTheShare) {
       << ran.status().ToString();
 }
 
-// Fixed-width columns without NULLs of every width (1, 2, 4, 8 and 16 bytes), which the node
-// compacts itself, beside a string and a column with NULLs, which Arrow's filter takes; b is a
-// boolean with NULLs, in random stretches, all-true and all-false stretches; c the same without
-// NULLs.
+// Fixed-width columns of every width (1, 2, 4, 8 and 16 bytes), which the node compacts itself,
+// two of them with NULLs, beside a string, which Arrow's filter takes; b is a boolean with NULLs,
+// in random stretches, all-true and all-false stretches; c the same without NULLs.
 std::shared_ptr<arrow::Table> Widths(int64_t n) {
   std::mt19937_64 rng(7);
   arrow::Int8Builder i8;
@@ -111,9 +110,10 @@ std::shared_ptr<arrow::Table> Widths(int64_t n) {
   arrow::Date32Builder d32;
   arrow::Int64Builder i64, nullable;
   arrow::DoubleBuilder f64;
-  arrow::Decimal128Builder dec(arrow::decimal128(15, 2));
+  arrow::Decimal128Builder dec(arrow::decimal128(15, 2)), nullable_dec(arrow::decimal128(15, 2));
   arrow::StringBuilder s;
   arrow::BooleanBuilder b, c;
+  auto dec_value = [](int64_t i) { return arrow::Decimal128(i * 31 - 7); };
   for (int64_t i = 0; i < n; ++i) {
     EXPECT_TRUE(i8.Append(static_cast<int8_t>(i)).ok());
     EXPECT_TRUE(i16.Append(static_cast<int16_t>(i * 3)).ok());
@@ -123,6 +123,9 @@ std::shared_ptr<arrow::Table> Widths(int64_t n) {
     EXPECT_TRUE((i % 11 == 0 ? nullable.AppendNull() : nullable.Append(i)).ok());
     EXPECT_TRUE(f64.Append(static_cast<double>(i) / 7).ok());
     EXPECT_TRUE(dec.Append(arrow::Decimal128(i * 997 - 50'000)).ok());
+    EXPECT_TRUE(
+        (i % 7 == 2 || i % 300 < 70 ? nullable_dec.AppendNull() : nullable_dec.Append(dec_value(i)))
+            .ok());
     EXPECT_TRUE(s.Append("v" + std::to_string(i)).ok());
     const int64_t stretch = (i / 300) % 3;  // random, all true, all false
     const bool keep = stretch == 0 ? rng() % 10 < 6 : stretch == 1;
@@ -131,7 +134,7 @@ std::shared_ptr<arrow::Table> Widths(int64_t n) {
   }
   std::vector<std::shared_ptr<arrow::Array>> columns;
   for (arrow::ArrayBuilder* builder : std::initializer_list<arrow::ArrayBuilder*>{
-           &i8, &i16, &i32, &d32, &i64, &f64, &dec, &s, &nullable, &b, &c}) {
+           &i8, &i16, &i32, &d32, &i64, &f64, &dec, &s, &nullable, &nullable_dec, &b, &c}) {
     columns.push_back(builder->Finish().ValueOrDie());
   }
   return arrow::Table::Make(
@@ -140,6 +143,7 @@ std::shared_ptr<arrow::Table> Widths(int64_t n) {
                      arrow::field("i64", arrow::int64()), arrow::field("f64", arrow::float64()),
                      arrow::field("dec", arrow::decimal128(15, 2)),
                      arrow::field("s", arrow::utf8()), arrow::field("nullable", arrow::int64()),
+                     arrow::field("nullable_dec", arrow::decimal128(15, 2)),
                      arrow::field("b", arrow::boolean()), arrow::field("c", arrow::boolean())}),
       columns);
 }
@@ -166,6 +170,35 @@ TEST(FilterNode, CompactsFixedWidthColumnsAsArrowFilters) {
     ASSERT_GT(want->num_rows(), n / 3) << predicate.ToString();
     EXPECT_TRUE((*got)->Equals(*want)) << predicate.ToString() << "\n"
                                        << (*got)->num_rows() << " rows, want " << want->num_rows();
+  }
+}
+
+// Named outputs: only those columns come out, in that order, with the rows the whole input
+// keeps, even none (a count reads no column); a conjunction reads columns it does not pass on.
+TEST(FilterNode, PassesOnOnlyTheNamedColumns) {
+  ASSERT_TRUE(plan::EnsureComputeInitialized().ok());
+  auto table = Widths(5'000);
+  const auto i32 = cp::field_ref("i32");
+  const auto predicate =
+      cp::and_(cp::not_equal(cp::call("bit_wise_and", {i32, cp::literal(int32_t{7})}),
+                             cp::literal(int32_t{3})),
+               cp::greater(cp::field_ref("i16"), cp::literal(int16_t{30})));
+  auto want = ArrowKeeps(table, predicate);
+  for (const std::vector<std::string>& outputs :
+       {std::vector<std::string>{"nullable_dec", "s"}, std::vector<std::string>{}}) {
+    auto filtered =
+        Filtered(ac::Declaration("table_source", ac::TableSourceNodeOptions(table, 999)), predicate,
+                 nullptr, false, outputs);
+    ASSERT_TRUE(filtered.ok()) << filtered.status().ToString();
+    auto got = ac::DeclarationToTable(std::move(*filtered), false);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ((*got)->num_columns(), static_cast<int>(outputs.size()));
+    EXPECT_EQ((*got)->num_rows(), want->num_rows());
+    for (size_t c = 0; c < outputs.size(); ++c) {
+      EXPECT_EQ((*got)->schema()->field(static_cast<int>(c))->name(), outputs[c]);
+      EXPECT_TRUE((*got)->column(static_cast<int>(c))->Equals(*want->GetColumnByName(outputs[c])))
+          << outputs[c];
+    }
   }
 }
 

@@ -492,21 +492,57 @@ arrow::Result<CodedFilteredScan> CodedScan(const PlanNode& scan_node, OperatorPr
   return CodedFilteredScan{std::move(scan), arrow::schema(std::move(coded))};
 }
 
+// The columns of `schema` that `project` reads, in the schema's order (none for a count(*)'s
+// literal); std::nullopt where it reads all of them or passes its input on.
+std::optional<std::vector<std::string>> ReadByProject(const PlanNode& project,
+                                                      const arrow::Schema& schema) {
+  if (project.keep_input) return std::nullopt;
+  std::set<std::string> read;
+  for (const auto& e : project.expressions) {
+    for (const arrow::FieldRef& ref : cp::FieldsInExpression(e)) {
+      if (ref.name() == nullptr) return std::nullopt;
+      read.insert(*ref.name());
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& f : schema.fields()) {
+    if (read.count(f->name())) out.push_back(f->name());
+  }
+  if (out.size() == static_cast<size_t>(schema.num_fields())) return std::nullopt;
+  return out;
+}
+
+// `schema` with only the fields named in `names` (all where there are none).
+std::shared_ptr<arrow::Schema> Narrowed(const std::shared_ptr<arrow::Schema>& schema,
+                                        const std::optional<std::vector<std::string>>& names) {
+  if (!names) return schema;
+  arrow::FieldVector fields;
+  for (const auto& f : schema->fields()) {
+    if (std::find(names->begin(), names->end(), f->name()) != names->end()) fields.push_back(f);
+  }
+  return arrow::schema(std::move(fields), schema->metadata());
+}
+
 // The filter `node` over `scan`, the coded scan of its input. `mark_kept_rows`: it marks rather
-// than drops (exec/kept_rows.h), for the integer-key aggregate alone.
-arrow::Result<CodedFilteredScan> FilterOver(const PlanNode& node, CodedFilteredScan scan,
-                                            bool mark_kept_rows) {
+// than drops (exec/kept_rows.h), for the integer-key aggregate alone. `outputs`: the columns the
+// project above reads (ReadByProject), the only ones passed on; std::nullopt: all.
+arrow::Result<CodedFilteredScan> FilterOver(
+    const PlanNode& node, CodedFilteredScan scan, bool mark_kept_rows,
+    const std::optional<std::vector<std::string>>& outputs) {
   ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(*node.input));
   const cp::Expression predicate =
       plan::WithDictionaryMaps(OwnKernels(node.predicate, *schema), *scan.coded);
-  ARROW_ASSIGN_OR_RAISE(ac::Declaration filtered, Filtered(std::move(scan.decl), predicate,
-                                                           /*texts=*/nullptr, mark_kept_rows));
-  return CodedFilteredScan{std::move(filtered), std::move(scan.coded)};
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration filtered,
+                        Filtered(std::move(scan.decl), predicate,
+                                 /*texts=*/nullptr, mark_kept_rows, outputs));
+  return CodedFilteredScan{std::move(filtered), Narrowed(scan.coded, outputs)};
 }
 
-arrow::Result<CodedFilteredScan> FilteredScan(const PlanNode& node, OperatorProbes* probes) {
+arrow::Result<CodedFilteredScan> FilteredScan(
+    const PlanNode& node, OperatorProbes* probes,
+    const std::optional<std::vector<std::string>>& outputs = std::nullopt) {
   ARROW_ASSIGN_OR_RAISE(CodedFilteredScan scan, CodedScan(*node.input, probes));
-  return FilterOver(node, std::move(scan), /*mark_kept_rows=*/false);
+  return FilterOver(node, std::move(scan), /*mark_kept_rows=*/false, outputs);
 }
 
 // The filtered scan with its dictionaries decoded, for operators other than a project (which
@@ -595,17 +631,19 @@ arrow::Result<ac::Declaration> AggregateOver(const PlanNode& out, const PlanNode
     }
   }
   ac::Declaration rows;
+  ARROW_ASSIGN_OR_RAISE(auto filter_schema, plan::OutputSchema(filter));
+  std::optional<std::vector<std::string>> read;
   if (filtered_scan) {
     const bool mark = MarksKeptRows(input, keys, calls, *input_schema, interned);
-    ARROW_ASSIGN_OR_RAISE(filtered, FilterOver(filter, std::move(filtered), mark));
+    read = ReadByProject(input, *filter_schema);
+    ARROW_ASSIGN_OR_RAISE(filtered, FilterOver(filter, std::move(filtered), mark, read));
     ARROW_ASSIGN_OR_RAISE(rows, Probed(filter, std::move(filtered.decl), probes));
   } else {
     rows = std::move(filtered.decl);  // probed as the scan
   }
   const auto intern = plan::MakeInternOptions();
-  ARROW_ASSIGN_OR_RAISE(auto filter_schema, plan::OutputSchema(filter));
-  ARROW_ASSIGN_OR_RAISE(rows, Project(input, std::move(rows), *filter_schema, filtered.coded.get(),
-                                      interned, intern));
+  ARROW_ASSIGN_OR_RAISE(rows, Project(input, std::move(rows), *Narrowed(filter_schema, read),
+                                      filtered.coded.get(), interned, intern));
   ARROW_ASSIGN_OR_RAISE(rows, Probed(input, std::move(rows), probes));
   ac::Declaration aggregate =
       Aggregate(std::move(rows), *input_schema, keys, calls, out.repeats_keys);
@@ -951,11 +989,12 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
       (inputs == nullptr ||
        (inputs->count(node.input.get()) == 0 && inputs->count(node.input->input.get()) == 0))) {
     // The project decodes the dictionaries it reads, and maps expressions of one per value.
-    ARROW_ASSIGN_OR_RAISE(CodedFilteredScan filtered, FilteredScan(*node.input, probes));
+    ARROW_ASSIGN_OR_RAISE(auto input_schema, plan::OutputSchema(*node.input));
+    const auto read = ReadByProject(node, *input_schema);
+    ARROW_ASSIGN_OR_RAISE(CodedFilteredScan filtered, FilteredScan(*node.input, probes, read));
     ARROW_ASSIGN_OR_RAISE(ac::Declaration input,
                           Probed(*node.input, std::move(filtered.decl), probes));
-    ARROW_ASSIGN_OR_RAISE(auto input_schema, plan::OutputSchema(*node.input));
-    return Project(node, std::move(input), *input_schema, filtered.coded.get());
+    return Project(node, std::move(input), *Narrowed(input_schema, read), filtered.coded.get());
   }
   ARROW_ASSIGN_OR_RAISE(ac::Declaration input, ToDeclaration(*node.input, probes, inputs));
   ARROW_ASSIGN_OR_RAISE(auto input_schema, plan::OutputSchema(*node.input));
