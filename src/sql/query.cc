@@ -21,6 +21,7 @@
 #include "plan/stage_shape.h"
 #include "plan/table_provider.h"
 #include "sql/binder.h"
+#include "sql/determined_keys.h"
 #include "sql/distributed_query.h"
 #include "sql/join_key_ranges.h"
 #include "sql/optimizer/optimizer.h"
@@ -259,6 +260,8 @@ arrow::Result<QueryResult> RunQueryOnThisThread(const Config& config, const std:
   // A probe scan clustered on a join key reads only the row groups of the dimension's key range
   // (a first pass too).
   if (!select.explain || select.analyze) {
+    // Group keys that a unique key determines go (reading that key's column first).
+    ARROW_RETURN_NOT_OK(DropDeterminedGroupKeys(bound.plan.get()));
     ARROW_RETURN_NOT_OK(BoundJoinKeyRanges(bound.plan.get()));
     // A semi join's few outer rows run first and filter its inner side.
     ARROW_RETURN_NOT_OK(ReduceSemiJoinInputs(bound.plan.get()));

@@ -1853,6 +1853,82 @@ def test_a_semi_joins_outer_rows_run_first_and_filter_its_inner_side(reduced):
     assert "computed first" not in out, out
 
 
+# Group keys that a unique key determines (sql/determined_keys.h): items keyed 0..1999, each
+# with a name and a class; copies of them where one key repeats, and where one is NULL; sales
+# of them by day, some of items no table has and some NULL.
+@pytest.fixture(scope="module")
+def determined(tpch):
+    sluice, con, root = tpch
+    n_items = 2000
+    ids = list(range(n_items))
+    names = [f"item {i % 700:03d} {'abcdefgh'[i % 8]}" for i in ids]
+    classes = [None if i % 13 == 0 else f"class {i % 9}" for i in ids]
+    items = pa.table({"dk": pa.array(ids, pa.int32()), "dname": pa.array(names),
+                      "dclass": pa.array(classes)})
+    repeated = pa.table({"dk": pa.array(ids[:-1] + [5], pa.int32()),
+                         "dname": pa.array(names[:-1] + ["another name"]),
+                         "dclass": pa.array(classes)})
+    with_null = pa.table({"dk": pa.array(ids[:-1] + [None], pa.int32()),
+                          "dname": pa.array(names), "dclass": pa.array(classes)})
+    n = 200_000
+    sales = pa.table({
+        "sk": pa.array([None if i % 211 == 0 else (i * 7) % (n_items + 50) for i in range(n)],
+                       pa.int32()),
+        "sday": pa.array([(i * 13) % 40 for i in range(n)], pa.int32()),
+        "samount": pa.array([decimal.Decimal(f"{i % 500}.{i % 100:02d}") for i in range(n)],
+                            pa.decimal128(9, 2))})
+    register_parquet_tables(sluice, con, root / "data", 50_000,
+                            {"ditems": items, "ditems_rep": repeated, "ditems_null": with_null,
+                             "dsales": sales})
+    return sluice, con
+
+
+def _group_keys(out):
+    """The key lists of the final aggregates in an EXPLAIN ANALYZE."""
+    return [re.search(r"keys=\[([^\]]*)\]", l).group(1).split(", ")
+            for l in out.splitlines() if "FinalAggregate keys=[" in l and "keys=[]" not in l]
+
+
+DETERMINED = [
+    # q23's shape: a substring of the name, the key and the day, then only the groups' count
+    ("select count(*), sum(cnt) from (select substr(dname, 1, 6) d, dk, sday, count(*) cnt "
+     "from dsales, {t} where sk = dk group by substr(dname, 1, 6), dk, sday "
+     "having count(*) > 2) x", True),
+    # the key through IN, two determined keys (one with NULLs), a sum
+    ("select count(*), sum(samount) from dsales where sk in (select dk from (select dname, dclass, "
+     "dk, sday, sum(samount) s from dsales, {t} where sk = dk group by dname, dclass, dk, sday "
+     "having sum(samount) > 900) x)", True),
+    # a left join: sales of no item group under a NULL key with a NULL name
+    ("select count(*), sum(c) from (select dname, dk, sday, count(*) c from dsales left join {t} "
+     "on sk = dk group by dname, dk, sday) x", True),
+    # the determined key is read above: it stays
+    ("select d, count(*) from (select substr(dname, 1, 6) d, dk, sday from dsales, {t} "
+     "where sk = dk group by substr(dname, 1, 6), dk, sday) x group by d", False),
+    # a key of the other table decides nothing about the item's columns
+    ("select count(*) from (select dname, sday, count(*) c from dsales, {t} where sk = dk "
+     "group by dname, sday) x", False),
+]
+
+
+@pytest.mark.parametrize("table", ["ditems", "ditems_rep", "ditems_null"])
+@pytest.mark.parametrize("sql,drops", DETERMINED)
+def test_group_keys_a_unique_key_determines_are_dropped_and_results_match_duckdb(
+        determined, table, sql, drops, tmp_path):
+    sluice, con = determined
+    sql = sql.format(t=table)
+    # Plain EXPLAIN reads no data first, so it shows every key; the run drops some only where
+    # dk is unique and NULL-free in its table.
+    planned = _group_keys(sluice.run("query", "explain " + sql, check=True).stdout.decode())
+    out = sluice.run("query", "explain analyze " + sql, check=True).stdout.decode()
+    ran = _group_keys(out)
+    assert planned and ran, out
+    dropped = drops and table == "ditems"
+    assert (sum(map(len, ran)) < sum(map(len, planned))) == dropped, out
+    if dropped:
+        assert all("dname" not in k for keys in ran for k in keys), out
+    assert_matches_duckdb(sluice, con, sql, tmp_path)
+
+
 # A WITH query read several times, each reading filtered on its keys: each copy filtered where the
 # conditions land at the bottom of its joins, else one shared computation that reads the OR of
 # them (filter_pushdown.cc, ShareConditions; TPC-DS q31 in test_tpcds.py takes that path).

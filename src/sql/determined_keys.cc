@@ -1,0 +1,285 @@
+#include "sql/determined_keys.h"
+
+#include <arrow/api.h>
+#include <arrow/compute/api.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/plan_executor.h"
+#include "plan/conjuncts.h"
+#include "plan/library_functions.h"
+#include "plan/stage_shape.h"
+#include "sql/optimizer/column_pruning.h"
+
+namespace sluice::sql {
+
+namespace cp = arrow::compute;
+using Kind = PlanNode::Kind;
+
+namespace {
+
+void Walk(PlanNode* node, const std::function<void(PlanNode*)>& visit) {
+  if (node == nullptr) return;
+  visit(node);
+  Walk(node->input.get(), visit);
+  Walk(node->right.get(), visit);
+  for (auto& item : node->items) Walk(item.get(), visit);
+}
+
+std::set<std::string> NamesIn(const cp::Expression& e) {
+  std::set<std::string> out;
+  plan::AddColumnNames(e, &out);
+  return out;
+}
+
+// Adds to `live` what `node` reads of its inputs, given that `live` holds the columns some
+// operator above it (or the result) needs: a project's expressions only where their outputs are
+// needed. Names are unique in a plan, and operators that pass columns on keep their names.
+void AddReads(const PlanNode& node, std::set<std::string>* live) {
+  switch (node.kind) {
+    case Kind::kScan:
+      plan::AddColumnNames(node.scan_filter, live);
+      break;
+    case Kind::kFilter:
+      plan::AddColumnNames(node.predicate, live);
+      break;
+    case Kind::kProject:
+      for (size_t i = 0; i < node.expressions.size(); ++i) {
+        if (live->count(node.names[i])) plan::AddColumnNames(node.expressions[i], live);
+      }
+      break;
+    case Kind::kAggregate:
+      live->insert(node.keys.begin(), node.keys.end());
+      for (const auto& a : node.aggregates) {
+        if (!a.input.empty()) live->insert(a.input);
+      }
+      break;
+    case Kind::kSort:
+      for (const auto& k : node.sort_keys) {
+        if (k.target.name() != nullptr) live->insert(*k.target.name());
+      }
+      break;
+    case Kind::kLimit:
+      break;
+    case Kind::kJoin:
+      live->insert(node.left_keys.begin(), node.left_keys.end());
+      live->insert(node.right_keys.begin(), node.right_keys.end());
+      plan::AddColumnNames(node.join_filter, live);
+      break;
+    case Kind::kWindow:
+      for (const auto& w : node.windows) {
+        live->insert(w.arguments.begin(), w.arguments.end());
+        live->insert(w.partition_keys.begin(), w.partition_keys.end());
+        for (const auto& k : w.order_keys) {
+          if (k.target.name() != nullptr) live->insert(*k.target.name());
+        }
+      }
+      break;
+    default:  // a union maps columns by position; others this step does not know keep all
+      for (const PlanNode* input : {node.input.get(), node.right.get()}) {
+        if (input == nullptr) continue;
+        for (auto& n : input->OutputNames()) live->insert(std::move(n));
+      }
+      for (const auto& item : node.items) {
+        for (auto& n : item->OutputNames()) live->insert(std::move(n));
+      }
+      break;
+  }
+}
+
+// The columns that the result or some operator needs, to a fixed point.
+std::set<std::string> LiveNames(PlanNode* root) {
+  std::set<std::string> live;
+  for (auto& n : root->OutputNames()) live.insert(std::move(n));
+  for (size_t before = 0; before != live.size();) {
+    before = live.size();
+    Walk(root, [&](PlanNode* node) { AddReads(*node, &live); });
+  }
+  return live;
+}
+
+// Whether `e` gives one value for one row of its columns: no library function (whose author may
+// not promise it) and no random().
+bool Deterministic(const cp::Expression& e) {
+  const cp::Expression::Call* call = e.call();
+  if (call == nullptr) return true;
+  if (call->function_name == "random" ||
+      plan::ParseLibraryFunctionName(call->function_name).has_value()) {
+    return false;
+  }
+  return std::all_of(call->arguments.begin(), call->arguments.end(), Deterministic);
+}
+
+// Whether column `column` of `scan`'s table holds no NULL and no value twice, read from the data
+// (once per table and column in a process).
+arrow::Result<bool> UniqueColumn(const PlanNode& scan, size_t column) {
+  const TableSource& table = *scan.table;
+  if ((table.format != "parquet" && table.format != "ipc") || scan.split ||
+      !table.row_group_ranges.empty() || table.num_rows <= 0 ||
+      table.num_rows > kUniqueProbeMaxRows) {
+    return false;
+  }
+  std::string key = table.location + '\n' + scan.columns[column];
+  for (size_t i = 0; i < table.files.size(); ++i) {
+    key += '\n' + table.files[i] + ' ' +
+           (i < table.file_bytes.size() ? std::to_string(table.file_bytes[i]) : "");
+  }
+  static std::mutex mutex;
+  static std::map<std::string, bool> known;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto at = known.find(key);
+    if (at != known.end()) return at->second;
+  }
+  auto probe = plan::MakeNode(Kind::kScan);
+  probe->table = scan.table;
+  probe->columns = {scan.columns[column]};
+  probe->names = {scan.names[column]};
+  ARROW_ASSIGN_OR_RAISE(auto rows, exec::ExecuteInPlanTypes(*probe));
+  const auto values = rows->column(0);
+  bool unique = values->null_count() == 0;
+  if (unique) {
+    ARROW_ASSIGN_OR_RAISE(
+        arrow::Datum distinct,
+        cp::CallFunction("count_distinct", {values},
+                         std::make_shared<cp::CountOptions>(cp::CountOptions::ALL).get()));
+    unique = distinct.scalar_as<arrow::Int64Scalar>().value == values->length();
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  known[key] = unique;
+  return unique;
+}
+
+// Drops from `names` (and `expressions`, index for index) the entries `drop` says to.
+void EraseWhere(PlanNode* project, const std::function<bool(size_t)>& drop) {
+  std::vector<cp::Expression> expressions;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < project->names.size(); ++i) {
+    if (drop(i)) continue;
+    expressions.push_back(std::move(project->expressions[i]));
+    names.push_back(std::move(project->names[i]));
+  }
+  project->expressions = std::move(expressions);
+  project->names = std::move(names);
+}
+
+void EraseKey(PlanNode* aggregate, const std::string& key) {
+  auto& keys = aggregate->keys;
+  keys.erase(std::remove(keys.begin(), keys.end(), key), keys.end());
+}
+
+// The keys of `final_agg` (over `partial`) that it drops: each is then erased from both. `root`:
+// the whole plan, whose liveness decides what is read above.
+arrow::Result<std::vector<std::string>> DropKeys(PlanNode* root, PlanNode* final_agg,
+                                                 PlanNode* partial) {
+  std::vector<std::string> dropped;
+  const std::vector<std::string> keys = final_agg->keys;
+  if (keys.size() < 2) return dropped;
+  // Each key's expression: the projection under the partial step computes it, or it passes.
+  const PlanNode* defs = partial->input->kind == Kind::kProject ? partial->input.get() : nullptr;
+  auto def = [&](const std::string& name) -> cp::Expression {
+    if (defs != nullptr) {
+      for (size_t i = 0; i < defs->names.size(); ++i) {
+        if (defs->names[i] == name) return defs->expressions[i];
+      }
+    }
+    return cp::field_ref(name);
+  };
+  // The scans under the aggregate, by their output names.
+  std::map<std::string, std::pair<const PlanNode*, size_t>> scanned;
+  for (const PlanNode* scan : plan::ScansOf(*partial)) {
+    if (scan->table == nullptr) continue;
+    for (size_t i = 0; i < scan->names.size(); ++i) scanned[scan->names[i]] = {scan, i};
+  }
+  for (const auto& key : keys) {
+    const cp::Expression key_def = def(key);
+    const arrow::FieldRef* ref = key_def.field_ref();
+    if (ref == nullptr || ref->name() == nullptr) continue;
+    auto at = scanned.find(*ref->name());
+    if (at == scanned.end()) continue;
+    const PlanNode* scan = at->second.first;
+    const std::set<std::string> table_columns(scan->names.begin(), scan->names.end());
+    std::vector<std::string> candidates;
+    for (const auto& other : keys) {
+      if (other == key || std::find(dropped.begin(), dropped.end(), other) != dropped.end()) {
+        continue;
+      }
+      const cp::Expression other_def = def(other);
+      const std::set<std::string> reads = NamesIn(other_def);
+      if (!Deterministic(other_def) ||
+          !std::includes(table_columns.begin(), table_columns.end(), reads.begin(), reads.end())) {
+        continue;
+      }
+      // Read above? Only its own aggregate may read it.
+      EraseKey(final_agg, other);
+      EraseKey(partial, other);
+      const bool read = LiveNames(root).count(other) > 0;
+      final_agg->keys = keys;
+      partial->keys = keys;
+      for (const auto& d : dropped) {
+        EraseKey(final_agg, d);
+        EraseKey(partial, d);
+      }
+      if (!read) candidates.push_back(other);
+    }
+    if (candidates.empty()) continue;
+    ARROW_ASSIGN_OR_RAISE(bool unique, UniqueColumn(*scan, at->second.second));
+    if (!unique) continue;
+    for (const auto& c : candidates) {
+      EraseKey(final_agg, c);
+      EraseKey(partial, c);
+      dropped.push_back(c);
+    }
+  }
+  return dropped;
+}
+
+}  // namespace
+
+arrow::Status DropDeterminedGroupKeys(PlanNode* plan) {
+  std::vector<std::pair<PlanNode*, PlanNode*>> aggregates;
+  Walk(plan, [&](PlanNode* node) {
+    if (node->kind == Kind::kAggregate && node->final_phase && node->input != nullptr &&
+        node->input->kind == Kind::kAggregate && !node->input->final_phase &&
+        node->input->keys == node->keys && node->input->input != nullptr) {
+      aggregates.emplace_back(node, node->input.get());
+    }
+  });
+  std::set<std::string> removed;
+  for (auto [final_agg, partial] : aggregates) {
+    ARROW_ASSIGN_OR_RAISE(auto dropped, DropKeys(plan, final_agg, partial));
+    removed.insert(dropped.begin(), dropped.end());
+  }
+  if (removed.empty()) return arrow::Status::OK();
+  // The projections that computed the dropped keys, and those above that read them (whose
+  // outputs nothing reads either, or the keys would have been read), go too.
+  for (bool changed = true; changed;) {
+    changed = false;
+    Walk(plan, [&](PlanNode* node) {
+      if (node->kind != Kind::kProject) return;
+      const size_t before = node->names.size();
+      EraseWhere(node, [&](size_t i) {
+        if (removed.count(node->names[i])) return true;
+        for (const auto& n : NamesIn(node->expressions[i])) {
+          if (removed.count(n)) {
+            removed.insert(node->names[i]);
+            return true;
+          }
+        }
+        return false;
+      });
+      changed |= node->names.size() != before;
+    });
+  }
+  PruneColumns(plan);
+  return arrow::Status::OK();
+}
+
+}  // namespace sluice::sql
