@@ -1853,6 +1853,42 @@ def test_a_semi_joins_outer_rows_run_first_and_filter_its_inner_side(reduced):
     assert "computed first" not in out, out
 
 
+# Left joins that the WHERE makes inner (optimizer/outer_join_simplification.h): a condition
+# that no NULL of the padded side passes drops every padded row, so the join is an inner one,
+# ordered with the other FROM items; one that a NULL may pass keeps it a left join.
+OUTER_SIMPLIFIED = [
+    # q93's shape: the padded side joined to a third table and filtered through it
+    ("select o_custkey, count(*), sum(l_quantity) from orders left join lineitem "
+     "on o_orderkey = l_orderkey, part where l_partkey = p_partkey and p_size = 7 "
+     "group by o_custkey order by 3 desc, 1 limit 20", True),
+    ("select c_custkey, o_orderkey from customer left join orders on c_custkey = o_custkey "
+     "where o_totalprice > 400000 order by 2", True),
+    ("select count(*) from customer left join orders on c_custkey = o_custkey "
+     "where o_orderstatus in ('F', 'P') and c_nationkey = 3", True),
+    ("select count(*), sum(o_totalprice) from customer left join orders on c_custkey = o_custkey "
+     "and o_orderpriority = '1-URGENT' where o_orderkey is not null", True),
+    # a chain: the outer join's key rejects the inner one's NULLs
+    ("select count(*) from customer left join orders on c_custkey = o_custkey "
+     "left join lineitem on o_orderkey = l_orderkey where l_quantity < 2", True),
+    # NULLs of the padded side may pass: the join stays outer
+    ("select count(*) from customer left join orders on c_custkey = o_custkey "
+     "where o_orderkey is null", False),
+    ("select count(*) from customer left join orders on c_custkey = o_custkey "
+     "where coalesce(o_totalprice, 0) < 1000", False),
+    ("select count(*) from customer left join orders on c_custkey = o_custkey "
+     "where o_totalprice > 400000 or c_acctbal < 0", False),
+]
+
+
+@pytest.mark.parametrize("sql,inner", OUTER_SIMPLIFIED)
+def test_left_joins_the_where_makes_inner_match_duckdb(tpch, sql, inner, tmp_path):
+    sluice, con, _ = tpch
+    out = sluice.run("query", "explain " + sql, check=True).stdout.decode()
+    assert ("HashJoin left" not in out) == inner, out
+    assert "outer_join_simplification" in out, out
+    assert_matches_duckdb(sluice, con, sql, tmp_path)
+
+
 # Group keys that a unique key determines (sql/determined_keys.h): items keyed 0..1999, each
 # with a name and a class; copies of them where one key repeats, and where one is NULL; sales
 # of them by day, some of items no table has and some NULL.

@@ -10,6 +10,7 @@
 #include "sql/optimizer/filter_pushdown.h"
 #include "sql/optimizer/join_order.h"
 #include "sql/optimizer/outer_join_conditions.h"
+#include "sql/optimizer/outer_join_simplification.h"
 #include "sql/optimizer/physical_choices.h"
 #include "sql/optimizer/window_subqueries.h"
 
@@ -19,6 +20,7 @@ const std::vector<Pass>& DefaultPasses() {
   static const std::vector<Pass> passes = {
       {"window_subqueries", WindowScalarSubqueries},
       {"decorrelate", Decorrelate},
+      {"outer_join_simplification", SimplifyOuterJoins},
       {"outer_join_conditions", MoveConditionsIntoOuterJoins},
       {"join_order", OrderJoinSets},
       {"constant_folding",

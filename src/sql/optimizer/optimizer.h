@@ -24,7 +24,8 @@ struct Pass {
   std::function<arrow::Status(PlanNode* plan)> run;
 };
 
-/// The passes every query runs, in order: "decorrelate", "outer_join_conditions" (which
+/// The passes every query runs, in order: "window_subqueries", "decorrelate",
+/// "outer_join_simplification" (left joins the WHERE makes inner), "outer_join_conditions" (which
 /// finds query levels by the shape decorrelate leaves), "join_order" (which reads the
 /// subqueries' joins decorrelate made, and the conditions the previous pass moved into the
 /// levels under outer joins), "constant_folding", "filter_pushdown" (on folded

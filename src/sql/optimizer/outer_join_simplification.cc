@@ -1,0 +1,150 @@
+#include "sql/optimizer/outer_join_simplification.h"
+
+#include <arrow/compute/api.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sql/optimizer/conjuncts.h"
+#include "sql/optimizer/join_order.h"
+
+namespace sluice::sql {
+
+namespace cp = arrow::compute;
+
+namespace {
+
+// Functions whose result is NULL where an argument is NULL.
+bool Strict(const std::string& name) {
+  static const std::set<std::string> kStrict = {"equal",       "not_equal",
+                                                "less",        "less_equal",
+                                                "greater",     "greater_equal",
+                                                "add",         "add_checked",
+                                                "subtract",    "subtract_checked",
+                                                "multiply",    "multiply_checked",
+                                                "divide",      "divide_checked",
+                                                "negate",      "negate_checked",
+                                                "abs",         "abs_checked",
+                                                "cast",        "utf8_slice_codeunits",
+                                                "utf8_upper",  "utf8_lower",
+                                                "utf8_length", "binary_length",
+                                                "match_like",  "match_substring",
+                                                "starts_with", "ends_with",
+                                                "year",        "month",
+                                                "day"};
+  return kStrict.count(name) > 0;
+}
+
+// Whether `e` is NULL or false wherever the columns in `padded` are NULL (and reads one).
+bool RejectsNulls(const cp::Expression& e, const std::set<std::string>& padded) {
+  if (const arrow::FieldRef* ref = e.field_ref()) {
+    return ref->name() != nullptr && padded.count(*ref->name()) > 0;
+  }
+  const cp::Expression::Call* call = e.call();
+  if (call == nullptr) return false;
+  const std::string& f = call->function_name;
+  auto any = [&] {
+    return std::any_of(call->arguments.begin(), call->arguments.end(),
+                       [&](const cp::Expression& a) { return RejectsNulls(a, padded); });
+  };
+  if (Strict(f) || f == "is_valid" || f == "and" || f == "and_kleene") return any();
+  if (f == "or" || f == "or_kleene") {
+    return std::all_of(call->arguments.begin(), call->arguments.end(),
+                       [&](const cp::Expression& a) { return RejectsNulls(a, padded); });
+  }
+  if (f == "is_in") {
+    // NULL in, NULL or false out, unless the set's NULL matches it.
+    const auto* options = dynamic_cast<const cp::SetLookupOptions*>(call->options.get());
+    return options != nullptr &&
+           (options->null_matching_behavior == cp::SetLookupOptions::EMIT_NULL ||
+            options->null_matching_behavior == cp::SetLookupOptions::SKIP) &&
+           any();
+  }
+  return false;
+}
+
+std::vector<cp::Expression> ConjunctsOf(const cp::Expression& predicate) {
+  std::vector<cp::Expression> all, out;
+  Conjuncts(predicate, &all);
+  for (auto& c : all) {
+    if (!c.Equals(cp::literal(true))) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+cp::Expression AndOf(const std::vector<cp::Expression>& conjuncts) {
+  if (conjuncts.empty()) return cp::literal(true);
+  return conjuncts.size() == 1 ? conjuncts[0] : cp::and_(conjuncts);
+}
+
+// Makes inner the left joins among the FROM items of the level whose WHERE Filter is `filter`,
+// where its conjuncts or `above` (those of the levels that join this one inner) reject the
+// joined side's NULLs; then the same in the levels among its items.
+void SimplifyLevel(PlanNode* filter, const std::vector<cp::Expression>& above) {
+  PlanNode* set = filter->input.get();
+  while (IsSubqueryStep(*set)) set = set->input.get();
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<cp::Expression> where = ConjunctsOf(filter->predicate);
+    std::vector<cp::Expression> rejecting = where;
+    rejecting.insert(rejecting.end(), above.begin(), above.end());
+    for (size_t i = 0; i < set->items.size() && !changed; ++i) {
+      PlanNode* join = set->items[i].get();
+      if (join->kind != PlanNode::Kind::kJoin || join->join_type != JoinType::kLeft ||
+          join->right == nullptr || join->left_keys.size() != join->right_keys.size() ||
+          !join->input_cardinality || !join->right_cardinality) {
+        continue;
+      }
+      const std::vector<std::string> names = join->right->OutputNames();
+      const std::set<std::string> padded(names.begin(), names.end());
+      if (std::none_of(rejecting.begin(), rejecting.end(),
+                       [&](const cp::Expression& c) { return RejectsNulls(c, padded); })) {
+        continue;
+      }
+      // The ON condition joins the WHERE; the sides become items in the join's place.
+      for (size_t k = 0; k < join->left_keys.size(); ++k) {
+        where.push_back(
+            cp::equal(cp::field_ref(join->left_keys[k]), cp::field_ref(join->right_keys[k])));
+      }
+      for (auto& c : ConjunctsOf(join->join_filter)) where.push_back(std::move(c));
+      filter->predicate = AndOf(where);
+      std::unique_ptr<PlanNode> owned = std::move(set->items[i]);
+      const std::string name = set->item_names[i];
+      set->items[i] = std::move(owned->input);
+      set->item_cardinalities[i] = owned->input_cardinality;
+      set->items.insert(set->items.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                        std::move(owned->right));
+      set->item_cardinalities.insert(
+          set->item_cardinalities.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+          owned->right_cardinality);
+      set->item_names.insert(set->item_names.begin() + static_cast<std::ptrdiff_t>(i) + 1, name);
+      changed = true;
+    }
+  }
+  // Levels among the items are joined inner here: this level's conditions hold for their rows.
+  std::vector<cp::Expression> inherited = ConjunctsOf(filter->predicate);
+  inherited.insert(inherited.end(), above.begin(), above.end());
+  for (auto& item : set->items) {
+    if (IsLevelFilter(*item)) SimplifyLevel(item.get(), inherited);
+  }
+}
+
+void Visit(PlanNode* node) {
+  if (node == nullptr) return;
+  if (IsLevelFilter(*node)) SimplifyLevel(node, {});
+  Visit(node->input.get());
+  Visit(node->right.get());
+  for (auto& item : node->items) Visit(item.get());
+}
+
+}  // namespace
+
+arrow::Status SimplifyOuterJoins(PlanNode* plan) {
+  Visit(plan);
+  return arrow::Status::OK();
+}
+
+}  // namespace sluice::sql
