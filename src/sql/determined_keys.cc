@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -41,8 +42,15 @@ std::set<std::string> NamesIn(const cp::Expression& e) {
 
 // Adds to `live` what `node` reads of its inputs, given that `live` holds the columns some
 // operator above it (or the result) needs: a project's expressions only where their outputs are
-// needed. Names are unique in a plan, and operators that pass columns on keep their names.
-void AddReads(const PlanNode& node, std::set<std::string>* live) {
+// needed. Names are unique in a plan, and operators that pass columns on keep their names. The
+// keys of `unread` (an aggregate whose keys are in question) count as not read.
+void AddReads(const PlanNode& node, const PlanNode* unread, std::set<std::string>* live) {
+  if (&node == unread) {
+    for (const auto& a : node.aggregates) {
+      if (!a.input.empty()) live->insert(a.input);
+    }
+    return;
+  }
   switch (node.kind) {
     case Kind::kScan:
       plan::AddColumnNames(node.scan_filter, live);
@@ -94,13 +102,17 @@ void AddReads(const PlanNode& node, std::set<std::string>* live) {
   }
 }
 
-// The columns that the result or some operator needs, to a fixed point.
-std::set<std::string> LiveNames(PlanNode* root) {
+// The columns that the result or some operator needs, to a fixed point, but for the keys of
+// the aggregates `final_agg` and `partial` (its partial step).
+std::set<std::string> LiveNames(PlanNode* root, const PlanNode* final_agg,
+                                const PlanNode* partial) {
   std::set<std::string> live;
   for (auto& n : root->OutputNames()) live.insert(std::move(n));
   for (size_t before = 0; before != live.size();) {
     before = live.size();
-    Walk(root, [&](PlanNode* node) { AddReads(*node, &live); });
+    Walk(root, [&](PlanNode* node) {
+      AddReads(*node, node == final_agg || node == partial ? node : nullptr, &live);
+    });
   }
   return live;
 }
@@ -198,6 +210,7 @@ arrow::Result<std::vector<std::string>> DropKeys(PlanNode* root, PlanNode* final
     if (scan->table == nullptr) continue;
     for (size_t i = 0; i < scan->names.size(); ++i) scanned[scan->names[i]] = {scan, i};
   }
+  std::optional<std::set<std::string>> live;  // computed once, where some key may go
   for (const auto& key : keys) {
     const cp::Expression key_def = def(key);
     const arrow::FieldRef* ref = key_def.field_ref();
@@ -218,16 +231,8 @@ arrow::Result<std::vector<std::string>> DropKeys(PlanNode* root, PlanNode* final
         continue;
       }
       // Read above? Only its own aggregate may read it.
-      EraseKey(final_agg, other);
-      EraseKey(partial, other);
-      const bool read = LiveNames(root).count(other) > 0;
-      final_agg->keys = keys;
-      partial->keys = keys;
-      for (const auto& d : dropped) {
-        EraseKey(final_agg, d);
-        EraseKey(partial, d);
-      }
-      if (!read) candidates.push_back(other);
+      if (!live) live = LiveNames(root, final_agg, partial);
+      if (live->count(other) == 0) candidates.push_back(other);
     }
     if (candidates.empty()) continue;
     ARROW_ASSIGN_OR_RAISE(bool unique, UniqueColumn(*scan, at->second.second));
