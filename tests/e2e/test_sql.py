@@ -1879,6 +1879,27 @@ OUTER_SIMPLIFIED = [
      "where o_totalprice > 400000 or c_acctbal < 0", False),
 ]
 
+# Left joins whose WHERE keeps only the rows they padded: anti joins (q78's sales without returns),
+# with the ON condition's residue; not where the padded side is read elsewhere.
+OUTER_ANTI = [
+    ("select o_orderpriority, count(*), sum(o_totalprice) from orders left join lineitem "
+     "on o_orderkey = l_orderkey and l_quantity > 49 where l_orderkey is null "
+     "group by o_orderpriority order by 1", True),
+    ("select count(*) from customer left join orders on c_custkey = o_custkey "
+     "where o_custkey is null and c_nationkey < 10", True),
+    ("select c_custkey, o_comment from customer left join orders on c_custkey = o_custkey "
+     "where o_custkey is null order by 1 limit 20", False),
+]
+
+
+@pytest.mark.parametrize("sql,anti", OUTER_ANTI)
+def test_left_joins_that_keep_only_padded_rows_are_anti_joins(tpch, sql, anti, tmp_path):
+    sluice, con, _ = tpch
+    out = sluice.run("query", "explain " + sql, check=True).stdout.decode()
+    assert ("HashJoin left" not in out) == anti, out
+    assert ("anti" in out) == anti, out
+    assert_matches_duckdb(sluice, con, sql, tmp_path)
+
 
 @pytest.mark.parametrize("sql,inner", OUTER_SIMPLIFIED)
 def test_left_joins_the_where_makes_inner_match_duckdb(tpch, sql, inner, tmp_path):

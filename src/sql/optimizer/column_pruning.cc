@@ -162,6 +162,8 @@ std::set<std::string> ColumnsRead(const PlanNode& plan) {
   return out;
 }
 
+void AddColumnsReadBy(const PlanNode& node, std::set<std::string>* out) { ReadBy(&node, out); }
+
 void PruneColumns(PlanNode* plan) {
   PruneScans(plan, ColumnsRead(*plan));
   const std::vector<std::string> outputs = plan->OutputNames();

@@ -15,6 +15,9 @@ namespace sluice::sql {
 /// The plan columns that the expressions, keys and filters of `plan`'s operators read.
 std::set<std::string> ColumnsRead(const PlanNode& plan);
 
+/// Adds to `out` the columns of its inputs that `node` itself reads (not its inputs' operators).
+void AddColumnsReadBy(const PlanNode& node, std::set<std::string>* out);
+
 /// Drops from every scan in `plan` the columns not in ColumnsRead(*plan). A scan none of whose
 /// columns is read (count(*)) keeps its first, so that it still produces rows. Above a filter
 /// of a scan that reads columns nothing above it reads, and above a join that outputs such

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "sql/optimizer/column_pruning.h"
 #include "sql/optimizer/conjuncts.h"
 #include "sql/optimizer/join_order.h"
 
@@ -80,10 +81,25 @@ cp::Expression AndOf(const std::vector<cp::Expression>& conjuncts) {
   return conjuncts.size() == 1 ? conjuncts[0] : cp::and_(conjuncts);
 }
 
+// Adds to `out` the columns that the operators of `node` read, but for `join` and its joined
+// side: what the rest of the plan reads of that side's columns.
+void ReadOutside(const PlanNode& node, const PlanNode& join, std::set<std::string>* out) {
+  if (&node == &join) {
+    if (join.input != nullptr) ReadOutside(*join.input, join, out);
+    return;
+  }
+  AddColumnsReadBy(node, out);
+  for (const PlanNode* child : {node.input.get(), node.right.get()}) {
+    if (child != nullptr) ReadOutside(*child, join, out);
+  }
+  for (const auto& item : node.items) ReadOutside(*item, join, out);
+}
+
 // Makes inner the left joins among the FROM items of the level whose WHERE Filter is `filter`,
 // where its conjuncts or `above` (those of the levels that join this one inner) reject the
-// joined side's NULLs; then the same in the levels among its items.
-void SimplifyLevel(PlanNode* filter, const std::vector<cp::Expression>& above) {
+// joined side's NULLs; then the same in the levels among its items. `root`: the whole plan.
+void SimplifyLevel(const PlanNode* root, PlanNode* filter,
+                   const std::vector<cp::Expression>& above) {
   PlanNode* set = filter->input.get();
   while (IsSubqueryStep(*set)) set = set->input.get();
   for (bool changed = true; changed;) {
@@ -124,26 +140,58 @@ void SimplifyLevel(PlanNode* filter, const std::vector<cp::Expression>& above) {
       changed = true;
     }
   }
+  // A left join whose WHERE keeps only the rows it padded (`key IS NULL` on a key of the joined
+  // side, which no matched row has NULL) and whose joined side nothing else reads: an anti join.
+  for (auto& item : set->items) {
+    PlanNode* join = item.get();
+    if (join->kind != PlanNode::Kind::kJoin || join->join_type != JoinType::kLeft ||
+        join->right == nullptr || join->null_equal_keys) {
+      continue;
+    }
+    std::vector<cp::Expression> where = ConjunctsOf(filter->predicate);
+    auto padded_test = std::find_if(where.begin(), where.end(), [&](const cp::Expression& c) {
+      const cp::Expression::Call* call = c.call();
+      if (call == nullptr || call->function_name != "is_null" || call->arguments.size() != 1) {
+        return false;
+      }
+      const arrow::FieldRef* ref = call->arguments[0].field_ref();
+      return ref != nullptr && ref->name() != nullptr &&
+             std::find(join->right_keys.begin(), join->right_keys.end(), *ref->name()) !=
+                 join->right_keys.end();
+    });
+    if (padded_test == where.end()) continue;
+    where.erase(padded_test);
+    const cp::Expression before = filter->predicate;
+    filter->predicate = AndOf(where);
+    std::set<std::string> read;
+    ReadOutside(*root, *join, &read);
+    const std::vector<std::string> names = join->right->OutputNames();
+    if (std::any_of(names.begin(), names.end(), [&](const auto& n) { return read.count(n); })) {
+      filter->predicate = before;
+      continue;
+    }
+    join->join_type = JoinType::kAnti;
+  }
   // Levels among the items are joined inner here: this level's conditions hold for their rows.
   std::vector<cp::Expression> inherited = ConjunctsOf(filter->predicate);
   inherited.insert(inherited.end(), above.begin(), above.end());
   for (auto& item : set->items) {
-    if (IsLevelFilter(*item)) SimplifyLevel(item.get(), inherited);
+    if (IsLevelFilter(*item)) SimplifyLevel(root, item.get(), inherited);
   }
 }
 
-void Visit(PlanNode* node) {
+void Visit(const PlanNode* root, PlanNode* node) {
   if (node == nullptr) return;
-  if (IsLevelFilter(*node)) SimplifyLevel(node, {});
-  Visit(node->input.get());
-  Visit(node->right.get());
-  for (auto& item : node->items) Visit(item.get());
+  if (IsLevelFilter(*node)) SimplifyLevel(root, node, {});
+  Visit(root, node->input.get());
+  Visit(root, node->right.get());
+  for (auto& item : node->items) Visit(root, item.get());
 }
 
 }  // namespace
 
 arrow::Status SimplifyOuterJoins(PlanNode* plan) {
-  Visit(plan);
+  Visit(plan, plan);
   return arrow::Status::OK();
 }
 
