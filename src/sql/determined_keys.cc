@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "exec/plan_executor.h"
+#include "exec/shared_subplans.h"
 #include "plan/conjuncts.h"
 #include "plan/library_functions.h"
 #include "plan/stage_shape.h"
@@ -182,13 +183,8 @@ void EraseWhere(PlanNode* project, const std::function<bool(size_t)>& drop) {
   project->names = std::move(names);
 }
 
-void EraseKey(PlanNode* aggregate, const std::string& key) {
-  auto& keys = aggregate->keys;
-  keys.erase(std::remove(keys.begin(), keys.end(), key), keys.end());
-}
-
-// The keys of `final_agg` (over `partial`) that it drops: each is then erased from both. `root`:
-// the whole plan, whose liveness decides what is read above.
+// The keys of `final_agg` (over `partial`) that may go. `root`: the whole plan, whose liveness
+// decides what is read above.
 arrow::Result<std::vector<std::string>> DropKeys(PlanNode* root, PlanNode* final_agg,
                                                  PlanNode* partial) {
   std::vector<std::string> dropped;
@@ -237,11 +233,7 @@ arrow::Result<std::vector<std::string>> DropKeys(PlanNode* root, PlanNode* final
     if (candidates.empty()) continue;
     ARROW_ASSIGN_OR_RAISE(bool unique, UniqueColumn(*scan, at->second.second));
     if (!unique) continue;
-    for (const auto& c : candidates) {
-      EraseKey(final_agg, c);
-      EraseKey(partial, c);
-      dropped.push_back(c);
-    }
+    dropped.insert(dropped.end(), candidates.begin(), candidates.end());
   }
   return dropped;
 }
@@ -257,10 +249,49 @@ arrow::Status DropDeterminedGroupKeys(PlanNode* plan) {
       aggregates.emplace_back(node, node->input.get());
     }
   });
-  std::set<std::string> removed;
-  for (auto [final_agg, partial] : aggregates) {
+  // Which keys each may drop, by position.
+  std::vector<std::set<size_t>> drops(aggregates.size());
+  bool any = false;
+  for (size_t i = 0; i < aggregates.size(); ++i) {
+    auto [final_agg, partial] = aggregates[i];
     ARROW_ASSIGN_OR_RAISE(auto dropped, DropKeys(plan, final_agg, partial));
-    removed.insert(dropped.begin(), dropped.end());
+    for (const auto& d : dropped) {
+      drops[i].insert(static_cast<size_t>(
+          std::find(final_agg->keys.begin(), final_agg->keys.end(), d) - final_agg->keys.begin()));
+    }
+    any |= !drops[i].empty();
+  }
+  if (!any) return arrow::Status::OK();
+  // Copies of one subplan (a WITH query read twice) run once (exec/shared_subplans.h) only while
+  // they stay the same: where their readings differ in what they read (TPC-DS q64's cross_sales,
+  // whose product name one reading selects), none drops a key.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < aggregates.size(); ++i) {
+      for (size_t j = i + 1; j < aggregates.size(); ++j) {
+        if (drops[i] == drops[j] ||
+            !exec::SameSubplan(*aggregates[i].first, *aggregates[j].first)) {
+          continue;
+        }
+        drops[i].clear();
+        drops[j].clear();
+        changed = true;
+      }
+    }
+  }
+  std::set<std::string> removed;
+  for (size_t i = 0; i < aggregates.size(); ++i) {
+    auto [final_agg, partial] = aggregates[i];
+    std::vector<std::string> keys;
+    for (size_t k = 0; k < final_agg->keys.size(); ++k) {
+      if (drops[i].count(k)) {
+        removed.insert(final_agg->keys[k]);
+      } else {
+        keys.push_back(final_agg->keys[k]);
+      }
+    }
+    final_agg->keys = keys;
+    partial->keys = std::move(keys);
   }
   if (removed.empty()) return arrow::Status::OK();
   // The projections that computed the dropped keys, and those above that read them (whose

@@ -1964,6 +1964,15 @@ DETERMINED = [
     # a key of the other table decides nothing about the item's columns
     ("select count(*) from (select dname, sday, count(*) c from dsales, {t} where sk = dk "
      "group by dname, sday) x", False),
+    # a WITH query read twice, one reading selecting the name: the copies stay the same (and
+    # run once), so neither drops it
+    ("with g as (select dname, dk, sday, count(*) c from dsales, {t} where sk = dk "
+     "group by dname, dk, sday) select count(*), sum(a.c), min(b.dname) from g a join g b "
+     "on a.dk = b.dk and a.sday = b.sday", False),
+    # read twice, the name nowhere: both copies drop it alike
+    ("with g as (select dname, dk, sday, count(*) c from dsales, {t} where sk = dk "
+     "group by dname, dk, sday) select count(*), sum(a.c) from g a join g b "
+     "on a.dk = b.dk and a.sday = b.sday + 1", True),
 ]
 
 
