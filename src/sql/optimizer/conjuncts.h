@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "plan/conjuncts.h"
 
@@ -17,6 +18,12 @@ using plan::ColumnEquality;
 using plan::Conjuncts;
 using plan::Disjuncts;
 using plan::Flatten;
+
+/// The conjuncts of `predicate` but the literal trues (a level's WHERE as the binder leaves it).
+std::vector<arrow::compute::Expression> ConjunctsOf(const arrow::compute::Expression& predicate);
+
+/// The AND of `conjuncts`: true for none, the one itself for one.
+arrow::compute::Expression AndOf(const std::vector<arrow::compute::Expression>& conjuncts);
 
 /// For `x = y` between two columns of which exactly one is in `inner`: that one, then the
 /// other. It is how a subquery's condition on the outer query becomes a join key.

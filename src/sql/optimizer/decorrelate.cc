@@ -32,11 +32,6 @@ bool ReadsOutside(const cp::Expression& e, const Names& inner) {
   return false;
 }
 
-cp::Expression And(const std::vector<cp::Expression>& conjuncts) {
-  if (conjuncts.empty()) return cp::literal(true);
-  return conjuncts.size() == 1 ? conjuncts[0] : cp::and_(conjuncts);
-}
-
 // `input` with a constant column `name` (1) after its own: an uncorrelated scalar subquery has at
 // most one row, and every outer row joins it on this key.
 std::unique_ptr<PlanNode> WithConstantKey(std::unique_ptr<PlanNode> input,
@@ -150,14 +145,14 @@ arrow::Status DecorrelateAt(std::unique_ptr<PlanNode>* slot) {
     if (local.empty()) {
       *at = std::move(correlated.input);
     } else {
-      correlated.predicate = And(local);
+      correlated.predicate = AndOf(local);
     }
     for (PlanNode* n : above) ARROW_RETURN_NOT_OK(PassThrough(n, pulled));
   }
 
   auto join = plan::MakeNode(PlanNode::Kind::kJoin, std::move(dependent.input));
   join->join_type = dependent.join_type;
-  join->join_filter = And(residual);
+  join->join_filter = AndOf(residual);
   join->input_cardinality = std::move(dependent.input_cardinality);
   join->right_cardinality = std::move(dependent.right_cardinality);
   join->right = std::move(dependent.right);

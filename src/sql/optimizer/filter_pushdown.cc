@@ -109,10 +109,6 @@ std::set<std::string> OutputSet(const PlanNode& node) {
   return {names.begin(), names.end()};
 }
 
-cp::Expression And(const Exprs& conjuncts) {
-  return conjuncts.size() == 1 ? conjuncts[0] : cp::and_(conjuncts);
-}
-
 // `e` over a projection's output rewritten over its input: each column the projection computes
 // replaced by its expression, a column it passes through (keep_input) kept. None if `e` reads a
 // column the projection does not output.
@@ -293,12 +289,12 @@ void Place(Slot* slot, const Exprs& conjuncts) {
       // A condition derived through join keys may already be there.
       if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
     }
-    node.predicate = And(all);
+    node.predicate = AndOf(all);
     return;
   }
   auto filter = std::make_unique<PlanNode>();
   filter->kind = PlanNode::Kind::kFilter;
-  filter->predicate = And(conjuncts);
+  filter->predicate = AndOf(conjuncts);
   filter->input = std::move(*slot);
   *slot = std::move(filter);
 }
@@ -348,7 +344,7 @@ std::vector<size_t> SinkFilter(Slot* slot, const Exprs& incoming) {
   if (here.empty()) {
     *slot = std::move(filter.input);
   } else if (here.size() != own.size()) {
-    filter.predicate = And(here);
+    filter.predicate = AndOf(here);
   }  // else nothing moved: the predicate stays as it was spelled
   return up;
 }
@@ -363,7 +359,7 @@ std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts) {
     case PlanNode::Kind::kScan: {
       // The Filter lands here; Parquet skips the row groups its statistics rule out.
       if (conjuncts.empty()) return stay;
-      node.scan_filter = And(conjuncts);
+      node.scan_filter = AndOf(conjuncts);
       Place(slot, conjuncts);
       return stay;
     }
@@ -417,7 +413,7 @@ std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts) {
           }
         }
         if (kept.size() != on.size())
-          node.join_filter = kept.empty() ? cp::literal(true) : And(kept);
+          node.join_filter = kept.empty() ? cp::literal(true) : AndOf(kept);
       }
       SinkAndPlace(&node.input, to_left);
       // What holds on the left carries over to the right. (An anti join is NOT EXISTS: the
@@ -575,7 +571,7 @@ void ShareConditions(PlanNode* root, const std::vector<std::vector<const PlanNod
         each.clear();
         break;
       }
-      each.push_back(RenamedKeys(And(conditions), copy->keys, first.keys));
+      each.push_back(RenamedKeys(AndOf(conditions), copy->keys, first.keys));
     }
     if (each.empty()) continue;
     cp::Expression any = each.size() == 1 ? each[0] : cp::or_(each);

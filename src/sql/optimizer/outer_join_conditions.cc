@@ -34,20 +34,6 @@ PlanNode* PreservedLevel(PlanNode* item) {
   return through_outer_join && n != nullptr && IsLevelFilter(*n) ? n : nullptr;
 }
 
-std::vector<cp::Expression> ConjunctsOf(const cp::Expression& predicate) {
-  std::vector<cp::Expression> all, out;
-  Conjuncts(predicate, &all);
-  for (auto& c : all) {
-    if (!c.Equals(cp::literal(true))) out.push_back(std::move(c));
-  }
-  return out;
-}
-
-cp::Expression AndOf(const std::vector<cp::Expression>& conjuncts) {
-  if (conjuncts.empty()) return cp::literal(true);
-  return conjuncts.size() == 1 ? conjuncts[0] : cp::and_(conjuncts);
-}
-
 // Moves what it can of the level Filter `filter`'s conjuncts into the levels its FROM items
 // preserve, then theirs further down.
 void MoveFromLevel(PlanNode* filter) {

@@ -67,20 +67,6 @@ bool RejectsNulls(const cp::Expression& e, const std::set<std::string>& padded) 
   return false;
 }
 
-std::vector<cp::Expression> ConjunctsOf(const cp::Expression& predicate) {
-  std::vector<cp::Expression> all, out;
-  Conjuncts(predicate, &all);
-  for (auto& c : all) {
-    if (!c.Equals(cp::literal(true))) out.push_back(std::move(c));
-  }
-  return out;
-}
-
-cp::Expression AndOf(const std::vector<cp::Expression>& conjuncts) {
-  if (conjuncts.empty()) return cp::literal(true);
-  return conjuncts.size() == 1 ? conjuncts[0] : cp::and_(conjuncts);
-}
-
 // Adds to `out` the columns that the operators of `node` read, but for `join` and its joined
 // side: what the rest of the plan reads of that side's columns.
 void ReadOutside(const PlanNode& node, const PlanNode& join, std::set<std::string>* out) {
