@@ -16,12 +16,14 @@
 
 namespace sluice::sql {
 
-/// A column is checked for uniqueness only in tables of at most this many rows: reading the
-/// column must cost little beside the query.
-inline constexpr int64_t kUniqueProbeMaxRows = 4'000'000;
+/// A column is checked for uniqueness only in tables of at most this many rows (dimensions, not
+/// fact tables): reading the column must cost little beside the query. An integer column whose
+/// range in the footers holds fewer values than the table has rows is not read at all.
+inline constexpr int64_t kUniqueProbeMaxRows = 1'000'000;
 
 /// For each final aggregate (over its partial step) in `plan`, drops the group keys that nothing
-/// above it reads, where another of its keys is a column, NULL-free and unique in its table, and
+/// above it reads, where another of its keys is an integer column, NULL-free and unique in its
+/// table, and
 /// the dropped key is computed from that table's columns alone; then drops the projections above
 /// that read only them, and the scans' columns nothing reads any more. Changes no result. In one
 /// process only, since it reads the data (not for a plain EXPLAIN).
