@@ -220,6 +220,8 @@ arrow::Result<std::vector<std::string>> DropKeys(PlanNode* root, PlanNode* final
   }
   std::optional<std::set<std::string>> live;  // computed once, where some key may go
   for (const auto& key : keys) {
+    // A key that goes determines nothing: each that stays must be determined by one that stays.
+    if (std::find(dropped.begin(), dropped.end(), key) != dropped.end()) continue;
     const cp::Expression key_def = def(key);
     const arrow::FieldRef* ref = key_def.field_ref();
     if (ref == nullptr || ref->name() == nullptr) continue;

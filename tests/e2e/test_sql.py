@@ -1920,13 +1920,18 @@ def determined(tpch):
     ids = list(range(n_items))
     names = [f"item {i % 700:03d} {'abcdefgh'[i % 8]}" for i in ids]
     classes = [None if i % 13 == 0 else f"class {i % 9}" for i in ids]
+    # dk2 and dk3 are unique wherever dk is: each determines the other, but not both go.
+    def copies(keys):
+        return {"dk2": pa.array([None if k is None else 2 * k for k in keys], pa.int64()),
+                "dk3": pa.array([None if k is None else 3 * k for k in keys], pa.int64())}
     items = pa.table({"dk": pa.array(ids, pa.int32()), "dname": pa.array(names),
-                      "dclass": pa.array(classes)})
+                      "dclass": pa.array(classes), **copies(ids)})
     repeated = pa.table({"dk": pa.array(ids[:-1] + [5], pa.int32()),
                          "dname": pa.array(names[:-1] + ["another name"]),
-                         "dclass": pa.array(classes)})
+                         "dclass": pa.array(classes), **copies(ids[:-1] + [5])})
     with_null = pa.table({"dk": pa.array(ids[:-1] + [None], pa.int32()),
-                          "dname": pa.array(names), "dclass": pa.array(classes)})
+                          "dname": pa.array(names), "dclass": pa.array(classes),
+                          **copies(ids[:-1] + [None])})
     n = 200_000
     sales = pa.table({
         "sk": pa.array([None if i % 211 == 0 else (i * 7) % (n_items + 50) for i in range(n)],
@@ -1969,6 +1974,9 @@ DETERMINED = [
     ("with g as (select dname, dk, sday, count(*) c from dsales, {t} where sk = dk "
      "group by dname, dk, sday) select count(*), sum(a.c), min(b.dname) from g a join g b "
      "on a.dk = b.dk and a.sday = b.sday", False),
+    # two keys unique in one table and read nowhere else: one goes, the other stays
+    ("select count(*) from (select dk2, dk3, sday, count(*) c from dsales, {t} where sk = dk "
+     "group by dk2, dk3, sday) x", True),
     # read twice, the name nowhere: both copies drop it alike
     ("with g as (select dname, dk, sday, count(*) c from dsales, {t} where sk = dk "
      "group by dname, dk, sday) select count(*), sum(a.c) from g a join g b "
