@@ -288,7 +288,9 @@ arrow::Result<std::optional<WindowOrder>> OrderByCodes(
     if (c.bits == 0) continue;
     for (int64_t i = 0; i < n; ++i) {
       auto& k = keys[static_cast<size_t>(i)];
-      k = (k << c.bits) | c.codes[static_cast<size_t>(i)];
+      // A shift by 64 is undefined; a 64-bit key is then the only one, and k still 0.
+      k = c.bits >= 64 ? c.codes[static_cast<size_t>(i)]
+                       : (k << c.bits) | c.codes[static_cast<size_t>(i)];
     }
   }
   std::vector<uint32_t> rows(static_cast<size_t>(n));
