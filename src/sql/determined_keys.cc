@@ -52,54 +52,12 @@ void AddReads(const PlanNode& node, const PlanNode* unread, std::set<std::string
     }
     return;
   }
-  switch (node.kind) {
-    case Kind::kScan:
-      plan::AddColumnNames(node.scan_filter, live);
-      break;
-    case Kind::kFilter:
-      plan::AddColumnNames(node.predicate, live);
-      break;
-    case Kind::kProject:
-      for (size_t i = 0; i < node.expressions.size(); ++i) {
-        if (live->count(node.names[i])) plan::AddColumnNames(node.expressions[i], live);
-      }
-      break;
-    case Kind::kAggregate:
-      live->insert(node.keys.begin(), node.keys.end());
-      for (const auto& a : node.aggregates) {
-        if (!a.input.empty()) live->insert(a.input);
-      }
-      break;
-    case Kind::kSort:
-      for (const auto& k : node.sort_keys) {
-        if (k.target.name() != nullptr) live->insert(*k.target.name());
-      }
-      break;
-    case Kind::kLimit:
-      break;
-    case Kind::kJoin:
-      live->insert(node.left_keys.begin(), node.left_keys.end());
-      live->insert(node.right_keys.begin(), node.right_keys.end());
-      plan::AddColumnNames(node.join_filter, live);
-      break;
-    case Kind::kWindow:
-      for (const auto& w : node.windows) {
-        live->insert(w.arguments.begin(), w.arguments.end());
-        live->insert(w.partition_keys.begin(), w.partition_keys.end());
-        for (const auto& k : w.order_keys) {
-          if (k.target.name() != nullptr) live->insert(*k.target.name());
-        }
-      }
-      break;
-    default:  // a union maps columns by position; others this step does not know keep all
-      for (const PlanNode* input : {node.input.get(), node.right.get()}) {
-        if (input == nullptr) continue;
-        for (auto& n : input->OutputNames()) live->insert(std::move(n));
-      }
-      for (const auto& item : node.items) {
-        for (auto& n : item->OutputNames()) live->insert(std::move(n));
-      }
-      break;
+  if (node.kind != Kind::kProject) {
+    AddColumnsReadBy(node, live);  // column pruning's reads (a union's: all its columns)
+    return;
+  }
+  for (size_t i = 0; i < node.expressions.size(); ++i) {
+    if (live->count(node.names[i])) plan::AddColumnNames(node.expressions[i], live);
   }
 }
 
