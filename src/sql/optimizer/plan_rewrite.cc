@@ -34,6 +34,20 @@ std::optional<std::string> SourceColumn(const PlanNode& project, const std::stri
   return std::nullopt;
 }
 
+arrow::compute::Expression RenameColumns(const arrow::compute::Expression& e,
+                                         const std::map<std::string, std::string>& to) {
+  if (const auto* ref = e.field_ref(); ref != nullptr && ref->name() != nullptr) {
+    auto it = to.find(*ref->name());
+    return it == to.end() ? e : arrow::compute::field_ref(it->second);
+  }
+  if (const auto* call = e.call()) {
+    std::vector<arrow::compute::Expression> args;
+    for (const auto& a : call->arguments) args.push_back(RenameColumns(a, to));
+    return arrow::compute::call(call->function_name, std::move(args), call->options);
+  }
+  return e;
+}
+
 double ScanRows(const PlanNode& node) {
   double rows = 0;
   if (node.kind == PlanNode::Kind::kScan && node.table != nullptr) {

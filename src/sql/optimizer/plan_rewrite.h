@@ -4,9 +4,11 @@
 // a side's scanned rows, and the column a projection passes on.
 #pragma once
 
+#include <arrow/compute/expression.h>
 #include <arrow/status.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +24,10 @@ double ScanRows(const PlanNode& node);
 /// The input column that `project` outputs unchanged as `name` (under that name or another, or
 /// passed through with keep_input); nothing where it computes `name` or has no such column.
 std::optional<std::string> SourceColumn(const PlanNode& project, const std::string& name);
+
+/// `e` with each column that `to` names read as the one it maps to (the others as they are).
+arrow::compute::Expression RenameColumns(const arrow::compute::Expression& e,
+                                         const std::map<std::string, std::string>& to);
 
 /// Calls `visit` on every node of `plan`, children first; `visit` may replace *slot.
 arrow::Status RewriteBottomUp(

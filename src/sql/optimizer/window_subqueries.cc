@@ -50,19 +50,6 @@ bool IsTrue(const cp::Expression& e) {
          static_cast<const arrow::BooleanScalar&>(*lit->scalar()).value;
 }
 
-cp::Expression Rename(const cp::Expression& e, const std::map<std::string, std::string>& to) {
-  if (const auto* ref = e.field_ref(); ref != nullptr && ref->name() != nullptr) {
-    auto it = to.find(*ref->name());
-    return it == to.end() ? e : cp::field_ref(it->second);
-  }
-  if (const auto* call = e.call()) {
-    std::vector<cp::Expression> args;
-    for (const auto& a : call->arguments) args.push_back(Rename(a, to));
-    return cp::call(call->function_name, std::move(args), call->options);
-  }
-  return e;
-}
-
 // `e` with its casts taken off.
 const cp::Expression& Uncast(const cp::Expression& e) {
   const auto* call = e.call();
@@ -264,7 +251,7 @@ arrow::Result<bool> RewriteAt(std::unique_ptr<PlanNode>* slot) {
   // The subquery's own conditions, each also one of the outer query's.
   std::vector<bool> matched(below.size(), false);
   for (const auto& c : sub->local) {
-    const cp::Expression outer = Rename(c, to_outer);
+    const cp::Expression outer = RenameColumns(c, to_outer);
     bool found = false;
     for (size_t b = 0; b < below.size() && !found; ++b) {
       if (!matched[b] && SameCondition(outer, below[b])) matched[b] = found = true;
@@ -334,7 +321,7 @@ arrow::Result<bool> RewriteAt(std::unique_ptr<PlanNode>* slot) {
     auto p = plan::MakeNode(PlanNode::Kind::kProject, std::move(node));
     p->keep_input = true;
     for (size_t i = 0; i < sub->inputs->names.size(); ++i) {
-      p->expressions.push_back(Rename(sub->inputs->expressions[i], to_outer));
+      p->expressions.push_back(RenameColumns(sub->inputs->expressions[i], to_outer));
       p->names.push_back(sub->inputs->names[i]);
       window_inputs[sub->inputs->names[i]] = sub->inputs->names[i];
     }
