@@ -13,15 +13,6 @@ namespace {
 
 namespace cp = arrow::compute;
 
-bool SameTable(const plan::TableSource& a, const plan::TableSource& b) {
-  if (&a == &b) return true;
-  if (a.format == plan::kMemoryFormat || b.format == plan::kMemoryFormat) return false;
-  return a.name == b.name && a.location == b.location && a.format == b.format &&
-         a.store == b.store && a.store_url == b.store_url && a.files == b.files &&
-         a.row_group_ranges == b.row_group_ranges && a.provider == b.provider &&
-         a.schema != nullptr && b.schema != nullptr && a.schema->Equals(*b.schema);
-}
-
 // Compares two subplans while it learns a one-to-one renaming of the first's columns into the
 // second's.
 class Matcher {
@@ -143,6 +134,15 @@ bool Inside(const PlanNode& inner, const PlanNode& outer) {
 }
 
 }  // namespace
+
+bool SameTable(const plan::TableSource& a, const plan::TableSource& b) {
+  if (&a == &b) return true;
+  if (a.format == plan::kMemoryFormat || b.format == plan::kMemoryFormat) return false;
+  return a.name == b.name && a.location == b.location && a.format == b.format &&
+         a.store == b.store && a.store_url == b.store_url && a.files == b.files &&
+         a.row_group_ranges == b.row_group_ranges && a.provider == b.provider &&
+         a.schema != nullptr && b.schema != nullptr && a.schema->Equals(*b.schema);
+}
 
 bool SameSubplan(const PlanNode& a, const PlanNode& b) { return Matcher().Node(a, b); }
 

@@ -9,6 +9,10 @@
 
 namespace sluice::exec {
 
+/// Whether `a` and `b` read the same rows of the same table (in-memory tables only where they
+/// are one object).
+bool SameTable(const plan::TableSource& a, const plan::TableSource& b);
+
 /// Whether `a` and `b` compute the same rows: the same operators, tables, expressions, keys and
 /// literals, with their columns renamed one to one. Only scans, filters, projects, joins,
 /// aggregates and unions are compared; a plan with any other operator is never the same as
