@@ -10,6 +10,7 @@
 #include "plan/decimal_kernels.h"
 #include "plan/dictionary_kernels.h"
 #include "plan/like_kernels.h"
+#include "plan/null_unless.h"
 #include "sluice/schemas/codec.hpp"
 
 namespace sluice::plan {
@@ -99,6 +100,7 @@ arrow::Status RegisterSluiceFunctions() {
   ARROW_RETURN_NOT_OK(RegisterDecimalKernels(cp::GetFunctionRegistry()));
   ARROW_RETURN_NOT_OK(RegisterDictionaryKernels(cp::GetFunctionRegistry()));
   ARROW_RETURN_NOT_OK(RegisterLikeKernels(cp::GetFunctionRegistry()));
+  ARROW_RETURN_NOT_OK(RegisterNullUnless(cp::GetFunctionRegistry()));
   auto function = std::make_shared<cp::ScalarFunction>(
       std::string(kAtMostOneRowFunction), cp::Arity::Binary(),
       cp::FunctionDoc("Fails where a scalar subquery returned more than one row",
