@@ -2027,3 +2027,60 @@ def test_shared_with_queries_read_the_or_of_their_conditions_match_duckdb(cluste
     sluice, con = clustered
     assert_matches_duckdb(sluice, con, sql, tmp_path)
 
+
+
+# Scalar aggregates over one table, each with its own WHERE, read the table once
+# (sql/optimizer/scalar_aggregate_merging.h): every kind of aggregate it merges, strings,
+# decimals and dates, a WHERE no row meets, NULLs in the columns and the conditions, one without
+# a WHERE, one condition shared, and subqueries in a WHERE. The bool says whether they merge.
+MERGED_SCALARS = [
+    # TPC-DS q09's shape
+    ("select case when (select count(*) from lineitem where l_quantity between 1 and 20) > 2500 "
+     "then (select avg(l_extendedprice) from lineitem where l_quantity between 1 and 20) "
+     "else (select avg(l_discount) from lineitem where l_quantity between 1 and 20) end b1, "
+     "case when (select count(*) from lineitem where l_quantity between 21 and 40) > 2500 "
+     "then (select avg(l_extendedprice) from lineitem where l_quantity between 21 and 40) "
+     "else (select avg(l_discount) from lineitem where l_quantity between 21 and 40) end b2 "
+     "from region where r_regionkey = 1", True),
+    ("select (select min(l_shipmode) from lineitem where l_quantity < 5) a, "
+     "(select max(l_comment) from lineitem where l_discount > 0.05) b, "
+     "(select sum(l_tax) from lineitem where l_shipdate < date '1993-01-01') c, "
+     "(select count(l_returnflag) from lineitem where l_returnflag = 'R') d, "
+     "(select min(l_receiptdate) from lineitem where l_linestatus = 'O') e", True),
+    # no row: a NULL sum, a zero count, beside a real one
+    ("select (select sum(l_quantity) from lineitem where l_quantity > 1000) a, "
+     "(select count(*) from lineitem where l_quantity > 1000) b, "
+     "(select max(l_discount) from lineitem where l_quantity < 3) c", True),
+    # NULLs: in a counted column, in a condition's column, as the condition itself
+    ("select (select count(*) from dsales where sk < 100) a, "
+     "(select count(sk) from dsales where sday < 5) b, "
+     "(select avg(samount) from dsales where sk is null) c, "
+     "(select max(sk) from dsales where sday > 30 or sk > 10) d, "
+     "(select sum(samount) from dsales where sk > 1990) e", True),
+    # one without a WHERE reads every row
+    ("select (select count(*) from orders) a, "
+     "(select sum(o_totalprice) from orders where o_orderstatus = 'F') b, "
+     "(select max(o_orderdate) from orders where o_orderpriority = '1-URGENT') c", True),
+    # one condition for both: no masks
+    ("select (select count(*) from part where p_size < 10) a, "
+     "(select avg(p_retailprice) from part where p_size < 10) b", True),
+    # in a WHERE
+    ("select count(*), sum(o_totalprice) from orders "
+     "where o_totalprice > (select avg(o_totalprice) from orders where o_orderstatus = 'F') "
+     "and o_totalprice < (select max(o_totalprice) from orders where o_orderstatus = 'O')", True),
+    # other tables, or a DISTINCT one: apart
+    ("select (select count(*) from orders where o_totalprice > 1000) a, "
+     "(select count(*) from customer where c_acctbal > 0) b", False),
+    ("select (select count(distinct l_suppkey) from lineitem where l_quantity < 5) a, "
+     "(select count(*) from lineitem where l_quantity < 5) b", False),
+]
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+@pytest.mark.parametrize("sql,merged", MERGED_SCALARS)
+def test_scalar_aggregates_over_one_table_merge_and_match_duckdb(determined, sql, merged,
+                                                                 workers, tmp_path):
+    sluice, con = determined
+    out = sluice.run("query", "explain " + sql, check=True).stdout.decode()
+    assert ("__m0@" in out) == merged, out
+    assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", workers)

@@ -12,6 +12,7 @@
 #include "sql/optimizer/outer_join_conditions.h"
 #include "sql/optimizer/outer_join_simplification.h"
 #include "sql/optimizer/physical_choices.h"
+#include "sql/optimizer/scalar_aggregate_merging.h"
 #include "sql/optimizer/window_subqueries.h"
 
 namespace sluice::sql {
@@ -51,6 +52,12 @@ const std::vector<Pass>& DefaultPasses() {
       {"scan_batch_rows",
        [](PlanNode* plan) {
          ChooseScanBatchRows(plan);
+         return arrow::Status::OK();
+       }},
+      // Last: its copies must stay one subplan, and the passes above treat each on its own.
+      {"scalar_aggregate_merging",
+       [](PlanNode* plan) {
+         MergeScalarAggregates(plan);
          return arrow::Status::OK();
        }},
   };

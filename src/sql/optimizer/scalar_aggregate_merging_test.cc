@@ -1,0 +1,108 @@
+// The scalar_aggregate_merging pass on plan text: queries bound over t(k, g, v) and u(uk, name)
+// (bind_testing.h) through all the default passes, and the groups of copies the executors then
+// run once (exec/shared_subplans.h).
+#include "sql/optimizer/scalar_aggregate_merging.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "exec/shared_subplans.h"
+#include "plan/compute_init.h"
+#include "sql/optimizer/bind_testing.h"
+#include "sql/optimizer/optimizer.h"
+
+namespace sluice::sql {
+namespace {
+
+class ScalarAggregateMergingTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(plan::EnsureComputeInitialized().ok()); }
+
+  // `sql` through the default passes, which end with this one.
+  static BoundQuery Optimized(const std::string& sql) {
+    BoundQuery q = BindLogicalForTest(sql);
+    if (q.plan == nullptr) return q;
+    auto st = Optimize(q.plan.get(), DefaultPasses());
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return q;
+  }
+
+  // How many aggregates each group of copies of one subplan holds, largest first.
+  static std::vector<size_t> Groups(const PlanNode& plan) {
+    std::vector<size_t> sizes;
+    for (const auto& g : exec::RepeatedAggregates(plan, [](const PlanNode&) { return false; })) {
+      sizes.push_back(g.size());
+    }
+    std::sort(sizes.rbegin(), sizes.rend());
+    return sizes;
+  }
+
+  static size_t Count(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  }
+};
+
+TEST_F(ScalarAggregateMergingTest, SubqueriesOverOneTableBecomeCopiesOfOneAggregate) {
+  auto q = Optimized(
+      "select (select count(*) from t where k < 10), (select avg(v) from t where k >= 10), "
+      "(select max(g) from t where v > 0.5) from u where uk = 1");
+  ASSERT_NE(q.plan, nullptr);
+  const std::string text = q.plan->Explain();
+  EXPECT_EQ(Groups(*q.plan), std::vector<size_t>{3}) << text;
+  // Each copy reads t's three columns once, keeps rows any subquery keeps and feeds each
+  // aggregate the rows of its own condition; COUNT(*) counts a flag.
+  EXPECT_EQ(Count(text, "Scan t (1 files) columns=["), 3u) << text;
+  EXPECT_EQ(Count(text, "Filter ((("), 3u) << text;
+  EXPECT_NE(text.find("count(__row@"), std::string::npos) << text;
+  EXPECT_EQ(Count(text, "sluice_null_unless("), 3u * 3) << text;  // avg's sum and count share one
+  EXPECT_EQ(Count(text, "count_all"), 0u) << text;
+}
+
+TEST_F(ScalarAggregateMergingTest, OneConditionForAllNeedsNoMask) {
+  auto q = Optimized(
+      "select (select count(*) from t where k < 10) a, (select sum(v) from t where k < 10) b");
+  ASSERT_NE(q.plan, nullptr);
+  const std::string text = q.plan->Explain();
+  EXPECT_EQ(Groups(*q.plan), std::vector<size_t>{2}) << text;
+  EXPECT_EQ(Count(text, "sluice_null_unless("), 0u) << text;
+  EXPECT_EQ(Count(text, "count_all()"), 2u) << text;
+}
+
+TEST_F(ScalarAggregateMergingTest, AnUnfilteredAggregateReadsEveryRow) {
+  auto q = Optimized("select (select count(*) from t) a, (select sum(v) from t where k < 10) b");
+  ASSERT_NE(q.plan, nullptr);
+  const std::string text = q.plan->Explain();
+  EXPECT_EQ(Groups(*q.plan), std::vector<size_t>{2}) << text;
+  EXPECT_EQ(Count(text, "Filter"), 0u) << text;
+  EXPECT_EQ(Count(text, "count_all()"), 2u) << text;          // the unfiltered one counts all rows
+  EXPECT_EQ(Count(text, "sluice_null_unless("), 2u) << text;  // the sum's input, in each copy
+}
+
+TEST_F(ScalarAggregateMergingTest, OtherShapesStayApart) {
+  // Other tables, a grouped aggregate, and a DISTINCT aggregate (grouped below) do not merge.
+  for (const char* sql :
+       {"select (select count(*) from t where k < 1) a, (select count(*) from u where uk < 1) b",
+        "select (select count(*) from t where k < 1) a, (select count(distinct g) from t) b",
+        "select g, (select count(*) from t where k < 1) from t where k > 5 group by g"}) {
+    auto q = Optimized(sql);
+    ASSERT_NE(q.plan, nullptr);
+    EXPECT_EQ(q.plan->Explain().find("__m"), std::string::npos) << sql << "\n" << q.plan->Explain();
+  }
+}
+
+TEST_F(ScalarAggregateMergingTest, ASecondRunMergesTheCopiesAgainAlike) {
+  auto q = Optimized(
+      "select (select min(k) from t where g = 'a') a, (select max(k) from t where g = 'b') b");
+  ASSERT_NE(q.plan, nullptr);
+  EXPECT_EQ(Groups(*q.plan), std::vector<size_t>{2});
+  // The copies are one subplan, so the pass leaves them.
+  const std::string once = q.plan->Explain();
+  MergeScalarAggregates(q.plan.get());
+  EXPECT_EQ(q.plan->Explain(), once);
+}
+
+}  // namespace
+}  // namespace sluice::sql
