@@ -2068,7 +2068,25 @@ MERGED_SCALARS = [
     ("select count(*), sum(o_totalprice) from orders "
      "where o_totalprice > (select avg(o_totalprice) from orders where o_orderstatus = 'F') "
      "and o_totalprice < (select max(o_totalprice) from orders where o_orderstatus = 'O')", True),
+    # over joins, as TPC-DS q88: conditions on either side, one missing, one above the join
+    ("select (select count(*) from lineitem, orders where l_orderkey = o_orderkey "
+     "and o_orderpriority = '1-URGENT' and l_quantity < 10) a, "
+     "(select sum(l_extendedprice) from lineitem, orders where l_orderkey = o_orderkey "
+     "and o_orderpriority = '2-HIGH' and l_quantity < 10) b, "
+     "(select max(o_totalprice) from lineitem, orders where l_orderkey = o_orderkey "
+     "and l_quantity < 10) c, "
+     "(select min(l_shipdate) from lineitem, orders where l_orderkey = o_orderkey "
+     "and l_quantity < 10 and (o_orderstatus = 'F' or l_returnflag = 'R')) d", True),
+    ("select (select count(*) from lineitem, part, supplier where l_partkey = p_partkey "
+     "and l_suppkey = s_suppkey and p_size = 1 and s_nationkey = 3) a, "
+     "(select count(*) from lineitem, part, supplier where l_partkey = p_partkey "
+     "and l_suppkey = s_suppkey and p_size = 2 and s_nationkey = 7) b, "
+     "(select avg(l_quantity) from lineitem, part, supplier where l_partkey = p_partkey "
+     "and l_suppkey = s_suppkey and p_size = 3 and s_nationkey = 3) c", True),
     # other tables, or a DISTINCT one: apart
+    ("select (select count(*) from lineitem, orders where l_orderkey = o_orderkey "
+     "and o_orderpriority = '1-URGENT') a, (select count(*) from lineitem where l_quantity < 5) b",
+     False),
     ("select (select count(*) from orders where o_totalprice > 1000) a, "
      "(select count(*) from customer where c_acctbal > 0) b", False),
     ("select (select count(distinct l_suppkey) from lineitem where l_quantity < 5) a, "

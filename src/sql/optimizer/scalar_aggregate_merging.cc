@@ -22,14 +22,14 @@ namespace {
 namespace cp = arrow::compute;
 using Kind = PlanNode::Kind;
 
-// One scalar aggregate that can merge: its final step's slot and the steps below it.
+// One scalar aggregate that can merge: its final step's slot, the steps below it, and the rows
+// it aggregates (`body`).
 struct Candidate {
   std::unique_ptr<PlanNode>* slot = nullptr;
   const PlanNode* final_agg = nullptr;
   const PlanNode* partial = nullptr;
   const PlanNode* project = nullptr;  // optional
-  const PlanNode* filter = nullptr;   // optional
-  const PlanNode* scan = nullptr;
+  const PlanNode* body = nullptr;
 };
 
 // A node with `from`'s fields and no inputs.
@@ -43,6 +43,29 @@ std::unique_ptr<PlanNode> FieldsOf(const PlanNode& from) {
 bool SkipsNulls(const std::string& function) {
   return function == "count_all" || function == "count" || function == "sum" || function == "min" ||
          function == "max";
+}
+
+bool IsTrue(const cp::Expression& e) { return e.Equals(cp::literal(true)); }
+
+// Rows a merged body can give for several conditions at once: scans, filters, projections and
+// inner joins, whose rows each condition narrows alike wherever it applies. A scan's pushdown
+// only skips row groups; the filter above it is the condition, so a pushdown needs that filter.
+bool MergeableBody(const PlanNode& n, const PlanNode* parent) {
+  switch (n.kind) {
+    case Kind::kScan:
+      return n.table != nullptr && !n.split && n.input == nullptr && n.right == nullptr &&
+             n.columns.size() == n.names.size() &&
+             std::set<std::string>(n.columns.begin(), n.columns.end()).size() == n.columns.size() &&
+             (IsTrue(n.scan_filter) || (parent != nullptr && parent->kind == Kind::kFilter));
+    case Kind::kFilter:
+    case Kind::kProject:
+      return n.input != nullptr && n.right == nullptr && MergeableBody(*n.input, &n);
+    case Kind::kJoin:
+      return n.join_type == JoinType::kInner && n.input != nullptr && n.right != nullptr &&
+             MergeableBody(*n.input, &n) && MergeableBody(*n.right, &n);
+    default:
+      return false;
+  }
 }
 
 bool Contains(const std::vector<std::string>& v, const std::string& s) {
@@ -69,21 +92,11 @@ std::optional<Candidate> AsCandidate(std::unique_ptr<PlanNode>* slot) {
     c.project = n;
     n = n->input.get();
   }
-  if (n->kind == Kind::kFilter && n->input != nullptr) {
-    c.filter = n;
-    n = n->input.get();
-  }
-  if (n->kind != Kind::kScan || n->table == nullptr || n->split || n->input != nullptr ||
-      n->columns.size() != n->names.size() ||
-      std::set<std::string>(n->columns.begin(), n->columns.end()).size() != n->columns.size()) {
-    return std::nullopt;
-  }
-  c.scan = n;
-  // A scan's pushdown only skips row groups; its filter above is the condition. One without
-  // that filter is some other shape.
-  if (c.filter == nullptr && !n->scan_filter.Equals(cp::literal(true))) return std::nullopt;
-  // Every partial input is the projection's column, or the scan's where there is none.
-  const std::vector<std::string>& inputs = c.project != nullptr ? c.project->names : n->names;
+  if (!MergeableBody(*n, c.project)) return std::nullopt;
+  c.body = n;
+  // Every partial input is the projection's column, or the body's where there is none.
+  const std::vector<std::string> inputs =
+      c.project != nullptr ? c.project->names : n->OutputNames();
   for (const auto& a : p->aggregates) {
     if (!SkipsNulls(a.function) || (!a.input.empty() && !Contains(inputs, a.input))) {
       return std::nullopt;
@@ -103,6 +116,169 @@ void Collect(std::unique_ptr<PlanNode>* slot, std::vector<Candidate>* out) {
   for (auto& item : (*slot)->items) Collect(&item, out);
 }
 
+// One operator of the bodies of a group, in the same place in each: a filter may be missing
+// from some (their condition there is true).
+struct Position {
+  Kind kind = Kind::kScan;
+  std::vector<const PlanNode*> nodes;  // one per body; null for a missing filter or selection
+  /// A projection that only passes columns on (column pruning's, above a filter or a join):
+  /// its columns keep their ids, and the merged one passes the union.
+  bool selection = false;
+};
+
+// A projection of input columns alone: it names no new value.
+bool IsSelection(const PlanNode& n) {
+  if (n.kind != Kind::kProject || n.keep_input || n.input == nullptr) return false;
+  for (const auto& e : n.expressions) {
+    if (e.field_ref() == nullptr || e.field_ref()->name() == nullptr) return false;
+  }
+  return true;
+}
+
+// The bodies of a group side by side. Each column gets a place-bound id (a scan's file column,
+// a projection's k-th output) that names it in every body; what must be the same in all
+// (projections, join keys) is compared by those ids. Filter conditions and scan pushdowns may
+// differ, and scans may read different columns.
+class Alignment {
+ public:
+  explicit Alignment(size_t n) : ids_(n) {}
+
+  bool Align(const std::vector<const PlanNode*>& at) {
+    const size_t n = at.size();
+    bool any_filter = false, all_filter = true;
+    for (const PlanNode* node : at) {
+      any_filter |= node->kind == Kind::kFilter;
+      all_filter &= node->kind == Kind::kFilter;
+    }
+    if (any_filter && !all_filter) {
+      Position p{Kind::kFilter, std::vector<const PlanNode*>(n, nullptr)};
+      std::vector<const PlanNode*> next(n);
+      for (size_t j = 0; j < n; ++j) {
+        const bool filter = at[j]->kind == Kind::kFilter;
+        p.nodes[j] = filter ? at[j] : nullptr;
+        next[j] = filter ? at[j]->input.get() : at[j];
+      }
+      positions_.push_back(std::move(p));
+      return Align(next);
+    }
+    bool any_selection = false;
+    for (const PlanNode* node : at) any_selection |= IsSelection(*node);
+    if (any_selection) {  // present in all or some
+      Position p{Kind::kProject, std::vector<const PlanNode*>(n, nullptr), /*selection=*/true};
+      std::vector<const PlanNode*> next(n);
+      for (size_t j = 0; j < n; ++j) {
+        const bool selection = IsSelection(*at[j]);
+        p.nodes[j] = selection ? at[j] : nullptr;
+        next[j] = selection ? at[j]->input.get() : at[j];
+      }
+      positions_.push_back(std::move(p));
+      if (!Align(next)) return false;
+      for (size_t j = 0; j < n; ++j) {
+        const PlanNode* node = at[j];
+        if (!IsSelection(*node)) continue;
+        for (size_t k = 0; k < node->names.size(); ++k) {
+          auto it = ids_[j].find(*node->expressions[k].field_ref()->name());
+          if (it == ids_[j].end()) return false;
+          const std::string id = it->second;
+          ids_[j][node->names[k]] = id;
+        }
+      }
+      return true;
+    }
+    const PlanNode& first = *at[0];
+    for (const PlanNode* node : at) {
+      if (node->kind != first.kind || (node->right == nullptr) != (first.right == nullptr)) {
+        return false;
+      }
+    }
+    const size_t here = positions_.size();
+    positions_.push_back(Position{first.kind, at});
+    switch (first.kind) {
+      case Kind::kScan:
+        for (size_t j = 0; j < n; ++j) {
+          if (!exec::SameTable(*at[j]->table, *first.table)) return false;
+          for (size_t k = 0; k < at[j]->columns.size(); ++k) {
+            ids_[j][at[j]->names[k]] = "s" + std::to_string(here) + ":" + at[j]->columns[k];
+          }
+        }
+        return true;
+      case Kind::kFilter:
+        return Align(Inputs(at));
+      case Kind::kProject: {
+        for (const PlanNode* node : at) {
+          if (node->keep_input != first.keep_input ||
+              node->expressions.size() != first.expressions.size()) {
+            return false;
+          }
+        }
+        if (!Align(Inputs(at))) return false;
+        for (size_t j = 0; j < n; ++j) {
+          for (size_t k = 0; k < at[j]->expressions.size(); ++k) {
+            if (!Id(j, at[j]->expressions[k]).Equals(Id(0, first.expressions[k]))) return false;
+            // An output may reuse an input's name (a projection that passes a column on): then
+            // that name means the output from here up, in every body alike, or names would
+            // not map one to one.
+            if (IdOf(j, at[j]->names[k]) != IdOf(0, first.names[k]) &&
+                (ids_[j].count(at[j]->names[k]) || ids_[0].count(first.names[k]))) {
+              return false;
+            }
+          }
+        }
+        for (size_t j = 0; j < n; ++j) {
+          for (size_t k = 0; k < at[j]->names.size(); ++k) {
+            ids_[j][at[j]->names[k]] = "p" + std::to_string(here) + ":" + std::to_string(k);
+          }
+        }
+        return true;
+      }
+      case Kind::kJoin: {
+        if (!Align(Inputs(at))) return false;
+        std::vector<const PlanNode*> rights;
+        for (const PlanNode* node : at) rights.push_back(node->right.get());
+        if (!Align(rights)) return false;
+        for (size_t j = 0; j < n; ++j) {
+          const PlanNode& node = *at[j];
+          if (node.join_type != first.join_type || node.build_input != first.build_input ||
+              node.null_equal_keys != first.null_equal_keys ||
+              node.left_keys.size() != first.left_keys.size() ||
+              node.right_keys.size() != first.right_keys.size() ||
+              !Id(j, node.join_filter).Equals(Id(0, first.join_filter))) {
+            return false;
+          }
+          for (size_t k = 0; k < node.left_keys.size(); ++k) {
+            if (IdOf(j, node.left_keys[k]) != IdOf(0, first.left_keys[k]) ||
+                IdOf(j, node.right_keys[k]) != IdOf(0, first.right_keys[k])) {
+              return false;
+            }
+          }
+        }
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  const std::vector<Position>& positions() const { return positions_; }
+  /// Body j's column names -> their ids.
+  const std::map<std::string, std::string>& ids(size_t j) const { return ids_[j]; }
+
+ private:
+  static std::vector<const PlanNode*> Inputs(const std::vector<const PlanNode*>& at) {
+    std::vector<const PlanNode*> out;
+    for (const PlanNode* node : at) out.push_back(node->input.get());
+    return out;
+  }
+  cp::Expression Id(size_t j, const cp::Expression& e) const { return RenameColumns(e, ids_[j]); }
+  std::string IdOf(size_t j, const std::string& name) const {
+    auto it = ids_[j].find(name);
+    return it == ids_[j].end() ? "?" + name : it->second;
+  }
+
+  std::vector<std::map<std::string, std::string>> ids_;
+  std::vector<Position> positions_;
+};
+
 cp::Expression OrOf(const std::vector<cp::Expression>& terms) {
   cp::Expression out = terms.front();
   for (size_t i = 1; i < terms.size(); ++i) out = cp::or_(out, terms[i]);
@@ -116,133 +292,256 @@ void AddDistinct(std::vector<cp::Expression>* terms, cp::Expression e) {
   terms->push_back(std::move(e));
 }
 
-bool IsTrue(const cp::Expression& e) { return e.Equals(cp::literal(true)); }
-
 // `value` where `condition` holds, NULL elsewhere (a NULL condition too).
 cp::Expression Where(const cp::Expression& condition, const cp::Expression& value) {
   return cp::call(plan::kNullUnlessFunction, {value, condition});
 }
 
-// The merged aggregate for `group`, named for copy `self`: the columns of group[self] keep their
+// Builds the merged aggregate of a group for copy `self`: the columns of group[self] keep their
 // names, every other one takes a prefix of this copy's own, so that copies differ in names only.
-std::unique_ptr<PlanNode> MergedCopy(const std::vector<Candidate>& group, size_t self) {
-  const std::string prefix = "__m" + std::to_string(self) + "@";
-  auto own = [&](size_t j, const std::string& name) { return j == self ? name : prefix + name; };
-  // The scan: every file column once, under group[self]'s name where it reads it.
-  std::vector<std::string> columns;
-  std::map<std::string, std::string> column_name;  // file column -> name in this copy
-  for (size_t j = 0; j < group.size(); ++j) {
-    const PlanNode& s = *group[j].scan;
-    for (size_t k = 0; k < s.columns.size(); ++k) {
-      if (!column_name.count(s.columns[k])) columns.push_back(s.columns[k]);
-      if (j == self || !column_name.count(s.columns[k])) {
-        column_name[s.columns[k]] = own(j, s.names[k]);
+class CopyBuilder {
+ public:
+  CopyBuilder(const std::vector<Candidate>& group, const Alignment& alignment, size_t self)
+      : group_(group),
+        alignment_(alignment),
+        self_(self),
+        prefix_("__m" + std::to_string(self) + "@"),
+        to_(group.size()),
+        conditions_(group.size()) {
+    // Each id's name in this copy: group[self]'s where it has the column, else the first
+    // body's that has it, prefixed.
+    std::map<std::string, std::string> name_of;
+    for (size_t j = 0; j < group.size(); ++j) {
+      for (const auto& [name, id] : alignment.ids(j)) {
+        if (j == self) {
+          name_of[id] = name;
+        } else if (!name_of.count(id)) {
+          name_of[id] = prefix_ + name;
+        }
       }
     }
-  }
-  // Each original's names in this copy.
-  std::vector<std::map<std::string, std::string>> to(group.size());
-  for (size_t j = 0; j < group.size(); ++j) {
-    const Candidate& c = group[j];
-    for (size_t k = 0; k < c.scan->columns.size(); ++k) {
-      to[j][c.scan->names[k]] = column_name.at(c.scan->columns[k]);
-    }
-    if (c.project != nullptr) {
-      for (const auto& n : c.project->names) to[j][n] = own(j, n);
-    }
-    for (const PlanNode* agg : {c.partial, c.final_agg}) {
-      for (const auto& a : agg->aggregates) to[j][a.output] = own(j, a.output);
-    }
-  }
-  auto scan = FieldsOf(*group[0].scan);
-  scan->columns = columns;
-  scan->names.clear();
-  for (const auto& c : columns) scan->names.push_back(column_name.at(c));
-  std::vector<cp::Expression> pushdowns;
-  bool pushdown_everywhere = true;
-  for (size_t j = 0; j < group.size(); ++j) {
-    const PlanNode& s = *group[j].scan;
-    scan->batch_rows = std::max(scan->batch_rows, s.batch_rows);
-    if (IsTrue(s.scan_filter)) pushdown_everywhere = false;
-    AddDistinct(&pushdowns, RenameColumns(s.scan_filter, to[j]));
-  }
-  scan->scan_filter = pushdown_everywhere ? OrOf(pushdowns) : cp::literal(true);
-  // The filter: the OR of the conditions, when every original has one.
-  std::vector<std::optional<cp::Expression>> conditions(group.size());
-  std::vector<cp::Expression> distinct;
-  bool everywhere = true;
-  for (size_t j = 0; j < group.size(); ++j) {
-    if (group[j].filter == nullptr) {
-      everywhere = false;
-      continue;
-    }
-    conditions[j] = RenameColumns(group[j].filter->predicate, to[j]);
-    AddDistinct(&distinct, *conditions[j]);
-  }
-  // Where all share one condition the filter alone applies it.
-  const bool wrap = everywhere ? distinct.size() > 1 : !distinct.empty();
-  std::unique_ptr<PlanNode> below = std::move(scan);
-  if (everywhere) {
-    auto filter = FieldsOf(*group[0].filter);
-    filter->predicate = OrOf(distinct);
-    filter->input = std::move(below);
-    below = std::move(filter);
-  }
-  // The projection: each original's inputs, only where its own condition holds.
-  auto project = std::make_unique<PlanNode>();
-  project->kind = Kind::kProject;
-  auto partial = FieldsOf(*group[0].partial);
-  partial->aggregates.clear();
-  auto final_agg = FieldsOf(*group[0].final_agg);
-  final_agg->aggregates.clear();
-  for (size_t j = 0; j < group.size(); ++j) {
-    const Candidate& c = group[j];
-    const bool masked = wrap && conditions[j].has_value();
-    std::map<std::string, std::string> input_name;  // the original's input -> this copy's
-    auto input = [&](const std::string& name) {
-      if (auto it = input_name.find(name); it != input_name.end()) return it->second;
-      cp::Expression value = cp::field_ref(name);
-      std::string out = own(j, "__v@" + name);
+    for (size_t j = 0; j < group.size(); ++j) {
+      for (const auto& [name, id] : alignment.ids(j)) to_[j][name] = name_of.at(id);
+      const Candidate& c = group[j];
       if (c.project != nullptr) {
-        const size_t k = std::find(c.project->names.begin(), c.project->names.end(), name) -
-                         c.project->names.begin();
-        value = c.project->expressions[k];
-        out = to[j].at(name);
+        for (const auto& n : c.project->names) to_[j][n] = Own(j, n);
       }
-      value = RenameColumns(value, to[j]);
-      project->expressions.push_back(masked ? Where(*conditions[j], value) : value);
-      project->names.push_back(out);
-      input_name[name] = out;
-      return out;
-    };
-    for (const auto& a : c.partial->aggregates) {
-      AggregateCall call = a;
-      call.output = to[j].at(a.output);
-      if (!a.input.empty()) {
-        call.input = input(a.input);
-      } else if (masked) {  // COUNT(*) counts the rows its condition keeps
-        call.function = "count";
-        call.input = own(j, "__row@" + a.output);
-        project->expressions.push_back(Where(*conditions[j], *conditions[j]));
-        project->names.push_back(call.input);
+      for (const PlanNode* agg : {c.partial, c.final_agg}) {
+        for (const auto& a : agg->aggregates) to_[j][a.output] = Own(j, a.output);
       }
-      partial->aggregates.push_back(std::move(call));
-    }
-    for (const auto& a : c.final_agg->aggregates) {
-      AggregateCall call = a;
-      call.output = to[j].at(a.output);
-      if (!a.input.empty()) call.input = to[j].at(a.input);
-      final_agg->aggregates.push_back(std::move(call));
     }
   }
-  if (project->names.empty()) {  // only COUNT(*)s under one condition: some column for rows
-    project->expressions.push_back(cp::literal(true));
-    project->names.push_back(prefix + "__row");
+
+  std::unique_ptr<PlanNode> Build() {
+    next_ = 0;
+    std::vector<std::string> flags;
+    std::unique_ptr<PlanNode> body = Body(&flags);
+    return Aggregates(std::move(body));
   }
-  project->input = std::move(below);
-  partial->input = std::move(project);
-  final_agg->input = std::move(partial);
-  return final_agg;
+
+ private:
+  std::string Own(size_t j, const std::string& name) const {
+    return j == self_ ? name : prefix_ + name;
+  }
+
+  // The body at the next position, and the condition columns (flags) it adds.
+  std::unique_ptr<PlanNode> Body(std::vector<std::string>* flags) {
+    const size_t here = next_++;
+    const Position& p = alignment_.positions()[here];
+    const size_t n = group_.size();
+    switch (p.kind) {
+      case Kind::kScan: {
+        auto scan = FieldsOf(*p.nodes[0]);
+        scan->columns.clear();
+        scan->names.clear();
+        std::vector<cp::Expression> pushdowns;
+        bool everywhere = true;
+        for (size_t j = 0; j < n; ++j) {
+          const PlanNode& s = *p.nodes[j];
+          for (size_t k = 0; k < s.columns.size(); ++k) {
+            if (!Contains(scan->columns, s.columns[k])) {
+              scan->columns.push_back(s.columns[k]);
+              scan->names.push_back(to_[j].at(s.names[k]));
+            }
+          }
+          scan->batch_rows = std::max(scan->batch_rows, s.batch_rows);
+          everywhere &= !IsTrue(s.scan_filter);
+          AddDistinct(&pushdowns, RenameColumns(s.scan_filter, to_[j]));
+        }
+        scan->scan_filter = everywhere ? OrOf(pushdowns) : cp::literal(true);
+        return scan;
+      }
+      case Kind::kFilter: {
+        std::unique_ptr<PlanNode> input = Body(flags);
+        std::vector<std::optional<cp::Expression>> conditions(n);
+        std::vector<cp::Expression> distinct;
+        bool everywhere = true;
+        const PlanNode* some = nullptr;
+        for (size_t j = 0; j < n; ++j) {
+          if (p.nodes[j] == nullptr) {
+            everywhere = false;
+            continue;
+          }
+          some = p.nodes[j];
+          conditions[j] = RenameColumns(p.nodes[j]->predicate, to_[j]);
+          AddDistinct(&distinct, *conditions[j]);
+        }
+        if (everywhere) {
+          auto filter = FieldsOf(*some);
+          filter->predicate = OrOf(distinct);
+          filter->input = std::move(input);
+          input = std::move(filter);
+          if (distinct.size() == 1) return input;  // one condition for all: the filter is it
+        }
+        // Each body's condition here, as a column for the aggregates above to mask by.
+        auto project = std::make_unique<PlanNode>();
+        project->kind = Kind::kProject;
+        project->keep_input = true;
+        for (size_t j = 0; j < n; ++j) {
+          if (!conditions[j].has_value()) continue;
+          const std::string flag =
+              Own(j, "__if" + std::to_string(here) + "@" + group_[j].partial->aggregates[0].output);
+          project->expressions.push_back(*conditions[j]);
+          project->names.push_back(flag);
+          flags->push_back(flag);
+          conditions_[j].push_back(cp::field_ref(flag));
+        }
+        project->input = std::move(input);
+        return project;
+      }
+      case Kind::kProject: {
+        std::vector<std::string> below;
+        std::unique_ptr<PlanNode> input = Body(&below);
+        flags->insert(flags->end(), below.begin(), below.end());
+        if (p.selection) {
+          // The union of the columns the bodies pass on; all of them where one passes all.
+          auto project = std::make_unique<PlanNode>();
+          project->kind = Kind::kProject;
+          for (size_t j = 0; j < n; ++j) {
+            if (p.nodes[j] == nullptr) return input;
+            for (const auto& name : p.nodes[j]->names) {
+              const std::string& copy = to_[j].at(name);
+              if (Contains(project->names, copy)) continue;
+              project->names.push_back(copy);
+              project->expressions.push_back(cp::field_ref(copy));
+            }
+          }
+          for (const auto& f : below) {
+            project->names.push_back(f);
+            project->expressions.push_back(cp::field_ref(f));
+          }
+          project->input = std::move(input);
+          return project;
+        }
+        auto project = FieldsOf(*p.nodes[0]);
+        project->names.clear();
+        project->expressions.clear();
+        for (size_t k = 0; k < p.nodes[0]->names.size(); ++k) {
+          project->names.push_back(to_[0].at(p.nodes[0]->names[k]));
+          project->expressions.push_back(RenameColumns(p.nodes[0]->expressions[k], to_[0]));
+        }
+        if (!project->keep_input) {  // the conditions pass on
+          for (const auto& f : below) {
+            project->names.push_back(f);
+            project->expressions.push_back(cp::field_ref(f));
+          }
+        }
+        project->input = std::move(input);
+        return project;
+      }
+      case Kind::kJoin: {
+        auto join = FieldsOf(*p.nodes[0]);
+        join->input = Body(flags);
+        join->right = Body(flags);
+        for (auto& k : join->left_keys) k = to_[0].at(k);
+        for (auto& k : join->right_keys) k = to_[0].at(k);
+        join->join_filter = RenameColumns(join->join_filter, to_[0]);
+        return join;
+      }
+      default:
+        return nullptr;  // Alignment admits no other kind
+    }
+  }
+
+  // The projection of every body's aggregate inputs, each only where its own conditions hold,
+  // and the two aggregate steps over it.
+  std::unique_ptr<PlanNode> Aggregates(std::unique_ptr<PlanNode> body) {
+    auto project = std::make_unique<PlanNode>();
+    project->kind = Kind::kProject;
+    auto partial = FieldsOf(*group_[0].partial);
+    partial->aggregates.clear();
+    auto final_agg = FieldsOf(*group_[0].final_agg);
+    final_agg->aggregates.clear();
+    for (size_t j = 0; j < group_.size(); ++j) {
+      const Candidate& c = group_[j];
+      std::optional<cp::Expression> condition;
+      for (const auto& f : conditions_[j]) {
+        condition = condition.has_value() ? cp::and_(*condition, f) : f;
+      }
+      std::map<std::string, std::string> input_name;  // the original's input -> this copy's
+      auto input = [&](const std::string& name) {
+        if (auto it = input_name.find(name); it != input_name.end()) return it->second;
+        cp::Expression value = cp::field_ref(name);
+        std::string out = Own(j, "__v@" + name);
+        if (c.project != nullptr) {
+          const size_t k = std::find(c.project->names.begin(), c.project->names.end(), name) -
+                           c.project->names.begin();
+          value = c.project->expressions[k];
+          out = to_[j].at(name);
+        }
+        value = RenameColumns(value, to_[j]);
+        project->expressions.push_back(condition.has_value() ? Where(*condition, value) : value);
+        project->names.push_back(out);
+        input_name[name] = out;
+        return out;
+      };
+      for (const auto& a : c.partial->aggregates) {
+        AggregateCall call = a;
+        call.output = to_[j].at(a.output);
+        if (!a.input.empty()) {
+          call.input = input(a.input);
+        } else if (condition.has_value()) {  // COUNT(*) counts the rows its conditions keep
+          call.function = "count";
+          call.input = Own(j, "__row@" + a.output);
+          project->expressions.push_back(Where(*condition, *condition));
+          project->names.push_back(call.input);
+        }
+        partial->aggregates.push_back(std::move(call));
+      }
+      for (const auto& a : c.final_agg->aggregates) {
+        AggregateCall call = a;
+        call.output = to_[j].at(a.output);
+        if (!a.input.empty()) call.input = to_[j].at(a.input);
+        final_agg->aggregates.push_back(std::move(call));
+      }
+    }
+    if (project->names.empty()) {  // only COUNT(*)s under one condition: some column for rows
+      project->expressions.push_back(cp::literal(true));
+      project->names.push_back(prefix_ + "__row");
+    }
+    project->input = std::move(body);
+    partial->input = std::move(project);
+    final_agg->input = std::move(partial);
+    return final_agg;
+  }
+
+  const std::vector<Candidate>& group_;
+  const Alignment& alignment_;
+  const size_t self_;
+  const std::string prefix_;
+  // Each body's names -> this copy's, and its conditions' columns.
+  std::vector<std::map<std::string, std::string>> to_;
+  std::vector<std::vector<cp::Expression>> conditions_;
+  size_t next_ = 0;
+};
+
+// Whether `group`'s bodies align (all with the first).
+std::optional<Alignment> Aligned(const std::vector<Candidate>& group) {
+  Alignment alignment(group.size());
+  std::vector<const PlanNode*> bodies;
+  for (const auto& c : group) bodies.push_back(c.body);
+  if (!alignment.Align(bodies)) return std::nullopt;
+  return alignment;
 }
 
 }  // namespace
@@ -252,28 +551,26 @@ void MergeScalarAggregates(PlanNode* plan) {
   std::vector<Candidate> candidates;
   Collect(&root, &candidates);
   std::vector<bool> grouped(candidates.size(), false);
-  std::vector<std::vector<Candidate>> groups;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (grouped[i]) continue;
     std::vector<Candidate> group = {candidates[i]};
     bool all_same = true;
     for (size_t j = i + 1; j < candidates.size(); ++j) {
-      if (grouped[j] || !exec::SameTable(*candidates[i].scan->table, *candidates[j].scan->table)) {
-        continue;
-      }
+      if (grouped[j] || !Aligned({candidates[i], candidates[j]}).has_value()) continue;
       grouped[j] = true;
       all_same = all_same && exec::SameSubplan(*candidates[i].final_agg, *candidates[j].final_agg);
       group.push_back(candidates[j]);
     }
-    // One aggregate, or copies of one (a WITH query read twice), already reads the table once.
+    // One aggregate, or copies of one (a WITH query read twice), already reads its rows once.
     if (group.size() < 2 || all_same) continue;
-    groups.push_back(std::move(group));
-  }
-  for (const auto& group : groups) {
+    const std::optional<Alignment> alignment = Aligned(group);
+    if (!alignment.has_value()) continue;
     // Every copy is built before any original is replaced: each reads all of them.
     std::vector<std::unique_ptr<PlanNode>> copies;
-    for (size_t i = 0; i < group.size(); ++i) copies.push_back(MergedCopy(group, i));
-    for (size_t i = 0; i < group.size(); ++i) *group[i].slot = std::move(copies[i]);
+    for (size_t c = 0; c < group.size(); ++c) {
+      copies.push_back(CopyBuilder(group, *alignment, c).Build());
+    }
+    for (size_t c = 0; c < group.size(); ++c) *group[c].slot = std::move(copies[c]);
   }
   *plan = std::move(*root);
 }

@@ -1,12 +1,15 @@
-// Scalar aggregate merging: aggregates without GROUP BY over the same table, each with its own
-// WHERE (TPC-DS q09's fifteen scalar subqueries over store_sales), read the table once.
+// Scalar aggregate merging: aggregates without GROUP BY over the same rows but for their WHERE
+// conditions read those rows once: TPC-DS q09's fifteen scalar subqueries over store_sales, or
+// q88's eight over one join of store_sales with three dimensions, each with its own hour.
 //
-// Each such aggregate becomes a copy of one merged aggregate: one scan of the columns they all
-// read, filtered by the OR of their conditions, and every aggregate of every one of them, each
-// fed only the rows its own condition keeps (its input is CASE WHEN condition THEN input END, so
-// other rows give NULL, which aggregates skip; COUNT(*) counts such a flag instead). The copies
-// differ only in column names, each naming its own original's results as before, so the
-// executors run them once (exec/shared_subplans.h) and every consumer reads that one result.
+// Each such aggregate becomes a copy of one merged aggregate. Its rows: the same scans and
+// joins, each filter the OR of the aggregates' conditions there (none where one has none), each
+// scan reading the columns any of them reads. Every aggregate of every one of them is fed only
+// the rows its own conditions keep: each condition becomes a column where it applied, carried up
+// through the joins, and an aggregate's input is NULL where the AND of its own is not true
+// (null_unless), which aggregates skip; COUNT(*) counts such a column instead. The copies differ
+// only in column names, each naming its own original's results as before, so the executors run
+// them once (exec/shared_subplans.h) and every consumer reads that one result.
 #pragma once
 
 #include <arrow/status.h>
@@ -15,10 +18,11 @@
 
 namespace sluice::sql {
 
-/// Rewrites every group of two or more merge-able scalar aggregates over one table in `plan`:
-/// a final aggregate without keys over a partial one (count, count(*), sum, min or max), over
-/// an optional projection, an optional filter and a scan. Runs after the passes that choose
-/// scan batch sizes, since the copies must stay the same subplan.
+/// Rewrites every group of two or more scalar aggregates in `plan` that merge: a final
+/// aggregate without keys over a partial one (count, count(*), sum, min or max), over an
+/// optional projection and rows made of scans, filters, projections and inner joins that are
+/// the same in each but for their filters and the columns they read. Runs after the passes that
+/// choose scan batch sizes, since the copies must stay the same subplan.
 void MergeScalarAggregates(PlanNode* plan);
 
 }  // namespace sluice::sql

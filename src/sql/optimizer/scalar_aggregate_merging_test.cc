@@ -81,6 +81,39 @@ TEST_F(ScalarAggregateMergingTest, AnUnfilteredAggregateReadsEveryRow) {
   EXPECT_EQ(Count(text, "sluice_null_unless("), 2u) << text;  // the sum's input, in each copy
 }
 
+TEST_F(ScalarAggregateMergingTest, SubqueriesOverOneJoinMergeWithTheirConditionsCarriedUp) {
+  auto q = Optimized(
+      "select (select count(*) from t join u on k = uk where name = 'a' and v > 1) a, "
+      "(select sum(v) from t join u on k = uk where name = 'b') b, "
+      "(select max(g) from t join u on k = uk where name = 'c' and v > 2) c");
+  ASSERT_NE(q.plan, nullptr);
+  const std::string text = q.plan->Explain();
+  EXPECT_EQ(Groups(*q.plan), std::vector<size_t>{3}) << text;
+  EXPECT_EQ(Count(text, "HashJoin inner"), 3u) << text;
+  // u's filter is the OR of the three names; b has none on t, so t is read whole. Each
+  // condition becomes a column (__if…) that the join passes on, and each aggregate masks by the
+  // AND of its own.
+  EXPECT_EQ(Count(text, "Filter (((name#"), 3u) << text;
+  EXPECT_EQ(Count(text, "Filter ((v#"), 0u) << text;
+  EXPECT_EQ(Count(text, "sluice_null_unless((__if"), 1u) << text;  // a's count, in its copy
+}
+
+TEST_F(ScalarAggregateMergingTest, OtherJoinsStayApart) {
+  for (const char* sql : {// another join key
+                          "select (select count(*) from t join u on k = uk where name = 'a') a, "
+                          "(select count(*) from t join u on v = uk where name = 'b') b",
+                          // a left join
+                          "select (select count(*) from t left join u on k = uk where g = 'a') a, "
+                          "(select count(*) from t left join u on k = uk where g = 'b') b",
+                          // one table against a join of it
+                          "select (select count(*) from t join u on k = uk where name = 'a') a, "
+                          "(select count(*) from t where g = 'b') b"}) {
+    auto q = Optimized(sql);
+    ASSERT_NE(q.plan, nullptr);
+    EXPECT_EQ(q.plan->Explain().find("__m"), std::string::npos) << sql << "\n" << q.plan->Explain();
+  }
+}
+
 TEST_F(ScalarAggregateMergingTest, OtherShapesStayApart) {
   // Other tables, a grouped aggregate, and a DISTINCT aggregate (grouped below) do not merge.
   for (const char* sql :
