@@ -2062,8 +2062,8 @@ MERGED_SCALARS = [
      "(select sum(o_totalprice) from orders where o_orderstatus = 'F') b, "
      "(select max(o_orderdate) from orders where o_orderpriority = '1-URGENT') c", True),
     # one condition for both: no masks
-    ("select (select count(*) from part where p_size < 10) a, "
-     "(select avg(p_retailprice) from part where p_size < 10) b", True),
+    ("select (select count(*) from lineitem where l_quantity < 10) a, "
+     "(select avg(l_extendedprice) from lineitem where l_quantity < 10) b", True),
     # in a WHERE
     ("select count(*), sum(o_totalprice) from orders "
      "where o_totalprice > (select avg(o_totalprice) from orders where o_orderstatus = 'F') "
@@ -2083,6 +2083,9 @@ MERGED_SCALARS = [
      "and l_suppkey = s_suppkey and p_size = 2 and s_nationkey = 7) b, "
      "(select avg(l_quantity) from lineitem, part, supplier where l_partkey = p_partkey "
      "and l_suppkey = s_suppkey and p_size = 3 and s_nationkey = 3) c", True),
+    # a small table (20K rows), read twice in a few milliseconds: apart
+    ("select (select count(*) from part where p_size < 10) a, "
+     "(select avg(p_retailprice) from part where p_size > 10) b", False),
     # other tables, or a DISTINCT one: apart
     ("select (select count(*) from lineitem, orders where l_orderkey = o_orderkey "
      "and o_orderpriority = '1-URGENT') a, (select count(*) from lineitem where l_quantity < 5) b",

@@ -563,6 +563,8 @@ void MergeScalarAggregates(PlanNode* plan) {
     }
     // One aggregate, or copies of one (a WITH query read twice), already reads its rows once.
     if (group.size() < 2 || all_same) continue;
+    // The copies run before the rest of the query, on their own: only worth it for many rows.
+    if (ScanRows(*group[0].body) < kMinMergedScanRows) continue;
     const std::optional<Alignment> alignment = Aligned(group);
     if (!alignment.has_value()) continue;
     // Every copy is built before any original is replaced: each reads all of them.

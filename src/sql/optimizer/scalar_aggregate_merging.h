@@ -18,6 +18,12 @@
 
 namespace sluice::sql {
 
+/// The fewest rows (of the scanned tables, before filters) a group's bodies must read to merge:
+/// one-to-one, the copies run on their own before the rest of the query (in one process), so
+/// merging a few lookups of a small dimension (TPC-DS q14b's two weeks of date_dim) gains nothing
+/// and costs that wait.
+inline constexpr double kMinMergedScanRows = 100'000;
+
 /// Rewrites every group of two or more scalar aggregates in `plan` that merge: a final
 /// aggregate without keys over a partial one (count, count(*), sum, min or max), over an
 /// optional projection and rows made of scans, filters, projections and inner joins that are

@@ -19,9 +19,10 @@ class ScalarAggregateMergingTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(plan::EnsureComputeInitialized().ok()); }
 
-  // `sql` through the default passes, which end with this one.
-  static BoundQuery Optimized(const std::string& sql) {
-    BoundQuery q = BindLogicalForTest(sql);
+  // `sql` through the default passes, which end with this one, over t of `t_rows` rows (by
+  // default enough to merge).
+  static BoundQuery Optimized(const std::string& sql, int64_t t_rows = 1'000'000) {
+    BoundQuery q = BindLogicalForTest(sql, t_rows);
     if (q.plan == nullptr) return q;
     auto st = Optimize(q.plan.get(), DefaultPasses());
     EXPECT_TRUE(st.ok()) << st.ToString();
@@ -124,6 +125,13 @@ TEST_F(ScalarAggregateMergingTest, OtherShapesStayApart) {
     ASSERT_NE(q.plan, nullptr);
     EXPECT_EQ(q.plan->Explain().find("__m"), std::string::npos) << sql << "\n" << q.plan->Explain();
   }
+}
+
+TEST_F(ScalarAggregateMergingTest, ASmallTableIsReadOncePerAggregate) {
+  const std::string sql =
+      "select (select count(*) from t where k < 10) a, (select sum(v) from t where k > 10) b";
+  EXPECT_EQ(Groups(*Optimized(sql, kMinMergedScanRows - 1).plan), std::vector<size_t>{});
+  EXPECT_EQ(Groups(*Optimized(sql, kMinMergedScanRows).plan), std::vector<size_t>{2});
 }
 
 TEST_F(ScalarAggregateMergingTest, ASecondRunMergesTheCopiesAgainAlike) {
