@@ -18,19 +18,18 @@ bool IsTrue(const arrow::Scalar& s) {
   return s.is_valid && static_cast<const arrow::BooleanScalar&>(s).value;
 }
 
-// The validity of `value` narrowed to the rows where `condition` is a valid true; the values
-// are the input's buffers, shared.
-arrow::Result<std::shared_ptr<arrow::ArrayData>> Masked(cp::KernelContext* ctx,
-                                                        const arrow::ArraySpan& value,
-                                                        const arrow::ArraySpan& condition) {
-  std::shared_ptr<arrow::ArrayData> out = value.ToArrayData();
-  if (value.type->id() == arrow::Type::NA) return out;  // NULL everywhere already
-  if (!arrow::internal::may_have_validity_bitmap(value.type->id())) {
+// `values` with its validity narrowed to the rows where `condition` is a valid true; the values
+// are its own buffers, shared.
+arrow::Result<std::shared_ptr<arrow::ArrayData>> Masked(
+    cp::KernelContext* ctx, const std::shared_ptr<arrow::ArrayData>& values,
+    const arrow::ArraySpan& condition) {
+  if (values->type->id() == arrow::Type::NA) return values;  // NULL everywhere already
+  if (!arrow::internal::may_have_validity_bitmap(values->type->id())) {
     return arrow::Status::TypeError("internal: ", kNullUnlessFunction, " of ",
-                                    value.type->ToString());
+                                    values->type->ToString());
   }
-  const int64_t length = value.length;
-  const int64_t offset = value.offset;
+  const int64_t length = values->length;
+  const int64_t offset = values->offset;
   ARROW_ASSIGN_OR_RAISE(auto bitmap,
                         arrow::AllocateEmptyBitmap(offset + length, ctx->memory_pool()));
   uint8_t* bits = bitmap->mutable_data();
@@ -40,10 +39,11 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> Masked(cp::KernelContext* ctx,
     arrow::internal::BitmapAnd(bits, offset, condition.buffers[0].data, condition.offset, length,
                                offset, bits);
   }
-  if (value.buffers[0].data != nullptr && value.null_count != 0) {
-    arrow::internal::BitmapAnd(bits, offset, value.buffers[0].data, value.offset, length, offset,
+  if (values->buffers[0] != nullptr && values->null_count != 0) {
+    arrow::internal::BitmapAnd(bits, offset, values->buffers[0]->data(), offset, length, offset,
                                bits);
   }
+  auto out = values->Copy();  // the same buffers and children, a validity of its own
   out->buffers[0] = std::move(bitmap);
   out->null_count = arrow::kUnknownNullCount;
   return out;
@@ -71,7 +71,7 @@ arrow::Status Exec(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::ExecRe
     }
     return arrow::Status::OK();
   }
-  ARROW_ASSIGN_OR_RAISE(out->value, Masked(ctx, arrow::ArraySpan(*values), condition.array));
+  ARROW_ASSIGN_OR_RAISE(out->value, Masked(ctx, values, condition.array));
   return arrow::Status::OK();
 }
 
