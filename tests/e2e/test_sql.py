@@ -2092,8 +2092,34 @@ MERGED_SCALARS = [
      False),
     ("select (select count(*) from orders where o_totalprice > 1000) a, "
      "(select count(*) from customer where c_acctbal > 0) b", False),
-    ("select (select count(distinct l_suppkey) from lineitem where l_quantity < 5) a, "
-     "(select count(*) from lineitem where l_quantity < 5) b", False),
+    # distinct values of another column: apart
+    ("select * from (select count(distinct l_suppkey) a from lineitem where l_quantity < 5) x, "
+     "(select count(distinct l_partkey) b from lineitem where l_quantity > 45) y", False),
+    # COUNT(DISTINCT) of one value under each condition, as TPC-DS q28
+    ("select * from (select avg(l_extendedprice) a1, count(l_extendedprice) a2, "
+     "count(distinct l_extendedprice) a3 from lineitem where l_quantity between 0 and 5 "
+     "and (l_discount between 0.01 and 0.03 or l_tax > 0.07)) a, "
+     "(select avg(l_extendedprice) b1, count(distinct l_extendedprice) b2 from lineitem "
+     "where l_quantity between 6 and 10 and l_discount < 0.02) b, "
+     "(select count(distinct l_extendedprice) c1 from lineitem where l_quantity > 1000) c", True),
+    # overlapping conditions, one of them for all rows; strings; beside plain aggregates
+    ("select * from (select count(distinct l_shipmode) a1, count(*) a2 from lineitem "
+     "where l_quantity < 20) a, (select count(distinct l_shipmode) b1 from lineitem "
+     "where l_quantity < 10 and l_returnflag = 'R') b, "
+     "(select count(distinct l_shipmode) c1, max(l_comment) c2 from lineitem) c", True),
+    ("select * from (select count(distinct l_suppkey) a from lineitem where l_quantity < 5) x, "
+     "(select count(*) b from lineitem where l_quantity < 5) y", True),
+    # NULLs among the values and in the conditions; an expression's values
+    ("select * from (select count(distinct sk) a1, count(sk) a2 from dsales where sday < 5) a, "
+     "(select count(distinct sk) b1 from dsales where sday > 30 or sk > 1000) b, "
+     "(select count(distinct sk) c1, count(*) c2 from dsales where sk is null) c, "
+     "(select count(distinct sk % 7) d1 from dsales where samount > 400) d, "
+     "(select count(distinct sk % 7) e1 from dsales where samount < 10) e", True),
+    # over a join
+    ("select * from (select count(distinct o_custkey) a from lineitem, orders "
+     "where l_orderkey = o_orderkey and l_quantity < 3 and o_orderpriority = '1-URGENT') x, "
+     "(select count(distinct o_custkey) b, sum(l_quantity) c from lineitem, orders "
+     "where l_orderkey = o_orderkey and l_quantity < 3) y", True),
 ]
 
 

@@ -79,8 +79,9 @@ std::optional<Candidate> AsCandidate(std::unique_ptr<PlanNode>* slot) {
     return std::nullopt;
   }
   const PlanNode* p = f->input.get();
-  if (p->kind != Kind::kAggregate || p->final_phase || !p->keys.empty() || p->repeats_keys ||
-      p->input == nullptr || p->aggregates.empty()) {
+  // A partial with a key is a COUNT(DISTINCT)'s: the final step counts that key distinctly.
+  if (p->kind != Kind::kAggregate || p->final_phase || p->keys.size() > 1 || p->repeats_keys ||
+      p->input == nullptr || (p->aggregates.empty() && p->keys.empty())) {
     return std::nullopt;
   }
   Candidate c;
@@ -99,6 +100,17 @@ std::optional<Candidate> AsCandidate(std::unique_ptr<PlanNode>* slot) {
       c.project != nullptr ? c.project->names : n->OutputNames();
   for (const auto& a : p->aggregates) {
     if (!SkipsNulls(a.function) || (!a.input.empty() && !Contains(inputs, a.input))) {
+      return std::nullopt;
+    }
+  }
+  for (const auto& k : p->keys) {
+    if (!Contains(inputs, k)) return std::nullopt;
+  }
+  // The final step merges the partial's results, or counts its key distinctly.
+  for (const auto& a : f->aggregates) {
+    const bool merges = std::any_of(p->aggregates.begin(), p->aggregates.end(),
+                                    [&](const AggregateCall& b) { return b.output == a.input; });
+    if (!merges && !(a.function == "count_distinct" && Contains(p->keys, a.input))) {
       return std::nullopt;
     }
   }
@@ -399,8 +411,8 @@ class CopyBuilder {
         project->keep_input = true;
         for (size_t j = 0; j < n; ++j) {
           if (!conditions[j].has_value()) continue;
-          const std::string flag =
-              Own(j, "__if" + std::to_string(here) + "@" + group_[j].partial->aggregates[0].output);
+          const std::string flag = Own(
+              j, "__if" + std::to_string(here) + "@" + group_[j].final_agg->aggregates[0].output);
           project->expressions.push_back(*conditions[j]);
           project->names.push_back(flag);
           flags->push_back(flag);
@@ -470,6 +482,7 @@ class CopyBuilder {
     project->kind = Kind::kProject;
     auto partial = FieldsOf(*group_[0].partial);
     partial->aggregates.clear();
+    partial->keys.clear();
     auto final_agg = FieldsOf(*group_[0].final_agg);
     final_agg->aggregates.clear();
     for (size_t j = 0; j < group_.size(); ++j) {
@@ -495,6 +508,9 @@ class CopyBuilder {
         input_name[name] = out;
         return out;
       };
+      // A distinct key, masked like any input: the final step counts it where it is not NULL,
+      // and partials from several workers may repeat it.
+      for (const auto& k : c.partial->keys) partial->keys.push_back(input(k));
       for (const auto& a : c.partial->aggregates) {
         AggregateCall call = a;
         call.output = to_[j].at(a.output);
@@ -511,7 +527,11 @@ class CopyBuilder {
       for (const auto& a : c.final_agg->aggregates) {
         AggregateCall call = a;
         call.output = to_[j].at(a.output);
-        if (!a.input.empty()) call.input = to_[j].at(a.input);
+        if (Contains(c.partial->keys, a.input)) {
+          call.input = input(a.input);
+        } else if (!a.input.empty()) {
+          call.input = to_[j].at(a.input);
+        }
         final_agg->aggregates.push_back(std::move(call));
       }
     }
@@ -544,6 +564,24 @@ std::optional<Alignment> Aligned(const std::vector<Candidate>& group) {
   return alignment;
 }
 
+// Whether two aligned candidates' distinct keys are the same value. Under --workers the merged
+// partial groups by every candidate's masked key at once: the same value keeps those groups to
+// its own distinct values (per condition), where two values could make one per pair of them.
+bool SameDistinctKey(const Candidate& a, const Candidate& b) {
+  const std::optional<Alignment> alignment = Aligned({a, b});
+  if (!alignment.has_value()) return false;
+  auto id = [&](const Candidate& c, size_t j) {
+    const std::string& key = c.partial->keys.front();
+    cp::Expression value = cp::field_ref(key);
+    if (c.project != nullptr) {
+      const auto& names = c.project->names;
+      value = c.project->expressions[std::find(names.begin(), names.end(), key) - names.begin()];
+    }
+    return RenameColumns(value, alignment->ids(j));
+  };
+  return id(a, 0).Equals(id(b, 1));
+}
+
 }  // namespace
 
 void MergeScalarAggregates(PlanNode* plan) {
@@ -555,8 +593,13 @@ void MergeScalarAggregates(PlanNode* plan) {
     if (grouped[i]) continue;
     std::vector<Candidate> group = {candidates[i]};
     bool all_same = true;
+    const Candidate* keyed = candidates[i].partial->keys.empty() ? nullptr : &candidates[i];
     for (size_t j = i + 1; j < candidates.size(); ++j) {
       if (grouped[j] || !Aligned({candidates[i], candidates[j]}).has_value()) continue;
+      if (!candidates[j].partial->keys.empty()) {
+        if (keyed != nullptr && !SameDistinctKey(*keyed, candidates[j])) continue;
+        if (keyed == nullptr) keyed = &candidates[j];
+      }
       grouped[j] = true;
       all_same = all_same && exec::SameSubplan(*candidates[i].final_agg, *candidates[j].final_agg);
       group.push_back(candidates[j]);
