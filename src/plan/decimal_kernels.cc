@@ -11,6 +11,7 @@
 #include <arrow/type.h>
 #include <arrow/util/bit_util.h>
 #include <arrow/util/bitmap_generate.h>
+#include <arrow/util/bitmap_ops.h>
 #include <arrow/util/decimal.h>
 
 #include <algorithm>
@@ -205,7 +206,7 @@ arrow::Status AddCompare(cp::FunctionRegistry* registry, const char* name) {
   return registry->AddFunction(std::move(function));
 }
 
-// --- a cast of one scale ---
+// --- a cast to the same or a larger scale ---
 
 struct FitState : cp::KernelState {
   std::shared_ptr<arrow::DataType> to;
@@ -219,7 +220,7 @@ arrow::Result<std::unique_ptr<cp::KernelState>> InitFit(cp::KernelContext*,
   const auto& options = static_cast<const cp::CastOptions&>(*args.options);
   if (options.to_type.type == nullptr || options.to_type.id() != arrow::Type::DECIMAL128 ||
       args.inputs.size() != 1 || args.inputs[0].id() != arrow::Type::DECIMAL128 ||
-      static_cast<const arrow::Decimal128Type&>(*options.to_type).scale() !=
+      static_cast<const arrow::Decimal128Type&>(*options.to_type).scale() <
           static_cast<const arrow::Decimal128Type&>(*args.inputs[0]).scale()) {
     return arrow::Status::TypeError("internal: ", kDecimalFitFunction, " of ",
                                     args.inputs.empty() ? "nothing" : args.inputs[0].ToString(),
@@ -235,16 +236,58 @@ arrow::Result<arrow::TypeHolder> ResolveFit(cp::KernelContext* ctx,
   return arrow::TypeHolder(static_cast<const FitState*>(ctx->state())->to);
 }
 
-arrow::Status FitError(Int128 value, const arrow::DataType& to) {
-  const auto& t = static_cast<const arrow::Decimal128Type&>(to);
+// `value` of type `from` (its scale) has too many digits for `to`.
+arrow::Status FitError(Int128 value, const arrow::DataType& from, const arrow::DataType& to) {
+  const auto& t = static_cast<const arrow::Decimal128Type&>(from);
   return arrow::Status::Invalid("decimal value ", ToDecimal(value).ToString(t.scale()),
                                 " does not fit in ", to.ToString());
 }
 
+// Each value times 10^shift into a new buffer, where it must stay under `limit` (10^p of the
+// target type); the validity bitmap is shared where the input starts at its buffers' start.
+arrow::Status ExecRescale(cp::KernelContext* ctx, const arrow::ArraySpan& a, int32_t shift,
+                          Int128 limit, const std::shared_ptr<arrow::DataType>& to,
+                          cp::ExecResult* out) {
+  const Int128 factor = PowerOfTen(shift);
+  const uint8_t* values = a.buffers[1].data + a.offset * 16;
+  ARROW_ASSIGN_OR_RAISE(auto buffer, arrow::AllocateBuffer(a.length * 16, ctx->memory_pool()));
+  uint8_t* into = buffer->mutable_data();
+  const bool nulls = a.GetNullCount() != 0;
+  bool out_of_range = false;
+  for (int64_t i = 0; i < a.length; ++i) {
+    Int128 r;
+    const bool wrapped = __builtin_mul_overflow(Load(values + i * 16), factor, &r);
+    out_of_range |= (wrapped || r >= limit || r <= -limit) && (!nulls || a.IsValid(i));
+    Store(into + i * 16, r);
+  }
+  if (out_of_range) {
+    for (int64_t i = 0; i < a.length; ++i) {
+      const Int128 v = Load(values + i * 16);
+      Int128 r;
+      if ((__builtin_mul_overflow(v, factor, &r) || r >= limit || r <= -limit) && a.IsValid(i)) {
+        return FitError(v, *a.type, *to);
+      }
+    }
+  }
+  std::shared_ptr<arrow::Buffer> validity;
+  if (nulls) {
+    if (a.offset == 0) {
+      validity = a.GetBuffer(0);
+    } else {
+      ARROW_ASSIGN_OR_RAISE(
+          validity,
+          arrow::internal::CopyBitmap(ctx->memory_pool(), a.buffers[0].data, a.offset, a.length));
+    }
+  }
+  out->value = arrow::ArrayData::Make(to, a.length, {std::move(validity), std::move(buffer)},
+                                      nulls ? a.GetNullCount() : 0);
+  return arrow::Status::OK();
+}
+
 arrow::Status ExecFit(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::ExecResult* out) {
   const auto& to = static_cast<const FitState*>(ctx->state())->to;
-  const int32_t from_precision =
-      static_cast<const arrow::Decimal128Type&>(*batch[0].type()).precision();
+  const auto& from = static_cast<const arrow::Decimal128Type&>(*batch[0].type());
+  const int32_t from_precision = from.precision();
   const int32_t to_precision = static_cast<const arrow::Decimal128Type&>(*to).precision();
   const Int128 limit = PowerOfTen(to_precision);
   if (!batch[0].is_array()) {
@@ -252,6 +295,8 @@ arrow::Status ExecFit(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::Exe
     return arrow::Status::Invalid("internal: ", kDecimalFitFunction, " of a scalar");
   }
   const arrow::ArraySpan& a = batch[0].array;
+  const int32_t shift = static_cast<const arrow::Decimal128Type&>(*to).scale() - from.scale();
+  if (shift > 0) return ExecRescale(ctx, a, shift, limit, to, out);
   if (to_precision < from_precision) {
     const uint8_t* values = a.buffers[1].data + a.offset * 16;
     const bool nulls = a.GetNullCount() != 0;
@@ -263,7 +308,7 @@ arrow::Status ExecFit(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::Exe
     if (out_of_range) {
       for (int64_t i = 0; i < a.length; ++i) {
         const Int128 v = Load(values + i * 16);
-        if ((v >= limit || v <= -limit) && a.IsValid(i)) return FitError(v, *to);
+        if ((v >= limit || v <= -limit) && a.IsValid(i)) return FitError(v, from, *to);
       }
     }
   }
@@ -276,9 +321,9 @@ arrow::Status ExecFit(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::Exe
 arrow::Status AddFit(cp::FunctionRegistry* registry) {
   auto function = std::make_shared<cp::ScalarFunction>(
       kDecimalFitFunction, cp::Arity::Unary(),
-      cp::FunctionDoc("decimal128 cast of one scale",
-                      "Checks each value's digits and shares the input's buffers.", {"x"},
-                      "CastOptions", /*options_required=*/true));
+      cp::FunctionDoc("decimal128 cast to the same or a larger scale",
+                      "Checks each value's digits; of one scale, shares the input's buffers.",
+                      {"x"}, "CastOptions", /*options_required=*/true));
   cp::ScalarKernel kernel({cp::InputType(arrow::Type::DECIMAL128)}, cp::OutputType(ResolveFit),
                           ExecFit, InitFit);
   kernel.null_handling = cp::NullHandling::COMPUTED_NO_PREALLOCATE;
@@ -550,13 +595,14 @@ cp::Expression WithDecimalKernels(const cp::Expression& expression, const arrow:
   for (const auto& a : call->arguments) args.push_back(WithDecimalKernels(a, schema));
   std::string name = call->function_name;
   if (name == "cast" && args.size() == 1 && call->options != nullptr) {
-    // A checked cast between decimal128s of one scale only checks digits.
+    // A checked cast between decimal128s of one scale only checks digits; to a larger scale it
+    // also multiplies by a power of ten.
     const auto& options = static_cast<const cp::CastOptions&>(*call->options);
     auto from = args[0].Bind(schema);
     if (!options.allow_decimal_truncate && options.to_type.type != nullptr &&
         options.to_type.id() == arrow::Type::DECIMAL128 && from.ok() &&
         from->type()->id() == arrow::Type::DECIMAL128 &&
-        static_cast<const arrow::Decimal128Type&>(*options.to_type).scale() ==
+        static_cast<const arrow::Decimal128Type&>(*options.to_type).scale() >=
             static_cast<const arrow::Decimal128Type&>(*from->type()).scale()) {
       return cp::call(kDecimalFitFunction, std::move(args), call->options);
     }
@@ -591,7 +637,8 @@ cp::Expression WithDecimalKernels(const cp::Expression& expression, const arrow:
       return cp::call(std::move(name), std::move(args), call->options);
     }
     types[low] = arrow::decimal128(from->precision() + shift, from->scale() + shift);
-    operands[low] = cp::call("cast", {operands[low]}, cp::CastOptions::Safe(types[low]));
+    operands[low] =
+        cp::call(kDecimalFitFunction, {operands[low]}, cp::CastOptions::Safe(types[low]));
   }
   if (comparison) {
     return cp::call(kComparisons[*comparison], std::move(operands));

@@ -272,7 +272,7 @@ TEST_F(DecimalKernels, RewriteReplacesDecimalArithmeticOnlyWhereTypesAgree) {
   }
 }
 
-TEST_F(DecimalKernels, ACastOfOneScaleChecksDigitsAsArrowDoes) {
+TEST_F(DecimalKernels, ACastToTheSameOrALargerScaleChecksDigitsAsArrowDoes) {
   const auto schema = arrow::schema({arrow::field("x", arrow::decimal128(20, 2))});
   const auto x = cp::field_ref("x");
   auto fits = arrow::RecordBatch::Make(
@@ -291,7 +291,9 @@ TEST_F(DecimalKernels, ACastOfOneScaleChecksDigitsAsArrowDoes) {
   auto too_big = arrow::RecordBatch::Make(
       schema, 3, {Json(arrow::decimal128(20, 2), R"(["1.00", "-1000.00", null])")});
 
-  for (const auto& to : {arrow::decimal128(5, 2), arrow::decimal128(25, 2)}) {
+  for (const auto& to :
+       {arrow::decimal128(5, 2), arrow::decimal128(25, 2), arrow::decimal128(20, 3),
+        arrow::decimal128(22, 14), arrow::decimal128(38, 20)}) {
     auto e = cp::call("cast", {x}, cp::CastOptions::Safe(to));
     auto ours = WithDecimalKernels(e, *schema);
     ASSERT_NE(ours.ToString().find(kDecimalFitFunction), std::string::npos) << ours.ToString();
@@ -313,7 +315,9 @@ TEST_F(DecimalKernels, ACastOfOneScaleChecksDigitsAsArrowDoes) {
     auto one =
         cp::ExecuteScalarExpression(literal.Bind(*schema).ValueOrDie(), cp::ExecBatch(*fits));
     ASSERT_TRUE(one.ok()) << one.status().ToString();
-    EXPECT_EQ(one->scalar()->ToString(), "-999.99");
+    EXPECT_EQ(
+        one->scalar()->ToString(),
+        "-999.99" + std::string(static_cast<const arrow::Decimal128Type&>(*to).scale() - 2, '0'));
   }
   // A valid value past the target's digits fails, naming the value and the type.
   auto narrow = WithDecimalKernels(
@@ -324,8 +328,32 @@ TEST_F(DecimalKernels, ACastOfOneScaleChecksDigitsAsArrowDoes) {
   EXPECT_NE(failed.status().message().find("-1000.00 does not fit in decimal128(5, 2)"),
             std::string::npos)
       << failed.status().ToString();
-  // Another scale, or a truncating cast, stays Arrow's.
-  for (const auto& options : {cp::CastOptions::Safe(arrow::decimal128(20, 3)),
+  // So does one whose digits pass the target's only once scaled, at the slice's own offset,
+  // and one that passes 128 bits.
+  auto scaled = WithDecimalKernels(
+      cp::call("cast", {x}, cp::CastOptions::Safe(arrow::decimal128(7, 4))), *schema);
+  for (const auto& [batch, value] :
+       {std::make_pair(too_big, "-1000.00"), std::make_pair(too_big->Slice(1, 2), "-1000.00")}) {
+    auto result =
+        cp::ExecuteScalarExpression(scaled.Bind(*schema).ValueOrDie(), cp::ExecBatch(*batch));
+    ASSERT_FALSE(result.ok());
+    EXPECT_NE(
+        result.status().message().find(std::string(value) + " does not fit in decimal128(7, 4)"),
+        std::string::npos)
+        << result.status().ToString();
+  }
+  const auto wide = arrow::schema({arrow::field("w", arrow::decimal128(38, 0))});
+  auto huge = arrow::RecordBatch::Make(
+      wide, 1, {Json(arrow::decimal128(38, 0), R"(["99999999999999999999999999999999999999"])")});
+  auto shifted = WithDecimalKernels(
+      cp::call("cast", {cp::field_ref("w")}, cp::CastOptions::Safe(arrow::decimal128(38, 10))),
+      *wide);
+  ASSERT_NE(shifted.ToString().find(kDecimalFitFunction), std::string::npos);
+  auto wrapped =
+      cp::ExecuteScalarExpression(shifted.Bind(*wide).ValueOrDie(), cp::ExecBatch(*huge));
+  EXPECT_FALSE(wrapped.ok());
+  // A smaller scale, or a truncating cast, stays Arrow's.
+  for (const auto& options : {cp::CastOptions::Safe(arrow::decimal128(20, 1)),
                               cp::CastOptions::Unsafe(arrow::decimal128(5, 2))}) {
     auto e = cp::call("cast", {x}, options);
     EXPECT_EQ(WithDecimalKernels(e, *schema).ToString(), e.ToString());
