@@ -208,6 +208,14 @@ arrow::Status AddCompare(cp::FunctionRegistry* registry, const char* name) {
 
 // --- a cast to the same or a larger scale ---
 
+// Whether a decimal128 `from` widens to `to` by at most 38 places (a negative scale could ask
+// for more, which no 128-bit multiplier holds).
+bool ScalesUp(const arrow::DataType& from, const arrow::DataType& to) {
+  const int32_t shift = static_cast<const arrow::Decimal128Type&>(to).scale() -
+                        static_cast<const arrow::Decimal128Type&>(from).scale();
+  return shift >= 0 && shift <= kMaxPrecision;
+}
+
 struct FitState : cp::KernelState {
   std::shared_ptr<arrow::DataType> to;
 };
@@ -220,8 +228,7 @@ arrow::Result<std::unique_ptr<cp::KernelState>> InitFit(cp::KernelContext*,
   const auto& options = static_cast<const cp::CastOptions&>(*args.options);
   if (options.to_type.type == nullptr || options.to_type.id() != arrow::Type::DECIMAL128 ||
       args.inputs.size() != 1 || args.inputs[0].id() != arrow::Type::DECIMAL128 ||
-      static_cast<const arrow::Decimal128Type&>(*options.to_type).scale() <
-          static_cast<const arrow::Decimal128Type&>(*args.inputs[0]).scale()) {
+      !ScalesUp(*args.inputs[0], *options.to_type)) {
     return arrow::Status::TypeError("internal: ", kDecimalFitFunction, " of ",
                                     args.inputs.empty() ? "nothing" : args.inputs[0].ToString(),
                                     " to ", options.to_type.ToString());
@@ -602,8 +609,7 @@ cp::Expression WithDecimalKernels(const cp::Expression& expression, const arrow:
     if (!options.allow_decimal_truncate && options.to_type.type != nullptr &&
         options.to_type.id() == arrow::Type::DECIMAL128 && from.ok() &&
         from->type()->id() == arrow::Type::DECIMAL128 &&
-        static_cast<const arrow::Decimal128Type&>(*options.to_type).scale() >=
-            static_cast<const arrow::Decimal128Type&>(*from->type()).scale()) {
+        ScalesUp(*from->type(), *options.to_type)) {
       return cp::call(kDecimalFitFunction, std::move(args), call->options);
     }
     return cp::call(std::move(name), std::move(args), call->options);

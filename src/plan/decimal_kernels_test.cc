@@ -352,6 +352,11 @@ TEST_F(DecimalKernels, ACastToTheSameOrALargerScaleChecksDigitsAsArrowDoes) {
   auto wrapped =
       cp::ExecuteScalarExpression(shifted.Bind(*wide).ValueOrDie(), cp::ExecBatch(*huge));
   EXPECT_FALSE(wrapped.ok());
+  // A widening past 38 places (from a negative scale) stays Arrow's.
+  const auto negative = arrow::schema({arrow::field("n", arrow::decimal128(5, -3))});
+  auto far =
+      cp::call("cast", {cp::field_ref("n")}, cp::CastOptions::Safe(arrow::decimal128(38, 37)));
+  EXPECT_EQ(WithDecimalKernels(far, *negative).ToString(), far.ToString());
   // A smaller scale, or a truncating cast, stays Arrow's.
   for (const auto& options : {cp::CastOptions::Safe(arrow::decimal128(20, 1)),
                               cp::CastOptions::Unsafe(arrow::decimal128(5, 2))}) {
