@@ -810,6 +810,22 @@ GROUPING = [
     "grouping(n_regionkey, n_nationkey % 2) order by sum(n_nationkey) desc) r from nation "
     "group by rollup(n_regionkey, n_nationkey % 2) order by 1 nulls first, 2 nulls first",
     "select count(*) from nation group by ()",
+    # The finest grouping is the shared aggregate's rows, not regrouped: sums of integers,
+    # decimals and doubles, min and max of strings and dates, counts, with NULL keys, the finest
+    # set last and twice, and a window over it.
+    "select l_returnflag, l_linestatus, sum(l_linenumber), sum(l_extendedprice * l_discount), "
+    "sum(l_tax * 0.5e0), min(l_comment), max(l_shipdate), count(*), count(l_orderkey) "
+    "from lineitem where l_orderkey < 2000 group by grouping sets ((l_returnflag), (), "
+    "(l_linestatus, l_returnflag), (l_returnflag, l_linestatus)) "
+    "order by 1 nulls first, 2 nulls first, 8",
+    "select x, n_regionkey, grouping(x, n_regionkey) g, sum(n_nationkey), max(n_name) from "
+    "(select case when n_nationkey % 3 = 0 then null else n_nationkey % 4 end x, n_regionkey, "
+    "n_nationkey, n_name from nation) t group by rollup(x, n_regionkey) "
+    "order by 3, 1 nulls first, 2 nulls first",
+    "select * from (select o_orderstatus, o_orderpriority, sum(o_totalprice) s, rank() over "
+    "(partition by o_orderstatus order by sum(o_totalprice) desc) r from orders "
+    "group by rollup(o_orderstatus, o_orderpriority)) t where r <= 3 "
+    "order by 1 nulls first, 2 nulls first",
     # FILTER (WHERE ...) on aggregates
     "select count(*) filter (where o_orderstatus = 'F'), sum(o_totalprice) filter (where "
     "o_totalprice > 100000), avg(o_totalprice) filter (where o_orderpriority like '1%'), count(*) "

@@ -127,6 +127,36 @@ TEST_F(OptimizerTest, AnAggregateReadTwiceIsFoundOnceUnderOtherNames) {
             std::make_pair(size_t{0}, size_t{0}));
 }
 
+TEST_F(OptimizerTest, TheFinestGroupingOfARollupIsNotRegrouped) {
+  // The finest grouping's rows are the shared aggregate's, one per key already: no aggregate
+  // regroups an aggregate by the same keys. The coarser groupings still regroup it.
+  auto q = Bind("select k, g, sum(v), count(*), min(g) from t group by rollup(k, g)");
+  const std::string plan = q.plan->Explain();
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < plan.size();) {
+    const size_t end = plan.find('\n', at);
+    lines.push_back(plan.substr(at, end - at));
+    at = end == std::string::npos ? plan.size() : end + 1;
+  }
+  auto keys_of = [](const std::string& line, const std::string& kind) -> std::string {
+    const size_t at = line.find(kind + " keys=[");
+    if (at == std::string::npos) return "";
+    return line.substr(at + kind.size(), line.find(']', at) - at - kind.size());
+  };
+  int finest = 0, regroups = 0;
+  for (size_t i = 0; i + 2 < lines.size(); ++i) {
+    const std::string final_keys = keys_of(lines[i], "FinalAggregate");
+    if (final_keys.empty() || keys_of(lines[i + 1], "PartialAggregate") != final_keys) continue;
+    const std::string below = keys_of(lines[i + 2], "FinalAggregate");
+    if (below.empty()) continue;  // the finest aggregate itself, over its input
+    EXPECT_NE(below, final_keys) << "a regroup by the same keys:\n" << plan;
+    ++regroups;
+    if (below.find("k#0, g#1") != std::string::npos) ++finest;
+  }
+  EXPECT_EQ(regroups, 2) << plan;  // by k, and by nothing
+  EXPECT_EQ(finest, 2) << plan;
+}
+
 TEST_F(OptimizerTest, ColumnPruningLeavesCountStarItsFirstColumn) {
   auto q = Bind("select count(*) from t");
   PruneColumns(q.plan.get());
