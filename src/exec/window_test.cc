@@ -110,5 +110,49 @@ TEST(Window, AnEmptyInputGivesAnEmptyColumn) {
   EXPECT_EQ((*out)->num_columns(), 5);
 }
 
+TEST(Window, ChunkedInputKeepsItsOtherColumnsAndDecodesDictionaries) {
+  ASSERT_TRUE(plan::EnsureComputeInitialized().ok());
+  // Rows() in three chunks, g a dictionary in each, and a column no window reads (w).
+  auto rows = Rows();
+  auto w = Json(arrow::utf8(), R"(["r0", "r1", "r2", "r3", null, "r5", "r6"])");
+  auto g_type = arrow::dictionary(arrow::int32(), arrow::utf8());
+  arrow::ArrayVector g_chunks, k_chunks, v_chunks, w_chunks;
+  for (auto [at, length] : {std::pair{0, 2}, std::pair{2, 4}, std::pair{6, 1}}) {
+    arrow::Datum g =
+        arrow::compute::DictionaryEncode(rows->column(0)->Slice(at, length)).ValueOrDie();
+    g_chunks.push_back(g.chunked_array()->chunk(0));
+    k_chunks.push_back(rows->column(1)->Slice(at, length)->chunk(0));
+    v_chunks.push_back(rows->column(2)->Slice(at, length)->chunk(0));
+    w_chunks.push_back(w->Slice(at, length));
+  }
+  auto schema =
+      arrow::schema({arrow::field("g", g_type), arrow::field("k", arrow::int32()),
+                     arrow::field("v", arrow::int64()), arrow::field("w", arrow::utf8())});
+  auto chunked = arrow::Table::Make(schema, {std::make_shared<arrow::ChunkedArray>(g_chunks),
+                                             std::make_shared<arrow::ChunkedArray>(k_chunks),
+                                             std::make_shared<arrow::ChunkedArray>(v_chunks),
+                                             std::make_shared<arrow::ChunkedArray>(w_chunks)});
+  auto lag = Call("lag", {"v"});
+  lag.parameter = 1;
+  lag.output = "lag";
+  WindowCall all;  // no keys, no values: the whole input is one frame
+  all.function = "row_number";
+  all.output = "n";
+  auto out = ComputeWindows(chunked, {Call("row_number"), lag, all});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ((*out)->num_columns(), 7);
+  ASSERT_EQ((*out)->num_rows(), 7);
+  EXPECT_TRUE((*out)->schema()->field(0)->type()->Equals(arrow::utf8()));
+  auto column = [&](const char* name) {
+    return arrow::Concatenate((*out)->GetColumnByName(name)->chunks()).ValueOrDie();
+  };
+  EXPECT_TRUE(column("g")->Equals(*rows->column(0)->chunk(0))) << column("g")->ToString();
+  EXPECT_TRUE(column("w")->Equals(*w)) << column("w")->ToString();
+  ExpectJson(column("out"), arrow::int64(), "[3, 1, 1, 2, 2, 2, 1]");
+  ExpectJson(column("lag"), arrow::int64(), "[20, null, null, 40, null, 10, null]");
+  ExpectJson(column("n"), arrow::int64(), "[1, 2, 3, 4, 5, 6, 7]");
+  EXPECT_TRUE((*out)->ValidateFull().ok());
+}
+
 }  // namespace
 }  // namespace sluice::exec
