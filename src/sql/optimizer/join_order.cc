@@ -796,9 +796,12 @@ void ScalarSubqueriesOntoItems(std::vector<std::unique_ptr<PlanNode>>* lefts,
 // another item: (L ⟕ R) ⋈ X is (L ⋈ X) ⟕ R, so the other items may join L first and the left
 // join runs on what they keep. Done for the largest item, whose joins to the others keep few of
 // its rows when they filter and no more when they do not (TPC-DS q80 probed store_returns with
-// all 2.9M store_sales rows, of which the date filter then kept 1/60). Its relation becomes L
-// (several times over for L ⟕ R1 ⟕ R2); returns the left joins taken off, outermost first, for
-// OrderLevel to put back above the joins. Conditions reading R stay above them (OrderJoins' rest).
+// all 2.9M store_sales rows, of which the date filter then kept 1/60). The same holds for an
+// anti join L ▷ R (a left join whose padded rows alone are kept, outer_join_simplification.h),
+// whose R no condition above it can read: TPC-DS q78 probed store_returns with all 2.9M rows,
+// of which the date join then kept a fifth. Its relation becomes L (several times over for
+// L ⟕ R1 ▷ R2); returns the joins taken off, outermost first, for OrderLevel to put back above
+// the joins. Conditions reading R stay above them (OrderJoins' rest).
 std::vector<std::unique_ptr<PlanNode>> LiftLeftJoins(std::vector<JoinInput>* relations,
                                                      const cp::Expression& predicate) {
   std::vector<std::unique_ptr<PlanNode>> lifted;
@@ -814,7 +817,8 @@ std::vector<std::unique_ptr<PlanNode>> LiftLeftJoins(std::vector<JoinInput>* rel
   std::vector<cp::Expression> conjuncts;
   Conjuncts(predicate, &conjuncts);
   JoinInput& r = (*relations)[big];
-  while (r.plan->kind == PlanNode::Kind::kJoin && r.plan->join_type == JoinType::kLeft &&
+  while (r.plan->kind == PlanNode::Kind::kJoin &&
+         (r.plan->join_type == JoinType::kLeft || r.plan->join_type == JoinType::kAnti) &&
          !r.plan->null_equal_keys && r.plan->right != nullptr) {
     const std::vector<std::string> right_ids = r.plan->right->OutputNames();
     const std::set<std::string> right(right_ids.begin(), right_ids.end());

@@ -10,6 +10,7 @@
 #include "sql/optimizer/bind_testing.h"
 #include "sql/optimizer/decorrelate.h"
 #include "sql/optimizer/filter_pushdown.h"
+#include "sql/optimizer/outer_join_simplification.h"
 #include "sql/optimizer/physical_choices.h"
 
 namespace sluice::sql {
@@ -581,6 +582,40 @@ TEST_F(JoinOrderTest, ALeftJoinOfTheLargestItemRunsAfterItsInnerJoins) {
       "    HashJoin left on k#0 = uk#3\n"
       "      Scan t (1 files) columns=[k#0, g#1, v#2]\n"
       "      Scan u (1 files) columns=[uk#3, name#4]\n");
+}
+
+// A left join whose padded rows alone are kept is an anti join (outer_join_simplification.h); on
+// the largest item it too runs after the inner joins, which filter its rows, since no condition
+// can read its other side. Not on an item other than the largest.
+TEST_F(JoinOrderTest, AnAntiJoinOfTheLargestItemRunsAfterItsInnerJoins) {
+  auto ordered = [](const std::string& sql, int64_t t_rows, int64_t u_rows) {
+    BoundQuery q = BindLogicalForTest(sql, t_rows, u_rows);
+    if (q.plan == nullptr) return std::string();
+    EXPECT_TRUE(Decorrelate(q.plan.get()).ok());
+    EXPECT_TRUE(SimplifyOuterJoins(q.plan.get()).ok());
+    auto st = OrderJoinSets(q.plan.get());
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return q.plan->Explain();
+  };
+  EXPECT_EQ(ordered("select a.k from t a left join u b on a.k = b.uk join u c on a.g = c.name "
+                    "where c.uk = 1 and b.uk is null",
+                    1000, 100),
+            "Project k#7 := k#0\n"
+            "  Filter (uk#5 == 1)\n"
+            "    HashJoin anti on k#0 = uk#3\n"
+            "      HashJoin inner on g#1 = name#6\n"
+            "        Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "        Scan u (1 files) columns=[uk#5, name#6]\n"
+            "      Scan u (1 files) columns=[uk#3, name#4]\n");
+  EXPECT_EQ(ordered("select a.k from t a left join u b on a.k = b.uk join u c on a.g = c.name "
+                    "where b.uk is null",
+                    10, 100),
+            "Project k#7 := k#0\n"
+            "  HashJoin inner on name#6 = g#1\n"
+            "    Scan u (1 files) columns=[uk#5, name#6]\n"
+            "    HashJoin anti on k#0 = uk#3\n"
+            "      Scan t (1 files) columns=[k#0, g#1, v#2]\n"
+            "      Scan u (1 files) columns=[uk#3, name#4]\n");
 }
 
 }  // namespace
