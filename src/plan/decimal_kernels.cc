@@ -208,11 +208,40 @@ arrow::Status AddCompare(cp::FunctionRegistry* registry, const char* name) {
 
 // --- a cast to the same or a larger scale ---
 
-// Whether a decimal128 `from` widens to `to` by at most 38 places (a negative scale could ask
-// for more, which no 128-bit multiplier holds).
+// The digits an integer type holds: the precision of Arrow's implicit cast of it to decimal128.
+int32_t IntegerDigits(arrow::Type::type id) {
+  switch (id) {
+    case arrow::Type::INT8:
+    case arrow::Type::UINT8:
+      return 3;
+    case arrow::Type::INT16:
+    case arrow::Type::UINT16:
+      return 5;
+    case arrow::Type::INT32:
+    case arrow::Type::UINT32:
+      return 10;
+    case arrow::Type::INT64:
+      return 19;
+    default:
+      return 20;  // uint64
+  }
+}
+
+// The scale of a decimal128 or an integer type (0); nullopt for other types.
+std::optional<int32_t> ScaleOf(const arrow::DataType& type) {
+  if (type.id() == arrow::Type::DECIMAL128) {
+    return static_cast<const arrow::Decimal128Type&>(type).scale();
+  }
+  if (arrow::is_integer(type.id())) return 0;
+  return std::nullopt;
+}
+
+// Whether a decimal128 or an integer `from` widens to decimal128 `to` by at most 38 places (a
+// negative scale could ask for more, which no 128-bit multiplier holds).
 bool ScalesUp(const arrow::DataType& from, const arrow::DataType& to) {
-  const int32_t shift = static_cast<const arrow::Decimal128Type&>(to).scale() -
-                        static_cast<const arrow::Decimal128Type&>(from).scale();
+  const auto scale = ScaleOf(from);
+  if (!scale || to.id() != arrow::Type::DECIMAL128) return false;
+  const int32_t shift = static_cast<const arrow::Decimal128Type&>(to).scale() - *scale;
   return shift >= 0 && shift <= kMaxPrecision;
 }
 
@@ -226,8 +255,7 @@ arrow::Result<std::unique_ptr<cp::KernelState>> InitFit(cp::KernelContext*,
     return arrow::Status::Invalid("internal: ", kDecimalFitFunction, " without cast options");
   }
   const auto& options = static_cast<const cp::CastOptions&>(*args.options);
-  if (options.to_type.type == nullptr || options.to_type.id() != arrow::Type::DECIMAL128 ||
-      args.inputs.size() != 1 || args.inputs[0].id() != arrow::Type::DECIMAL128 ||
+  if (options.to_type.type == nullptr || args.inputs.size() != 1 ||
       !ScalesUp(*args.inputs[0], *options.to_type)) {
     return arrow::Status::TypeError("internal: ", kDecimalFitFunction, " of ",
                                     args.inputs.empty() ? "nothing" : args.inputs[0].ToString(),
@@ -243,33 +271,38 @@ arrow::Result<arrow::TypeHolder> ResolveFit(cp::KernelContext* ctx,
   return arrow::TypeHolder(static_cast<const FitState*>(ctx->state())->to);
 }
 
-// `value` of type `from` (its scale) has too many digits for `to`.
+// `value` of type `from` (a decimal128 at its scale, or an integer) has too many digits for `to`.
 arrow::Status FitError(Int128 value, const arrow::DataType& from, const arrow::DataType& to) {
+  if (from.id() != arrow::Type::DECIMAL128) {
+    return arrow::Status::Invalid("value ", ToDecimal(value).ToString(0), " of type ",
+                                  from.ToString(), " does not fit in ", to.ToString());
+  }
   const auto& t = static_cast<const arrow::Decimal128Type&>(from);
   return arrow::Status::Invalid("decimal value ", ToDecimal(value).ToString(t.scale()),
                                 " does not fit in ", to.ToString());
 }
 
-// Each value times 10^shift into a new buffer, where it must stay under `limit` (10^p of the
-// target type); the validity bitmap is shared where the input starts at its buffers' start.
-arrow::Status ExecRescale(cp::KernelContext* ctx, const arrow::ArraySpan& a, int32_t shift,
-                          Int128 limit, const std::shared_ptr<arrow::DataType>& to,
+// Each value (`load(i)`, as a 128-bit integer) times 10^shift into a new buffer, where it must
+// stay under `limit` (10^p of the target type); the validity bitmap is shared where the input
+// starts at its buffers' start.
+template <typename LoadAt>
+arrow::Status ExecRescale(cp::KernelContext* ctx, const arrow::ArraySpan& a, LoadAt load,
+                          int32_t shift, Int128 limit, const std::shared_ptr<arrow::DataType>& to,
                           cp::ExecResult* out) {
   const Int128 factor = PowerOfTen(shift);
-  const uint8_t* values = a.buffers[1].data + a.offset * 16;
   ARROW_ASSIGN_OR_RAISE(auto buffer, arrow::AllocateBuffer(a.length * 16, ctx->memory_pool()));
   uint8_t* into = buffer->mutable_data();
   const bool nulls = a.GetNullCount() != 0;
   bool out_of_range = false;
   for (int64_t i = 0; i < a.length; ++i) {
     Int128 r;
-    const bool wrapped = __builtin_mul_overflow(Load(values + i * 16), factor, &r);
+    const bool wrapped = __builtin_mul_overflow(load(i), factor, &r);
     out_of_range |= (wrapped || r >= limit || r <= -limit) && (!nulls || a.IsValid(i));
     Store(into + i * 16, r);
   }
   if (out_of_range) {
     for (int64_t i = 0; i < a.length; ++i) {
-      const Int128 v = Load(values + i * 16);
+      const Int128 v = load(i);
       Int128 r;
       if ((__builtin_mul_overflow(v, factor, &r) || r >= limit || r <= -limit) && a.IsValid(i)) {
         return FitError(v, *a.type, *to);
@@ -291,10 +324,18 @@ arrow::Status ExecRescale(cp::KernelContext* ctx, const arrow::ArraySpan& a, int
   return arrow::Status::OK();
 }
 
+// An integer array of type T as decimal128 `to`: each value times 10^(scale of `to`).
+template <typename T>
+arrow::Status ExecIntegerFit(cp::KernelContext* ctx, const arrow::ArraySpan& a, Int128 limit,
+                             const std::shared_ptr<arrow::DataType>& to, cp::ExecResult* out) {
+  const T* values = a.GetValues<T>(1);
+  return ExecRescale(
+      ctx, a, [values](int64_t i) { return static_cast<Int128>(values[i]); },
+      static_cast<const arrow::Decimal128Type&>(*to).scale(), limit, to, out);
+}
+
 arrow::Status ExecFit(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::ExecResult* out) {
   const auto& to = static_cast<const FitState*>(ctx->state())->to;
-  const auto& from = static_cast<const arrow::Decimal128Type&>(*batch[0].type());
-  const int32_t from_precision = from.precision();
   const int32_t to_precision = static_cast<const arrow::Decimal128Type&>(*to).precision();
   const Int128 limit = PowerOfTen(to_precision);
   if (!batch[0].is_array()) {
@@ -302,8 +343,34 @@ arrow::Status ExecFit(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::Exe
     return arrow::Status::Invalid("internal: ", kDecimalFitFunction, " of a scalar");
   }
   const arrow::ArraySpan& a = batch[0].array;
+  switch (a.type->id()) {
+    case arrow::Type::INT8:
+      return ExecIntegerFit<int8_t>(ctx, a, limit, to, out);
+    case arrow::Type::INT16:
+      return ExecIntegerFit<int16_t>(ctx, a, limit, to, out);
+    case arrow::Type::INT32:
+      return ExecIntegerFit<int32_t>(ctx, a, limit, to, out);
+    case arrow::Type::INT64:
+      return ExecIntegerFit<int64_t>(ctx, a, limit, to, out);
+    case arrow::Type::UINT8:
+      return ExecIntegerFit<uint8_t>(ctx, a, limit, to, out);
+    case arrow::Type::UINT16:
+      return ExecIntegerFit<uint16_t>(ctx, a, limit, to, out);
+    case arrow::Type::UINT32:
+      return ExecIntegerFit<uint32_t>(ctx, a, limit, to, out);
+    case arrow::Type::UINT64:
+      return ExecIntegerFit<uint64_t>(ctx, a, limit, to, out);
+    default:
+      break;
+  }
+  const auto& from = static_cast<const arrow::Decimal128Type&>(*batch[0].type());
+  const int32_t from_precision = from.precision();
   const int32_t shift = static_cast<const arrow::Decimal128Type&>(*to).scale() - from.scale();
-  if (shift > 0) return ExecRescale(ctx, a, shift, limit, to, out);
+  if (shift > 0) {
+    const uint8_t* values = a.buffers[1].data + a.offset * 16;
+    return ExecRescale(
+        ctx, a, [values](int64_t i) { return Load(values + i * 16); }, shift, limit, to, out);
+  }
   if (to_precision < from_precision) {
     const uint8_t* values = a.buffers[1].data + a.offset * 16;
     const bool nulls = a.GetNullCount() != 0;
@@ -328,15 +395,18 @@ arrow::Status ExecFit(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::Exe
 arrow::Status AddFit(cp::FunctionRegistry* registry) {
   auto function = std::make_shared<cp::ScalarFunction>(
       kDecimalFitFunction, cp::Arity::Unary(),
-      cp::FunctionDoc("decimal128 cast to the same or a larger scale",
+      cp::FunctionDoc("decimal128 or integer cast to decimal128 of the same or a larger scale",
                       "Checks each value's digits; of one scale, shares the input's buffers.",
                       {"x"}, "CastOptions", /*options_required=*/true));
-  cp::ScalarKernel kernel({cp::InputType(arrow::Type::DECIMAL128)}, cp::OutputType(ResolveFit),
-                          ExecFit, InitFit);
-  kernel.null_handling = cp::NullHandling::COMPUTED_NO_PREALLOCATE;
-  kernel.mem_allocation = cp::MemAllocation::NO_PREALLOCATE;
-  kernel.can_write_into_slices = false;
-  ARROW_RETURN_NOT_OK(function->AddKernel(std::move(kernel)));
+  for (const auto id : {arrow::Type::DECIMAL128, arrow::Type::INT8, arrow::Type::INT16,
+                        arrow::Type::INT32, arrow::Type::INT64, arrow::Type::UINT8,
+                        arrow::Type::UINT16, arrow::Type::UINT32, arrow::Type::UINT64}) {
+    cp::ScalarKernel kernel({cp::InputType(id)}, cp::OutputType(ResolveFit), ExecFit, InitFit);
+    kernel.null_handling = cp::NullHandling::COMPUTED_NO_PREALLOCATE;
+    kernel.mem_allocation = cp::MemAllocation::NO_PREALLOCATE;
+    kernel.can_write_into_slices = false;
+    ARROW_RETURN_NOT_OK(function->AddKernel(std::move(kernel)));
+  }
   return registry->AddFunction(std::move(function));
 }
 
@@ -602,13 +672,11 @@ cp::Expression WithDecimalKernels(const cp::Expression& expression, const arrow:
   for (const auto& a : call->arguments) args.push_back(WithDecimalKernels(a, schema));
   std::string name = call->function_name;
   if (name == "cast" && args.size() == 1 && call->options != nullptr) {
-    // A checked cast between decimal128s of one scale only checks digits; to a larger scale it
-    // also multiplies by a power of ten.
+    // A checked cast between decimal128s of one scale only checks digits; to a larger scale, or
+    // from an integer (q14's quantity * list_price), it also multiplies by a power of ten.
     const auto& options = static_cast<const cp::CastOptions&>(*call->options);
     auto from = args[0].Bind(schema);
-    if (!options.allow_decimal_truncate && options.to_type.type != nullptr &&
-        options.to_type.id() == arrow::Type::DECIMAL128 && from.ok() &&
-        from->type()->id() == arrow::Type::DECIMAL128 &&
+    if (!options.allow_decimal_truncate && options.to_type.type != nullptr && from.ok() &&
         ScalesUp(*from->type(), *options.to_type)) {
       return cp::call(kDecimalFitFunction, std::move(args), call->options);
     }
@@ -619,20 +687,31 @@ cp::Expression WithDecimalKernels(const cp::Expression& expression, const arrow:
   if ((!op && !comparison) || args.size() != 2) {
     return cp::call(std::move(name), std::move(args), call->options);
   }
-  // Replaced only where the operands bind as they are to decimal128s and the result type is
-  // the one Arrow's function gives.
+  // Replaced only where the operands bind to decimal128s, or one to an integer (q14's
+  // quantity * list_price), and the result type is the one Arrow's function gives.
   auto l = args[0].Bind(schema);
   auto r = args[1].Bind(schema);
   auto original = expression.Bind(schema);
-  if (!l.ok() || !r.ok() || !original.ok() || l->type()->id() != arrow::Type::DECIMAL128 ||
-      r->type()->id() != arrow::Type::DECIMAL128) {
+  if (!l.ok() || !r.ok() || !original.ok()) {
     return cp::call(std::move(name), std::move(args), call->options);
   }
-  std::vector<cp::Expression> operands = args;
-  const auto* lt = static_cast<const arrow::Decimal128Type*>(l->type());
-  const auto* rt = static_cast<const arrow::Decimal128Type*>(r->type());
   std::shared_ptr<arrow::DataType> types[2] = {l->type()->GetSharedPtr(),
                                                r->type()->GetSharedPtr()};
+  // Which operands are computed by kDecimalFitFunction: an integer, taken as Arrow's implicit
+  // cast takes it (decimal128 of as many digits as its type holds, scale 0), and the operand
+  // of the smaller scale widened below.
+  bool fitted[2] = {false, false};
+  for (int i = 0; i < 2; ++i) {
+    if (!arrow::is_integer(types[i]->id())) continue;
+    if (types[1 - i]->id() != arrow::Type::DECIMAL128) break;
+    types[i] = arrow::decimal128(IntegerDigits(types[i]->id()), 0);
+    fitted[i] = true;
+  }
+  if (types[0]->id() != arrow::Type::DECIMAL128 || types[1]->id() != arrow::Type::DECIMAL128) {
+    return cp::call(std::move(name), std::move(args), call->options);
+  }
+  const auto* lt = static_cast<const arrow::Decimal128Type*>(types[0].get());
+  const auto* rt = static_cast<const arrow::Decimal128Type*>(types[1].get());
   if (op != Op::kMultiply && lt->scale() != rt->scale()) {
     // As Arrow does: the operand of the smaller scale is widened to the larger, with as many
     // more digits.
@@ -643,8 +722,13 @@ cp::Expression WithDecimalKernels(const cp::Expression& expression, const arrow:
       return cp::call(std::move(name), std::move(args), call->options);
     }
     types[low] = arrow::decimal128(from->precision() + shift, from->scale() + shift);
-    operands[low] =
-        cp::call(kDecimalFitFunction, {operands[low]}, cp::CastOptions::Safe(types[low]));
+    fitted[low] = true;
+  }
+  std::vector<cp::Expression> operands = args;
+  for (int i = 0; i < 2; ++i) {
+    if (fitted[i]) {
+      operands[i] = cp::call(kDecimalFitFunction, {args[i]}, cp::CastOptions::Safe(types[i]));
+    }
   }
   if (comparison) {
     return cp::call(kComparisons[*comparison], std::move(operands));

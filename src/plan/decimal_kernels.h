@@ -34,7 +34,9 @@ inline constexpr const char* kDecimalGreaterEqualFunction = "sluice_decimal_grea
 /// A cast of decimal128(p1, s1) to decimal128(p2, s2) with s2 >= s1, with CastOptions as Arrow's
 /// cast. Of one scale the unscaled values do not change, so it only checks that each valid value
 /// has at most p2 digits, and shares the input's buffers; to a larger scale it multiplies each by
-/// 10^(s2 - s1), with the same check.
+/// 10^(s2 - s1), with the same check. An integer input is taken as of scale 0. (Arrow's cast of
+/// an integer type refuses a target of fewer digits than the type may hold, whatever the
+/// values; this checks each value, as SQL does.)
 inline constexpr const char* kDecimalFitFunction = "sluice_decimal_fit";
 
 /// Adds the functions above to `registry`.
@@ -43,7 +45,8 @@ arrow::Status RegisterDecimalKernels(arrow::compute::FunctionRegistry* registry)
 /// `expression` with each add, subtract and multiply (checked or not) and each comparison of
 /// two decimal128 operands of `schema` replaced by the functions above, where they give the
 /// same type (an operand of a smaller scale is widened first, as Arrow does), and each checked
-/// cast between decimal128s to the same or a larger scale by kDecimalFitFunction. Parts
+/// cast of a decimal128 or an integer to a decimal128 of the same or a larger scale by
+/// kDecimalFitFunction. Parts
 /// that do not bind against `schema` are left as they are. For the executor: plans keep Arrow's
 /// names, so plan bytes do not change.
 arrow::compute::Expression WithDecimalKernels(const arrow::compute::Expression& expression,

@@ -265,10 +265,54 @@ TEST_F(DecimalKernels, RewriteReplacesDecimalArithmeticOnlyWhereTypesAgree) {
     EXPECT_TRUE(w.Equals(g)) << fn << ": " << g.ToString();
   }
 
-  // Integers and floats stay with Arrow's kernels.
+  // Integers and floats stay with Arrow's kernels, and so does a decimal with a float.
   for (const char* column : {"i", "f"}) {
     auto other = cp::call("add", {cp::field_ref(column), cp::field_ref(column)});
     EXPECT_EQ(WithDecimalKernels(other, *schema).ToString(), other.ToString());
+  }
+  auto with_float = cp::call("multiply_checked", {cp::field_ref("f"), cp::field_ref("p")});
+  EXPECT_EQ(WithDecimalKernels(with_float, *schema).ToString(), with_float.ToString());
+}
+
+TEST_F(DecimalKernels, AnIntegerOperandOfADecimalIsTakenAsArrowsImplicitCastTakesIt) {
+  // Arrow casts the integer to decimal128 of its type's digits, scale 0 (q14's quantity *
+  // list_price); ours computes the same type and values, NULLs and extremes included.
+  const std::vector<std::pair<std::shared_ptr<arrow::DataType>, const char*>> integers = {
+      {arrow::int8(), "[3, null, -128, 127, 0]"},
+      {arrow::int32(), "[79, null, -2147483648, 2147483647, 0]"},
+      {arrow::int64(), "[79, null, -9223372036854775808, 9223372036854775807, 0]"},
+      {arrow::uint16(), "[1, null, 65535, 0, 7]"}};
+  for (const auto& [type, json] : integers) {
+    const auto schema =
+        arrow::schema({arrow::field("q", type), arrow::field("p", arrow::decimal128(7, 2))});
+    auto batch = arrow::RecordBatch::Make(
+        schema, 5,
+        {Json(type, json),
+         Json(arrow::decimal128(7, 2), R"(["21.50", "1.00", null, "-99999.99", "0.01"])")});
+    const auto q = cp::field_ref("q"), p = cp::field_ref("p");
+    for (const char* fn : {"multiply_checked", "multiply", "add_checked", "subtract", "less",
+                           "greater_equal", "equal"}) {
+      for (const auto& e : {cp::call(fn, {q, p}), cp::call(fn, {p, q})}) {
+        auto ours = WithDecimalKernels(e, *schema);
+        const std::string text = ours.ToString();
+        EXPECT_NE(text.find("sluice_decimal_"), std::string::npos) << text;
+        EXPECT_NE(text.find(kDecimalFitFunction), std::string::npos) << text;
+        auto want_bound = e.Bind(*schema).ValueOrDie();
+        auto got_bound = ours.Bind(*schema).ValueOrDie();
+        ASSERT_TRUE(got_bound.type()->Equals(*want_bound.type()))
+            << fn << " " << got_bound.type()->ToString() << " vs " << want_bound.type()->ToString();
+        for (const auto& b : {batch, batch->Slice(1, 4)}) {
+          auto want = cp::ExecuteScalarExpression(want_bound, cp::ExecBatch(*b));
+          auto got = cp::ExecuteScalarExpression(got_bound, cp::ExecBatch(*b));
+          ASSERT_EQ(want.ok(), got.ok())
+              << fn << " " << type->ToString() << ": " << want.status().ToString() << " / "
+              << got.status().ToString();
+          if (want.ok()) {
+            EXPECT_TRUE(got->Equals(*want)) << fn << ": " << got->ToString();
+          }
+        }
+      }
+    }
   }
 }
 
@@ -361,6 +405,81 @@ TEST_F(DecimalKernels, ACastToTheSameOrALargerScaleChecksDigitsAsArrowDoes) {
   for (const auto& options : {cp::CastOptions::Safe(arrow::decimal128(20, 1)),
                               cp::CastOptions::Unsafe(arrow::decimal128(5, 2))}) {
     auto e = cp::call("cast", {x}, options);
+    EXPECT_EQ(WithDecimalKernels(e, *schema).ToString(), e.ToString());
+  }
+}
+
+TEST_F(DecimalKernels, ACastOfAnIntegerMatchesArrowAndChecksEachValue) {
+  // Each integer type, with NULLs, its extremes, and a slice off its start; to scales 0, 2 and 20.
+  const std::vector<std::pair<std::shared_ptr<arrow::DataType>, const char*>> inputs = {
+      {arrow::int8(), "[1, null, -128, 127, 0]"},
+      {arrow::int16(), "[1, null, -32768, 32767, 0]"},
+      {arrow::int32(), "[79, null, -2147483648, 2147483647, 0]"},
+      {arrow::int64(), "[79, null, -9223372036854775808, 9223372036854775807, 0]"},
+      {arrow::uint8(), "[1, null, 255, 0, 7]"},
+      {arrow::uint16(), "[1, null, 65535, 0, 7]"},
+      {arrow::uint32(), "[1, null, 4294967295, 0, 7]"},
+      {arrow::uint64(), "[1, null, 18446744073709551615, 0, 7]"}};
+  for (const auto& [type, json] : inputs) {
+    const auto schema = arrow::schema({arrow::field("i", type)});
+    auto batch = arrow::RecordBatch::Make(schema, 5, {Json(type, json)});
+    for (int32_t scale : {0, 2, 10}) {
+      const auto to = arrow::decimal128(20 + scale, scale);
+      auto e = cp::call("cast", {cp::field_ref("i")}, cp::CastOptions::Safe(to));
+      auto ours = WithDecimalKernels(e, *schema);
+      ASSERT_NE(ours.ToString().find(kDecimalFitFunction), std::string::npos) << ours.ToString();
+      for (const auto& b : {batch, batch->Slice(1, 4), batch->Slice(3, 2)}) {
+        auto want = cp::ExecuteScalarExpression(e.Bind(*schema).ValueOrDie(), cp::ExecBatch(*b));
+        auto got = cp::ExecuteScalarExpression(ours.Bind(*schema).ValueOrDie(), cp::ExecBatch(*b));
+        ASSERT_TRUE(want.ok()) << want.status().ToString();
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        EXPECT_TRUE(got->Equals(*want)) << type->ToString() << " " << got->ToString();
+        EXPECT_TRUE(got->make_array()->ValidateFull().ok());
+      }
+    }
+  }
+  // Fewer digits than the type holds: each value is checked (Arrow refuses the type outright).
+  const auto schema = arrow::schema({arrow::field("i", arrow::int32())});
+  const auto narrow = arrow::decimal128(5, 2);
+  auto cast = WithDecimalKernels(
+      cp::call("cast", {cp::field_ref("i")}, cp::CastOptions::Safe(narrow)), *schema);
+  auto small = arrow::RecordBatch::Make(schema, 3, {Json(arrow::int32(), "[999, null, -999]")});
+  auto fits = cp::ExecuteScalarExpression(cast.Bind(*schema).ValueOrDie(), cp::ExecBatch(*small));
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  EXPECT_TRUE(fits->make_array()->Equals(*Json(narrow, R"(["999.00", null, "-999.00"])")))
+      << fits->make_array()->ToString();
+  // A valid value past the digits fails naming it; one under a NULL does not.
+  auto big = arrow::RecordBatch::Make(schema, 3, {Json(arrow::int32(), "[1, 1000, 5]")});
+  auto failed = cp::ExecuteScalarExpression(cast.Bind(*schema).ValueOrDie(), cp::ExecBatch(*big));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("value 1000 of type int32 does not fit in "
+                                           "decimal128(5, 2)"),
+            std::string::npos)
+      << failed.status().ToString();
+  auto data = big->column(0)->data()->Copy();
+  auto validity = arrow::AllocateEmptyBitmap(3).ValueOrDie();
+  arrow::bit_util::SetBit(validity->mutable_data(), 0);
+  arrow::bit_util::SetBit(validity->mutable_data(), 2);
+  data->buffers[0] = validity;
+  data->null_count = 1;
+  auto masked = arrow::RecordBatch::Make(schema, 3, {arrow::MakeArray(data)});
+  auto passed =
+      cp::ExecuteScalarExpression(cast.Bind(*schema).ValueOrDie(), cp::ExecBatch(*masked));
+  ASSERT_TRUE(passed.ok()) << passed.status().ToString();
+  EXPECT_TRUE(passed->make_array()->Equals(*Json(narrow, R"(["1.00", null, "5.00"])")));
+  // A 64-bit value times 10^30 passes 38 digits: an error, not a wrapped value.
+  const auto wide = arrow::schema({arrow::field("w", arrow::int64())});
+  auto huge = arrow::RecordBatch::Make(wide, 1, {Json(arrow::int64(), "[9223372036854775807]")});
+  auto shifted = WithDecimalKernels(
+      cp::call("cast", {cp::field_ref("w")}, cp::CastOptions::Safe(arrow::decimal128(38, 30))),
+      *wide);
+  ASSERT_NE(shifted.ToString().find(kDecimalFitFunction), std::string::npos);
+  EXPECT_FALSE(
+      cp::ExecuteScalarExpression(shifted.Bind(*wide).ValueOrDie(), cp::ExecBatch(*huge)).ok());
+  // A truncating cast, or one to a negative scale, stays Arrow's.
+  for (const auto& options : {cp::CastOptions::Unsafe(arrow::decimal128(5, 2)),
+                              cp::CastOptions::Safe(arrow::decimal128(5, -2))}) {
+    auto e = cp::call("cast", {cp::field_ref("i")}, options);
     EXPECT_EQ(WithDecimalKernels(e, *schema).ToString(), e.ToString());
   }
 }

@@ -923,6 +923,17 @@ DECIMALS = [
     "(l_extendedprice - 900) * -1 from lineitem where l_orderkey < 8 order by 1, 2, 3",
     "select o_orderpriority, sum(o_totalprice * 0.5 + 1) from orders "
     "where o_totalprice between 1000.50 and 2000 group by 1 order by 1",
+    # integers with decimals (q14's quantity * list_price): products, sums, differences and
+    # comparisons either way round, NULLs from a left join, and a union of an integer and a
+    # decimal column
+    "select p_size, sum(p_size * p_retailprice), sum(p_retailprice - p_partkey), "
+    "count(*) filter (where p_size > p_retailprice / 100), min(p_partkey + p_retailprice) "
+    "from part group by 1 order by 1",
+    "select c_custkey, c_nationkey * o_totalprice, o_totalprice + c_nationkey, "
+    "c_nationkey >= o_totalprice from customer left join orders on c_custkey = o_custkey "
+    "and o_totalprice < 900 where c_custkey < 40 order by 1, 2 nulls first",
+    "select x, count(*) from (select n_nationkey x from nation union all select s_acctbal "
+    "from supplier where s_suppkey < 20) t group by 1 order by 1",
 ]
 
 
