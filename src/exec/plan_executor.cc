@@ -938,12 +938,16 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
     std::vector<ac::Declaration> sides;
     for (const PlanNode* side : {node.input.get(), node.right.get()}) {
       ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(*side, probes, inputs));
+      ARROW_ASSIGN_OR_RAISE(auto side_schema, plan::OutputSchema(*side));
       const std::vector<std::string> names = side->OutputNames();
       std::vector<cp::Expression> columns;
       for (size_t i = 0; i < names.size(); ++i) {
-        columns.push_back(
+        // Our decimal cast where it applies: Arrow's checks every value's digits even where
+        // the types are the same (q14a's union of three channels' sums).
+        columns.push_back(OwnKernels(
             cp::call("cast", {cp::field_ref(names[i])},
-                     cp::CastOptions::Safe(schema->field(static_cast<int>(i))->type())));
+                     cp::CastOptions::Safe(schema->field(static_cast<int>(i))->type())),
+            *side_schema));
       }
       sides.push_back(ac::Declaration::Sequence(
           {std::move(decl), {"project", ac::ProjectNodeOptions(columns, node.names)}}));
