@@ -57,10 +57,19 @@ Int128 PowerOfTen(int32_t digits) {
 
 // --- add, subtract, multiply ---
 
-enum class Op { kAdd, kSubtract, kMultiply };
+enum class Op { kAdd, kSubtract, kMultiply, kDivide };
 
 const char* OpName(Op op) {
-  return op == Op::kAdd ? "add" : op == Op::kSubtract ? "subtract" : "multiply";
+  return op == Op::kAdd        ? "add"
+         : op == Op::kSubtract ? "subtract"
+         : op == Op::kMultiply ? "multiply"
+                               : "divide";
+}
+
+// The places a quotient's dividend is scaled up by: Arrow's implicit cast of the dividend of a
+// decimal division, to scale max(4, s1 + p2 - s2 + 1) + s2. Always more than p2.
+int32_t DividendShift(const arrow::Decimal128Type& l, const arrow::Decimal128Type& r) {
+  return std::max(4, l.scale() + r.precision() - r.scale() + 1) + r.scale() - l.scale();
 }
 
 arrow::Result<std::shared_ptr<arrow::DataType>> ResultType(Op op, const arrow::DataType& a,
@@ -75,6 +84,11 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ResultType(Op op, const arrow::D
   if (op == Op::kMultiply) {
     precision = l.precision() + r.precision() + 1;
     scale = l.scale() + r.scale();
+  } else if (op == Op::kDivide) {
+    // Arrow's: the dividend scaled up, then a quotient of (its precision, its scale - s2).
+    const int32_t shift = DividendShift(l, r);
+    precision = l.precision() + shift;
+    scale = l.scale() + shift - r.scale();
   } else {
     if (l.scale() != r.scale()) {
       return arrow::Status::TypeError("internal: decimal ", OpName(op), " of scales ", l.scale(),
@@ -126,6 +140,36 @@ struct Operand {
   bool Valid(int64_t i) const { return array != nullptr ? array->IsValid(i) : scalar_valid; }
 };
 
+// a * 10^shift / b, truncated toward zero as Arrow's decimal division is. The caller's types
+// keep a * 10^shift within 38 digits; a zero divisor is reported by the caller (`*zero`), and a
+// null slot's arbitrary bytes neither trap nor count.
+inline Int128 Quotient(Int128 a, Int128 factor, Int128 b, bool valid, bool* zero) {
+  if (b == 0) {
+    *zero |= valid;
+    return 0;
+  }
+  Int128 scaled;
+  if (__builtin_mul_overflow(a, factor, &scaled)) return 0;  // a null slot's bytes
+  return scaled / b;
+}
+
+arrow::Status ExecDivide(cp::KernelContext*, const cp::ExecSpan& batch, cp::ExecResult* out) {
+  const Operand a(batch[0]), b(batch[1]);
+  const Int128 factor =
+      PowerOfTen(DividendShift(static_cast<const arrow::Decimal128Type&>(*batch[0].type()),
+                               static_cast<const arrow::Decimal128Type&>(*batch[1].type())));
+  arrow::ArraySpan* result = out->array_span_mutable();
+  uint8_t* dest = result->buffers[1].data + result->offset * 16;
+  bool zero = false;
+  for (int64_t i = 0; i < batch.length; ++i) {
+    const Int128 d = b.At(i);
+    // Validity is looked at only where the divisor is zero.
+    Store(dest + i * 16, Quotient(a.At(i), factor, d, d == 0 && a.Valid(i) && b.Valid(i), &zero));
+  }
+  if (zero) return arrow::Status::Invalid("divide by zero");
+  return arrow::Status::OK();
+}
+
 template <Op kOp>
 arrow::Status ExecArithmetic(cp::KernelContext*, const cp::ExecSpan& batch, cp::ExecResult* out) {
   const Operand a(batch[0]), b(batch[1]);
@@ -161,7 +205,8 @@ arrow::Status AddArithmetic(cp::FunctionRegistry* registry, const char* name) {
                       {"x", "y"}));
   cp::ScalarKernel kernel(
       {cp::InputType(arrow::Type::DECIMAL128), cp::InputType(arrow::Type::DECIMAL128)},
-      cp::OutputType(ResolveArithmetic<kOp>), ExecArithmetic<kOp>);
+      cp::OutputType(ResolveArithmetic<kOp>),
+      kOp == Op::kDivide ? cp::ArrayKernelExec(ExecDivide) : ExecArithmetic<kOp>);
   ARROW_RETURN_NOT_OK(function->AddKernel(std::move(kernel)));
   return registry->AddFunction(std::move(function));
 }
@@ -625,6 +670,7 @@ std::optional<Op> ArithmeticOp(const std::string& name) {
   if (name == "add" || name == "add_checked") return Op::kAdd;
   if (name == "subtract" || name == "subtract_checked") return Op::kSubtract;
   if (name == "multiply" || name == "multiply_checked") return Op::kMultiply;
+  if (name == "divide" || name == "divide_checked") return Op::kDivide;
   return std::nullopt;
 }
 
@@ -645,7 +691,8 @@ std::optional<size_t> ComparisonIndex(const std::string& name) {
 const char* FunctionFor(Op op) {
   return op == Op::kAdd        ? kDecimalAddFunction
          : op == Op::kSubtract ? kDecimalSubtractFunction
-                               : kDecimalMultiplyFunction;
+         : op == Op::kMultiply ? kDecimalMultiplyFunction
+                               : kDecimalDivideFunction;
 }
 
 }  // namespace
@@ -654,6 +701,7 @@ arrow::Status RegisterDecimalKernels(cp::FunctionRegistry* registry) {
   ARROW_RETURN_NOT_OK(AddArithmetic<Op::kAdd>(registry, kDecimalAddFunction));
   ARROW_RETURN_NOT_OK(AddArithmetic<Op::kSubtract>(registry, kDecimalSubtractFunction));
   ARROW_RETURN_NOT_OK(AddArithmetic<Op::kMultiply>(registry, kDecimalMultiplyFunction));
+  ARROW_RETURN_NOT_OK(AddArithmetic<Op::kDivide>(registry, kDecimalDivideFunction));
   ARROW_RETURN_NOT_OK(AddCompare<Cmp::kEqual>(registry, kDecimalEqualFunction));
   ARROW_RETURN_NOT_OK(AddCompare<Cmp::kNotEqual>(registry, kDecimalNotEqualFunction));
   ARROW_RETURN_NOT_OK(AddCompare<Cmp::kLess>(registry, kDecimalLessFunction));
@@ -712,7 +760,7 @@ cp::Expression WithDecimalKernels(const cp::Expression& expression, const arrow:
   }
   const auto* lt = static_cast<const arrow::Decimal128Type*>(types[0].get());
   const auto* rt = static_cast<const arrow::Decimal128Type*>(types[1].get());
-  if (op != Op::kMultiply && lt->scale() != rt->scale()) {
+  if ((op == Op::kAdd || op == Op::kSubtract || comparison) && lt->scale() != rt->scale()) {
     // As Arrow does: the operand of the smaller scale is widened to the larger, with as many
     // more digits.
     const int low = lt->scale() < rt->scale() ? 0 : 1;

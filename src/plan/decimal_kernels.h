@@ -21,6 +21,10 @@ inline constexpr const char* kDecimalSumFunction = "sluice_decimal_sum";
 inline constexpr const char* kDecimalAddFunction = "sluice_decimal_add";
 inline constexpr const char* kDecimalSubtractFunction = "sluice_decimal_subtract";
 inline constexpr const char* kDecimalMultiplyFunction = "sluice_decimal_multiply";
+/// divide of two decimal128 values as Arrow's divide and divide_checked: the dividend scaled up
+/// by d = max(4, s1 + p2 - s2 + 1) + s2 - s1 places (Arrow's implicit cast), then the quotient
+/// truncated toward zero, typed (p1 + d, s1 + d - s2); a valid zero divisor is an error.
+inline constexpr const char* kDecimalDivideFunction = "sluice_decimal_divide";
 
 /// Comparisons of two decimal128 values of one scale, as Arrow's equal, not_equal, less,
 /// less_equal, greater and greater_equal.
@@ -42,13 +46,13 @@ inline constexpr const char* kDecimalFitFunction = "sluice_decimal_fit";
 /// Adds the functions above to `registry`.
 arrow::Status RegisterDecimalKernels(arrow::compute::FunctionRegistry* registry);
 
-/// `expression` with each add, subtract and multiply (checked or not) and each comparison of
-/// two decimal128 operands of `schema` replaced by the functions above, where they give the
-/// same type (an operand of a smaller scale is widened first, as Arrow does), and each checked
-/// cast of a decimal128 or an integer to a decimal128 of the same or a larger scale by
-/// kDecimalFitFunction. Parts
-/// that do not bind against `schema` are left as they are. For the executor: plans keep Arrow's
-/// names, so plan bytes do not change.
+/// `expression` with each add, subtract, multiply and divide (checked or not) and each
+/// comparison of two decimal128 operands of `schema`, or of a decimal128 and an integer (taken
+/// as Arrow's implicit cast takes it), replaced by the functions above, where they give the same
+/// type (an operand of a smaller scale is widened first, as Arrow does), and each checked cast
+/// of a decimal128 or an integer to a decimal128 of the same or a larger scale by
+/// kDecimalFitFunction. Parts that do not bind against `schema` are left as they are. For the
+/// executor: plans keep Arrow's names, so plan bytes do not change.
 arrow::compute::Expression WithDecimalKernels(const arrow::compute::Expression& expression,
                                               const arrow::Schema& schema);
 

@@ -79,6 +79,47 @@ TEST_F(DecimalKernels, ArithmeticMatchesArrowOnArraysSlicesAndScalars) {
   auto got = cp::CallFunction(kDecimalMultiplyFunction, {a, c});
   ASSERT_TRUE(got.ok());
   EXPECT_TRUE(got->Equals(*want));
+  // Quotients, with Arrow's scaling of the dividend, of one scale and of others either way
+  // round, negative values truncated toward zero.
+  const arrow::Datum divisor(
+      std::make_shared<arrow::Decimal128Scalar>(arrow::Decimal128(-3), arrow::decimal128(1, 0)));
+  ExpectSameAsArrow(
+      {{"divide_checked", kDecimalDivideFunction}, {"divide", kDecimalDivideFunction}},
+      {{a, b},
+       {a->Slice(3, 900), b->Slice(7, 900)},
+       {a, c},
+       {c, a},
+       {scalar, a},
+       {b, scalar},
+       {a, divisor}});
+}
+
+TEST_F(DecimalKernels, DivisionByAValidZeroFailsAndByANullSlotsZeroDoesNot) {
+  const auto type = arrow::decimal128(10, 2);
+  const auto x = Json(type, R"(["10.00", "-7.50", null, "1.00"])");
+  const auto zero_at_1 = Json(type, R"(["3.00", "0.00", "0.00", "0.00"])");
+  auto failed = cp::CallFunction(kDecimalDivideFunction, {x, zero_at_1});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("divide by zero"), std::string::npos)
+      << failed.status().ToString();
+  // Zeros only where a side is NULL (the dividend at 2, the divisor's slot at 1 masked).
+  auto data = zero_at_1->data()->Copy();
+  auto validity = arrow::AllocateEmptyBitmap(4).ValueOrDie();
+  arrow::bit_util::SetBit(validity->mutable_data(), 0);
+  arrow::bit_util::SetBit(validity->mutable_data(), 2);
+  data->buffers[0] = validity;
+  data->null_count = 2;
+  const auto y = Json(type, R"(["3.00", null, "0.00", null])");
+  auto masked = cp::CallFunction(kDecimalDivideFunction, {x, arrow::MakeArray(data)});
+  ASSERT_TRUE(masked.ok()) << masked.status().ToString();
+  auto want = cp::CallFunction("divide", {x, y});
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  EXPECT_TRUE(masked->Equals(*want)) << masked->ToString();
+  // A zero scalar divisor of rows that are all NULL is no error either; of a valid row it is.
+  const arrow::Datum zero(
+      std::make_shared<arrow::Decimal128Scalar>(arrow::Decimal128(0), arrow::decimal128(1, 0)));
+  EXPECT_TRUE(cp::CallFunction(kDecimalDivideFunction, {Json(type, "[null, null]"), zero}).ok());
+  EXPECT_FALSE(cp::CallFunction(kDecimalDivideFunction, {x, zero}).ok());
 }
 
 TEST_F(DecimalKernels, ComparisonsMatchArrowOnArraysSlicesAndScalars) {
@@ -290,8 +331,8 @@ TEST_F(DecimalKernels, AnIntegerOperandOfADecimalIsTakenAsArrowsImplicitCastTake
         {Json(type, json),
          Json(arrow::decimal128(7, 2), R"(["21.50", "1.00", null, "-99999.99", "0.01"])")});
     const auto q = cp::field_ref("q"), p = cp::field_ref("p");
-    for (const char* fn : {"multiply_checked", "multiply", "add_checked", "subtract", "less",
-                           "greater_equal", "equal"}) {
+    for (const char* fn : {"multiply_checked", "multiply", "add_checked", "subtract",
+                           "divide_checked", "less", "greater_equal", "equal"}) {
       for (const auto& e : {cp::call(fn, {q, p}), cp::call(fn, {p, q})}) {
         auto ours = WithDecimalKernels(e, *schema);
         const std::string text = ours.ToString();

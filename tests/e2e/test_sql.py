@@ -934,6 +934,14 @@ DECIMALS = [
     "and o_totalprice < 900 where c_custkey < 40 order by 1, 2 nulls first",
     "select x, count(*) from (select n_nationkey x from nation union all select s_acctbal "
     "from supplier where s_suppkey < 20) t group by 1 order by 1",
+    # quotients of decimals (q04's): negative ones, by integers, by NULLs, and a zero divisor
+    # that a CASE keeps from the rows that would divide by it
+    "select l_linestatus, sum(l_extendedprice / l_quantity), min((l_tax - 0.04) / "
+    "(l_discount + 0.01)), max(case when l_discount > 0 then l_tax / l_discount end), "
+    "sum((l_extendedprice - 1000) / 2), sum(l_tax / l_linenumber) from lineitem "
+    "where l_orderkey < 3000 group by 1 order by 1",
+    "select c_custkey, o_totalprice / c_acctbal, c_acctbal / 3 from customer left join orders "
+    "on c_custkey = o_custkey and o_totalprice < 900 where c_custkey < 40 order by 1",
 ]
 
 
