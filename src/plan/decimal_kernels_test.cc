@@ -56,6 +56,18 @@ void ExpectSameAsArrow(const std::vector<std::pair<std::string, std::string>>& o
   }
 }
 
+// Five values of each integer type: NULLs, zero, and the type's extremes.
+std::vector<std::pair<std::shared_ptr<arrow::DataType>, const char*>> IntegerColumns() {
+  return {{arrow::int8(), "[1, null, -128, 127, 0]"},
+          {arrow::int16(), "[1, null, -32768, 32767, 0]"},
+          {arrow::int32(), "[79, null, -2147483648, 2147483647, 0]"},
+          {arrow::int64(), "[79, null, -9223372036854775808, 9223372036854775807, 0]"},
+          {arrow::uint8(), "[1, null, 255, 0, 7]"},
+          {arrow::uint16(), "[1, null, 65535, 0, 7]"},
+          {arrow::uint32(), "[1, null, 4294967295, 0, 7]"},
+          {arrow::uint64(), "[1, null, 18446744073709551615, 0, 7]"}};
+}
+
 class DecimalKernels : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(EnsureComputeInitialized().ok()); }
@@ -318,12 +330,7 @@ TEST_F(DecimalKernels, RewriteReplacesDecimalArithmeticOnlyWhereTypesAgree) {
 TEST_F(DecimalKernels, AnIntegerOperandOfADecimalIsTakenAsArrowsImplicitCastTakesIt) {
   // Arrow casts the integer to decimal128 of its type's digits, scale 0 (q14's quantity *
   // list_price); ours computes the same type and values, NULLs and extremes included.
-  const std::vector<std::pair<std::shared_ptr<arrow::DataType>, const char*>> integers = {
-      {arrow::int8(), "[3, null, -128, 127, 0]"},
-      {arrow::int32(), "[79, null, -2147483648, 2147483647, 0]"},
-      {arrow::int64(), "[79, null, -9223372036854775808, 9223372036854775807, 0]"},
-      {arrow::uint16(), "[1, null, 65535, 0, 7]"}};
-  for (const auto& [type, json] : integers) {
+  for (const auto& [type, json] : IntegerColumns()) {
     const auto schema =
         arrow::schema({arrow::field("q", type), arrow::field("p", arrow::decimal128(7, 2))});
     auto batch = arrow::RecordBatch::Make(
@@ -452,16 +459,7 @@ TEST_F(DecimalKernels, ACastToTheSameOrALargerScaleChecksDigitsAsArrowDoes) {
 
 TEST_F(DecimalKernels, ACastOfAnIntegerMatchesArrowAndChecksEachValue) {
   // Each integer type, with NULLs, its extremes, and a slice off its start; to scales 0, 2 and 20.
-  const std::vector<std::pair<std::shared_ptr<arrow::DataType>, const char*>> inputs = {
-      {arrow::int8(), "[1, null, -128, 127, 0]"},
-      {arrow::int16(), "[1, null, -32768, 32767, 0]"},
-      {arrow::int32(), "[79, null, -2147483648, 2147483647, 0]"},
-      {arrow::int64(), "[79, null, -9223372036854775808, 9223372036854775807, 0]"},
-      {arrow::uint8(), "[1, null, 255, 0, 7]"},
-      {arrow::uint16(), "[1, null, 65535, 0, 7]"},
-      {arrow::uint32(), "[1, null, 4294967295, 0, 7]"},
-      {arrow::uint64(), "[1, null, 18446744073709551615, 0, 7]"}};
-  for (const auto& [type, json] : inputs) {
+  for (const auto& [type, json] : IntegerColumns()) {
     const auto schema = arrow::schema({arrow::field("i", type)});
     auto batch = arrow::RecordBatch::Make(schema, 5, {Json(type, json)});
     for (int32_t scale : {0, 2, 10}) {
