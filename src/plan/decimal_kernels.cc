@@ -140,17 +140,17 @@ struct Operand {
   bool Valid(int64_t i) const { return array != nullptr ? array->IsValid(i) : scalar_valid; }
 };
 
-// a * 10^shift / b, truncated toward zero as Arrow's decimal division is. The caller's types
-// keep a * 10^shift within 38 digits; a zero divisor is reported by the caller (`*zero`), and a
-// null slot's arbitrary bytes neither trap nor count.
-inline Int128 Quotient(Int128 a, Int128 factor, Int128 b, bool valid, bool* zero) {
-  if (b == 0) {
-    *zero |= valid;
-    return 0;
-  }
+// a * 10^shift / b, truncated toward zero as Arrow's decimal division is; false (and 0) where b
+// is zero or the scaled dividend passes 128 bits, which a value within its type's digits never
+// does (one past them, from an untrusted file, may).
+inline bool Quotient(Int128 a, Int128 factor, Int128 b, Int128* q) {
   Int128 scaled;
-  if (__builtin_mul_overflow(a, factor, &scaled)) return 0;  // a null slot's bytes
-  return scaled / b;
+  if (b == 0 || __builtin_mul_overflow(a, factor, &scaled)) {
+    *q = 0;
+    return false;
+  }
+  *q = scaled / b;
+  return true;
 }
 
 arrow::Status ExecDivide(cp::KernelContext*, const cp::ExecSpan& batch, cp::ExecResult* out) {
@@ -160,13 +160,23 @@ arrow::Status ExecDivide(cp::KernelContext*, const cp::ExecSpan& batch, cp::Exec
                                static_cast<const arrow::Decimal128Type&>(*batch[1].type())));
   arrow::ArraySpan* result = out->array_span_mutable();
   uint8_t* dest = result->buffers[1].data + result->offset * 16;
-  bool zero = false;
+  bool failed = false;
   for (int64_t i = 0; i < batch.length; ++i) {
-    const Int128 d = b.At(i);
-    // Validity is looked at only where the divisor is zero.
-    Store(dest + i * 16, Quotient(a.At(i), factor, d, d == 0 && a.Valid(i) && b.Valid(i), &zero));
+    Int128 q;
+    failed |= !Quotient(a.At(i), factor, b.At(i), &q);
+    Store(dest + i * 16, q);
   }
-  if (zero) return arrow::Status::Invalid("divide by zero");
+  if (failed) {
+    // A null slot's bytes are arbitrary: only a valid row's zero divisor or overflow is an error.
+    for (int64_t i = 0; i < batch.length; ++i) {
+      Int128 q;
+      if (!a.Valid(i) || !b.Valid(i) || Quotient(a.At(i), factor, b.At(i), &q)) continue;
+      if (b.At(i) == 0) return arrow::Status::Invalid("divide by zero");
+      return arrow::Status::Invalid("overflow in decimal divide of ",
+                                    ToDecimal(a.At(i)).ToIntegerString(), " and ",
+                                    ToDecimal(b.At(i)).ToIntegerString(), " (unscaled)");
+    }
+  }
   return arrow::Status::OK();
 }
 

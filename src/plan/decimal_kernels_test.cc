@@ -132,6 +132,21 @@ TEST_F(DecimalKernels, DivisionByAValidZeroFailsAndByANullSlotsZeroDoesNot) {
       std::make_shared<arrow::Decimal128Scalar>(arrow::Decimal128(0), arrow::decimal128(1, 0)));
   EXPECT_TRUE(cp::CallFunction(kDecimalDivideFunction, {Json(type, "[null, null]"), zero}).ok());
   EXPECT_FALSE(cp::CallFunction(kDecimalDivideFunction, {x, zero}).ok());
+  // A dividend past its type's digits (an untrusted file's) that scaled passes 128 bits fails
+  // rather than give a wrong quotient; under a NULL it does not.
+  arrow::Decimal128Builder b(arrow::decimal128(18, 0));
+  ASSERT_TRUE(b.Append(arrow::Decimal128(/*high=*/int64_t{1} << 62, /*low=*/0)).ok());
+  ASSERT_TRUE(b.Append(arrow::Decimal128(3)).ok());
+  auto wild = b.Finish().ValueOrDie();
+  const auto two = Json(arrow::decimal128(1, 0), R"(["2", "2"])");
+  auto overflow = cp::CallFunction(kDecimalDivideFunction, {wild, two});
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_NE(overflow.status().message().find("overflow in decimal divide"), std::string::npos)
+      << overflow.status().ToString();
+  auto under_null = cp::CallFunction(kDecimalDivideFunction,
+                                     {wild, Json(arrow::decimal128(1, 0), R"([null, "2"])")});
+  ASSERT_TRUE(under_null.ok()) << under_null.status().ToString();
+  EXPECT_EQ(under_null->make_array()->GetScalar(1).ValueOrDie()->ToString(), "1.5000");
 }
 
 TEST_F(DecimalKernels, ComparisonsMatchArrowOnArraysSlicesAndScalars) {
