@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "plan/decimal_kernels.h"
+
 namespace sluice::sql {
 
 namespace {
@@ -15,8 +17,11 @@ namespace {
 namespace cp = arrow::compute;
 
 // A constant `e`'s value; an error if it cannot be evaluated, `e` itself if Arrow leaves it.
+// Evaluated as the executor evaluates it, with our decimal kernels: a literal's cast that does
+// not fit then names the value, as the same cast of a column does.
 arrow::Result<cp::Expression> Evaluate(const cp::Expression& e) {
-  ARROW_ASSIGN_OR_RAISE(auto bound, e.Bind(*arrow::schema({})));
+  const auto none = arrow::schema({});
+  ARROW_ASSIGN_OR_RAISE(auto bound, plan::WithDecimalKernels(e, *none).Bind(*none));
   ARROW_ASSIGN_OR_RAISE(auto folded, cp::FoldConstants(bound));
   if (folded.literal() != nullptr) return folded;
   return e;

@@ -41,6 +41,24 @@ TEST_F(ConstantFoldingTest, AConstantThatFailsIsKeptForTheRunAndIsTheBindersErro
   auto folded = FoldConstantSubtrees(one_over_zero);
   ASSERT_FALSE(folded.ok());
   EXPECT_NE(folded.status().message().find("divide by zero"), std::string::npos);
+  // A literal's decimal cast that does not fit names the value (as a column's does), where
+  // Arrow's own cast names only the precision.
+  const auto narrow = cp::call("cast",
+                               {cp::call("cast", {cp::literal(int64_t{-12345})},
+                                         cp::CastOptions::Safe(arrow::decimal128(38, 0)))},
+                               cp::CastOptions::Safe(arrow::decimal128(3, 0)));
+  auto failed = FoldConstantSubtrees(narrow);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("decimal value -12345 does not fit in "
+                                           "decimal128(3, 0)"),
+            std::string::npos)
+      << failed.status().ToString();
+  // One that fits folds to the same literal as Arrow's cast gives.
+  const auto fits =
+      cp::call("cast", {cp::literal(int64_t{123})}, cp::CastOptions::Safe(arrow::decimal128(5, 2)));
+  auto value = FoldConstantSubtrees(fits);
+  ASSERT_TRUE(value.ok()) << value.status().ToString();
+  EXPECT_EQ(value->ToString(), "123.00");
 }
 
 TEST_F(ConstantFoldingTest, BooleanIdentities) {
