@@ -187,8 +187,10 @@ TEST_F(IntKeyAggregate, TablesLargeEnoughForHugePages) {
 }
 
 // Both threads' tables large enough to finish side by side: keys in random order (most groups
-// in both tables: they are filtered out of each and combined) and in sorted runs (few groups in
-// both: each table passes in slices between them), and pairs of keys; NULL keys and values.
+// in both tables: they are filtered out of each and combined) and in sorted runs (201 groups in
+// both: the larger table, ~600 rows between two of them, passes in slices between them; the
+// smaller, ~150, is filtered, since slices that short would make as many short batches), and
+// pairs of keys; NULL keys and values.
 TEST_F(IntKeyAggregate, ThreadsTablesFinishedSideBySideGiveWhatArrowsAggregateGives) {
   const std::vector<std::pair<std::string, std::shared_ptr<arrow::Table>>> tables = {
       {"random", Input(400'000, 150'000, arrow::int64(), 31)},
