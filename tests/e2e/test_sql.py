@@ -1060,6 +1060,57 @@ INT_KEYS = [
 ]
 
 
+# Group keys that a filter below fixes to one value are dropped from the grouping and given back
+# as literals (sql/optimizer/constant_group_keys.h): strings, dates, decimals and integers, from
+# the grouped table, a joined one or a filter above that moves below; the side a left join pads
+# with NULLs (kept), no rows, every key fixed, DISTINCT, HAVING, ROLLUP.
+CONSTANT_KEYS = [
+    "select l_returnflag, l_linestatus, l_shipmode, count(*), sum(l_quantity) from lineitem "
+    "where l_shipmode = 'AIR' group by 1, 2, 3 order by 1, 2",
+    "select o_orderdate, o_orderpriority, count(*), sum(o_totalprice) from orders "
+    "where o_orderdate = date '1995-03-15' group by o_orderdate, o_orderpriority order by 2",
+    "select l_discount, l_linenumber, count(*), sum(l_extendedprice) from lineitem "
+    "where l_discount = 0.05 group by 1, 2 order by 2",
+    "select n_name, c_mktsegment, count(*), avg(c_acctbal) from customer join nation "
+    "on c_nationkey = n_nationkey where n_name = 'FRANCE' group by n_name, c_mktsegment order by 2",
+    "select c_mktsegment, o_orderstatus, count(*) from customer left join "
+    "(select * from orders where o_orderstatus = 'F') o on c_custkey = o_custkey group by 1, 2",
+    "select * from (select l_returnflag, l_linenumber, count(*) c from lineitem group by 1, 2) t "
+    "where l_returnflag = 'R' order by 2",
+    "select l_shipmode, l_linenumber, count(*) from lineitem where l_shipmode = 'NONE' "
+    "group by 1, 2",
+    "select l_shipmode, l_linenumber, count(*), max(l_comment) from lineitem "
+    "where l_shipmode = 'MAIL' and l_linenumber = 3 group by 1, 2",
+    "select l_linenumber, l_returnflag, count(*) from lineitem where l_linenumber = 2 "
+    "group by 1, 2 order by 2",
+    "select distinct l_shipmode, l_returnflag from lineitem where l_shipmode = 'SHIP' order by 2",
+    "select l_shipmode, l_returnflag, sum(l_tax) from lineitem where l_shipmode = 'RAIL' "
+    "group by 1, 2 having count(*) > 10 order by 1, 2",
+    "select l_shipmode || '-' || l_returnflag as k, count(*) from lineitem "
+    "where l_shipmode = 'TRUCK' group by l_shipmode, l_returnflag order by 1",
+    "select l_shipmode, l_returnflag, count(*) from lineitem where l_shipmode = 'FOB' "
+    "group by rollup(l_shipmode, l_returnflag)",
+]
+
+
+@pytest.mark.parametrize("sql", CONSTANT_KEYS)
+@pytest.mark.parametrize("workers", [0, 2])
+def test_group_keys_a_filter_fixes_match_duckdb(tpch, sql, workers, tmp_path):
+    sluice, con, _ = tpch
+    assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", str(workers))
+
+
+def test_a_group_key_a_filter_fixes_is_not_grouped_by(tpch):
+    sluice, _, _ = tpch
+    plan = sluice.run("query", "explain " + CONSTANT_KEYS[0], check=True).stdout.decode()
+    keys = [line for line in plan.splitlines() if "FinalAggregate keys=" in line]
+    assert len(keys) == 1 and "l_shipmode" not in keys[0] and "l_returnflag" in keys[0], plan
+    assert re.search(r'l_shipmode#\d+ := "AIR"', plan), plan
+    # A decimal key, and a literal of another precision than the column's.
+    plan = sluice.run("query", "explain " + CONSTANT_KEYS[2], check=True).stdout.decode()
+    assert re.search(r"FinalAggregate keys=\[l_linenumber#\d+\]", plan), plan
+    assert re.search(r"l_discount#\d+ := 0.05,", plan), plan
+
 # LIKE patterns of literal text and '%' are matched by our own kernel (pieces searched in order);
 # those with '_' or an escape, and ILIKE, stay Arrow's. NULLs, NOT, a CASE, pieces that overlap.
 PLAIN_LIKE = [

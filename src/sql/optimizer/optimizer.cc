@@ -5,6 +5,7 @@
 #include "sql/optimizer/aggregate_reduction.h"
 #include "sql/optimizer/column_pruning.h"
 #include "sql/optimizer/constant_folding.h"
+#include "sql/optimizer/constant_group_keys.h"
 #include "sql/optimizer/decorrelate.h"
 #include "sql/optimizer/eager_aggregation.h"
 #include "sql/optimizer/filter_pushdown.h"
@@ -47,6 +48,12 @@ const std::vector<Pass>& DefaultPasses() {
       {"build_sides",
        [](PlanNode* plan) {
          ChooseBuildSides(plan);
+         return arrow::Status::OK();
+       }},
+      // After eager aggregation, whose groupings below joins keep such keys too.
+      {"constant_group_keys",
+       [](PlanNode* plan) {
+         DropConstantGroupKeys(plan);
          return arrow::Status::OK();
        }},
       {"scan_batch_rows",

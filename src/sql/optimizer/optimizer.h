@@ -31,7 +31,7 @@ struct Pass {
 /// levels under outer joins), "constant_folding", "filter_pushdown" (on folded
 /// predicates, so that a condition folded to true is gone and one folded to false stays put),
 /// "column_pruning" (after the filters have moved, as they read columns), "build_sides",
-/// "scan_batch_rows" (from the build sides chosen).
+/// "constant_group_keys", "scan_batch_rows" (from the build sides chosen).
 const std::vector<Pass>& DefaultPasses();
 
 /// DefaultPasses with "eager_aggregation" before "build_sides" (eager_aggregation.h): for a

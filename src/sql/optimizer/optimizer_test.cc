@@ -291,11 +291,11 @@ TEST_F(OptimizerTest, DefaultPassesRunInOrderAndMatchBindSelect) {
   auto q = BindLogicalForTest(sql);
   std::vector<std::string> ran;
   ASSERT_TRUE(Optimize(q.plan.get(), DefaultPasses(), &ran).ok());
-  EXPECT_EQ(ran, (std::vector<std::string>{"window_subqueries", "decorrelate",
-                                           "outer_join_simplification", "outer_join_conditions",
-                                           "join_order", "constant_folding", "filter_pushdown",
-                                           "column_pruning", "aggregate_reduction", "build_sides",
-                                           "scan_batch_rows", "scalar_aggregate_merging"}));
+  EXPECT_EQ(ran, (std::vector<std::string>{
+                     "window_subqueries", "decorrelate", "outer_join_simplification",
+                     "outer_join_conditions", "join_order", "constant_folding", "filter_pushdown",
+                     "column_pruning", "aggregate_reduction", "build_sides", "constant_group_keys",
+                     "scan_batch_rows", "scalar_aggregate_merging"}));
   auto statement = ParseStatement(sql);
   ASSERT_TRUE(statement.ok());
   auto selected = BindSelect(std::get<SelectStatement>(*statement).select, sql, TestTables());
