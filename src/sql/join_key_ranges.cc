@@ -7,10 +7,12 @@
 #include <cctype>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "exec/plan_executor.h"
+#include "sql/optimizer/conjuncts.h"
 #include "sql/optimizer/plan_rewrite.h"
 
 namespace sluice::sql {
@@ -59,18 +61,29 @@ PlanNode* ProbeScan(PlanNode* node, std::string* name) {
   return nullptr;
 }
 
+// The scan under `node` where `node` is filters and projections over one scan of a table of at
+// most kKeyRangeMaxBuildRows rows (read once more by a first pass, so cheaply), and whether any
+// of them filters; null otherwise.
+const PlanNode* SmallTableScan(const PlanNode& node, bool* filtered) {
+  *filtered = false;
+  const PlanNode* n = &node;
+  while (n->kind == Kind::kFilter || n->kind == Kind::kProject) {
+    *filtered = *filtered || n->kind == Kind::kFilter;
+    n = n->input.get();
+  }
+  return n->kind == Kind::kScan && n->table != nullptr && !n->split &&
+                 n->table->num_rows <= kKeyRangeMaxBuildRows
+             ? n
+             : nullptr;
+}
+
 // Whether `node` is filters and projections over one scan of a small table, with filters
 // estimated to keep at most kKeyRangeMaxShare of its rows (`estimate`).
 bool IsFilteredDimension(const PlanNode& node, double estimate) {
   bool filtered = false;
-  const PlanNode* n = &node;
-  while (n->kind == Kind::kFilter || n->kind == Kind::kProject) {
-    filtered = filtered || n->kind == Kind::kFilter;
-    n = n->input.get();
-  }
-  return filtered && n->kind == Kind::kScan && n->table != nullptr && !n->split &&
-         n->table->num_rows <= kKeyRangeMaxBuildRows && estimate >= 0 &&
-         estimate <= kKeyRangeMaxShare * static_cast<double>(n->table->num_rows);
+  const PlanNode* scan = SmallTableScan(node, &filtered);
+  return filtered && scan != nullptr && estimate >= 0 &&
+         estimate <= kKeyRangeMaxShare * static_cast<double>(scan->table->num_rows);
 }
 
 // Whether the row groups of `table` are nearly disjoint spans of file column `column`.
@@ -105,22 +118,6 @@ bool LeavesOutARowGroup(const TableSource& table, const std::string& column, int
   return false;
 }
 
-// The min and max of `key` over the rows of `side` (a copy of it runs); nulls where it has none.
-arrow::Result<std::shared_ptr<arrow::Table>> KeyRange(const PlanNode& side,
-                                                      const std::string& key) {
-  auto project = plan::MakeNode(Kind::kProject, CopyPlan(side));
-  project->expressions.push_back(cp::field_ref(key));
-  project->names.push_back("__range_key");
-  auto partial = plan::MakeNode(Kind::kAggregate, std::move(project));
-  partial->aggregates = {{"min", "__range_key", "__range_min_p"},
-                         {"max", "__range_key", "__range_max_p"}};
-  auto final = plan::MakeNode(Kind::kAggregate, std::move(partial));
-  final->final_phase = true;
-  final->aggregates = {{"min", "__range_min_p", "__range_min"},
-                       {"max", "__range_max_p", "__range_max"}};
-  return exec::Execute(*final, {"lo", "hi"}, nullptr);
-}
-
 // `text` without the `#n` that make each reading's column names its own.
 std::string WithoutIds(const std::string& text) {
   std::string out;
@@ -135,17 +132,149 @@ std::string WithoutIds(const std::string& text) {
   return out;
 }
 
+// An inclusive range of integer values.
+struct Range {
+  int64_t lo;
+  int64_t hi;
+};
+
 // First passes already run, by the text of the side and its key: a WITH query read several
-// times (TPC-DS q14a joins the same days of date_dim 35 times) reads them once.
-using RangeMemo = std::map<std::string, std::shared_ptr<arrow::Table>>;
+// times (TPC-DS q14a joins the same days of date_dim 35 times) reads them once. Nothing: the
+// side has no row with a key.
+using RangeMemo = std::map<std::string, std::optional<Range>>;
+
+// The min and max of integer column `key` over the rows of `side` (a copy of it runs, once per
+// text); nothing where it has no non-NULL key.
+arrow::Result<std::optional<Range>> KeyRange(const PlanNode& side, const std::string& key,
+                                             RangeMemo* memo) {
+  const std::string text = WithoutIds(side.Explain() + " key " + key);
+  if (auto known = memo->find(text); known != memo->end()) return known->second;
+  auto project = plan::MakeNode(Kind::kProject, CopyPlan(side));
+  project->expressions.push_back(cp::field_ref(key));
+  project->names.push_back("__range_key");
+  auto partial = plan::MakeNode(Kind::kAggregate, std::move(project));
+  partial->aggregates = {{"min", "__range_key", "__range_min_p"},
+                         {"max", "__range_key", "__range_max_p"}};
+  auto final = plan::MakeNode(Kind::kAggregate, std::move(partial));
+  final->final_phase = true;
+  final->aggregates = {{"min", "__range_min_p", "__range_min"},
+                       {"max", "__range_max_p", "__range_max"}};
+  ARROW_ASSIGN_OR_RAISE(auto rows, exec::Execute(*final, {"lo", "hi"}, nullptr));
+  std::optional<Range> range;
+  if (rows->num_rows() == 1) {
+    ARROW_ASSIGN_OR_RAISE(auto lo, rows->column(0)->GetScalar(0));
+    ARROW_ASSIGN_OR_RAISE(auto hi, rows->column(1)->GetScalar(0));
+    if (lo->is_valid && hi->is_valid) {
+      ARROW_ASSIGN_OR_RAISE(lo, lo->CastTo(arrow::int64()));
+      ARROW_ASSIGN_OR_RAISE(hi, hi->CastTo(arrow::int64()));
+      range = Range{static_cast<const arrow::Int64Scalar&>(*lo).value,
+                    static_cast<const arrow::Int64Scalar&>(*hi).value};
+    }
+  }
+  (*memo)[text] = range;
+  return range;
+}
+
+// `column >= lo AND column <= hi`, with the bounds in `type`; nothing where they do not fit it.
+std::optional<cp::Expression> Between(const std::string& column, const Range& range,
+                                      const std::shared_ptr<arrow::DataType>& type) {
+  auto lo = arrow::Int64Scalar(range.lo).CastTo(type);
+  auto hi = arrow::Int64Scalar(range.hi).CastTo(type);
+  if (!lo.ok() || !hi.ok()) return std::nullopt;
+  return cp::and_(cp::greater_equal(cp::field_ref(column), cp::literal(std::move(*lo))),
+                  cp::less_equal(cp::field_ref(column), cp::literal(std::move(*hi))));
+}
+
+// Operators deeper than this under a join's side are not looked into (TPC-DS q72's date_dim
+// reading that bounds its inventory's days is 16 down).
+constexpr int kMaxRangeDepth = 32;
+
+// A range that holds every value of integer column `key` in the rows of `side` that can meet a
+// row above, read cheaply; nothing where there is none. `conditions`, ranges of `side`'s columns
+// that joins above showed the rows that meet theirs to be in, may narrow it. Through inner joins
+// (to the side that has `key`, the other side's keys each bounding its partner), filters and
+// projections, down to filters and projections over one scan of a small table, which a first
+// pass reads under `conditions` (TPC-DS q72: the week of each of 1999's days bounds the days
+// of another reading of date_dim, which its inventory join reads).
+arrow::Result<std::optional<Range>> SideRange(const PlanNode& side, const std::string& key,
+                                              const std::map<std::string, Range>& conditions,
+                                              RangeMemo* memo, int depth) {
+  if (depth > kMaxRangeDepth) return std::nullopt;
+  bool filtered = false;
+  if (SmallTableScan(side, &filtered) != nullptr) {
+    // A whole table's range would rule out nothing that its keys' range in the footers does not.
+    if (!filtered && conditions.empty()) return std::nullopt;
+    ARROW_ASSIGN_OR_RAISE(auto schema, OutputSchema(side));
+    std::vector<cp::Expression> conjuncts;
+    for (const auto& [column, range] : conditions) {
+      const auto field = schema->GetFieldByName(column);
+      if (field == nullptr || !arrow::is_integer(field->type()->id())) continue;
+      if (auto between = Between(column, range, field->type())) conjuncts.push_back(*between);
+    }
+    if (conjuncts.empty()) return KeyRange(side, key, memo);
+    auto filter = plan::MakeNode(Kind::kFilter, CopyPlan(side));
+    filter->predicate = AndOf(conjuncts);
+    return KeyRange(*filter, key, memo);
+  }
+  switch (side.kind) {
+    case Kind::kFilter:
+      return SideRange(*side.input, key, conditions, memo, depth + 1);
+    case Kind::kProject: {
+      auto source = SourceColumn(side, key);
+      if (!source) return std::nullopt;
+      std::map<std::string, Range> below;
+      for (const auto& [column, range] : conditions) {
+        if (auto from = SourceColumn(side, column)) below.emplace(*from, range);
+      }
+      return SideRange(*side.input, *source, below, memo, depth + 1);
+    }
+    case Kind::kJoin: {
+      if (side.join_type != JoinType::kInner || side.null_equal_keys || side.input == nullptr ||
+          side.right == nullptr || side.left_keys.size() != side.right_keys.size()) {
+        return std::nullopt;
+      }
+      const auto left_names = side.input->OutputNames();
+      const bool in_left = std::find(left_names.begin(), left_names.end(), key) != left_names.end();
+      const PlanNode& keyed = in_left ? *side.input : *side.right;
+      const PlanNode& other = in_left ? *side.right : *side.input;
+      const auto& keyed_keys = in_left ? side.left_keys : side.right_keys;
+      const auto& other_keys = in_left ? side.right_keys : side.left_keys;
+      const auto keyed_names = keyed.OutputNames();
+      const auto other_names = other.OutputNames();
+      std::map<std::string, Range> keyed_conditions, other_conditions;
+      for (const auto& [column, range] : conditions) {
+        if (std::find(keyed_names.begin(), keyed_names.end(), column) != keyed_names.end()) {
+          keyed_conditions.emplace(column, range);
+        } else if (std::find(other_names.begin(), other_names.end(), column) != other_names.end()) {
+          other_conditions.emplace(column, range);
+        }
+      }
+      // Each key of the keyed side meets the other side's partner: within that one's range.
+      ARROW_ASSIGN_OR_RAISE(auto other_schema, OutputSchema(other));
+      for (size_t i = 0; i < other_keys.size(); ++i) {
+        const auto field = other_schema->GetFieldByName(other_keys[i]);
+        if (field == nullptr || !arrow::is_integer(field->type()->id())) continue;
+        ARROW_ASSIGN_OR_RAISE(auto range,
+                              SideRange(other, other_keys[i], other_conditions, memo, depth + 1));
+        if (!range) continue;
+        auto [at, added] = keyed_conditions.emplace(keyed_keys[i], *range);
+        if (!added)
+          at->second = {std::max(at->second.lo, range->lo), std::min(at->second.hi, range->hi)};
+      }
+      return SideRange(keyed, key, keyed_conditions, memo, depth + 1);
+    }
+    default:
+      return std::nullopt;
+  }
+}
 
 arrow::Status BoundJoin(PlanNode* join, RangeMemo* memo) {
   const bool right_built = (join->join_type == JoinType::kInner && !join->build_input) ||
                            (join->join_type == JoinType::kSemi && !join->build_input);
-  if (!right_built || join->null_equal_keys || join->right == nullptr ||
-      !IsFilteredDimension(*join->right, join->right_estimate)) {
+  if (!right_built || join->null_equal_keys || join->right == nullptr) {
     return arrow::Status::OK();
   }
+  const bool dimension = IsFilteredDimension(*join->right, join->right_estimate);
   for (size_t i = 0; i < join->left_keys.size() && i < join->right_keys.size(); ++i) {
     std::string name = join->left_keys[i];
     PlanNode* scan = ProbeScan(join->input.get(), &name);
@@ -159,29 +288,20 @@ arrow::Status BoundJoin(PlanNode* join, RangeMemo* memo) {
     ARROW_ASSIGN_OR_RAISE(auto scan_schema, OutputSchema(*scan));
     const auto field = scan_schema->GetFieldByName(name);
     if (field == nullptr || !arrow::is_integer(field->type()->id())) continue;
-    std::shared_ptr<arrow::Table>& range =
-        (*memo)[WithoutIds(join->right->Explain() + " key " + join->right_keys[i])];
-    if (range == nullptr) {
-      ARROW_ASSIGN_OR_RAISE(range, KeyRange(*join->right, join->right_keys[i]));
+    // A filtered dimension is read as it is; another side where it bounds the key cheaply.
+    std::optional<Range> range;
+    if (dimension) {
+      ARROW_ASSIGN_OR_RAISE(range, KeyRange(*join->right, join->right_keys[i], memo));
+    } else {
+      ARROW_ASSIGN_OR_RAISE(range, SideRange(*join->right, join->right_keys[i], {}, memo, 0));
     }
-    if (range->num_rows() != 1) continue;
-    ARROW_ASSIGN_OR_RAISE(auto lo, range->column(0)->GetScalar(0));
-    ARROW_ASSIGN_OR_RAISE(auto hi, range->column(1)->GetScalar(0));
-    if (!lo->is_valid || !hi->is_valid) continue;  // no build rows: the join has no output
-    ARROW_ASSIGN_OR_RAISE(lo, lo->CastTo(field->type()));
-    ARROW_ASSIGN_OR_RAISE(hi, hi->CastTo(field->type()));
+    if (!range) continue;  // no build rows (the join has no output), or no bound
     // A range that leaves out no row group would only lengthen the scan's filter.
-    ARROW_ASSIGN_OR_RAISE(auto lo64, lo->CastTo(arrow::int64()));
-    ARROW_ASSIGN_OR_RAISE(auto hi64, hi->CastTo(arrow::int64()));
-    if (!LeavesOutARowGroup(*scan->table, column,
-                            static_cast<const arrow::Int64Scalar&>(*lo64).value,
-                            static_cast<const arrow::Int64Scalar&>(*hi64).value)) {
-      continue;
-    }
-    const cp::Expression bound = cp::and_(cp::greater_equal(cp::field_ref(name), cp::literal(lo)),
-                                          cp::less_equal(cp::field_ref(name), cp::literal(hi)));
+    if (!LeavesOutARowGroup(*scan->table, column, range->lo, range->hi)) continue;
+    auto bound = Between(name, *range, field->type());
+    if (!bound) continue;
     scan->scan_filter =
-        scan->scan_filter.Equals(cp::literal(true)) ? bound : cp::and_(scan->scan_filter, bound);
+        scan->scan_filter.Equals(cp::literal(true)) ? *bound : cp::and_(scan->scan_filter, *bound);
   }
   return arrow::Status::OK();
 }

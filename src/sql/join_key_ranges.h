@@ -4,6 +4,11 @@
 // statistics meet the range of the dimension's keys. A first pass reads that range from the
 // dimension, and the probe scan's pushed-down filter gets it, so its row groups outside are
 // never read. DuckDB's hash joins push the same range into their probe scans as they run.
+// A side of inner joins is bounded too where its key comes from a small table that those joins
+// restrict (TPC-DS q72: inventory's days are those of the weeks of 1999, a second reading of
+// date_dim joined on d_week_seq to the first): each join's other side bounds the keys it meets,
+// down to the small filtered dimensions under it, and the key's table is read within those
+// bounds.
 #pragma once
 
 #include <arrow/status.h>
@@ -27,13 +32,15 @@ inline constexpr double kClusteredSpanRatio = 1.5;
 
 /// For each inner or semi join in `plan` that hashes its right side, where that side is filters
 /// and projections over one scan of a table of at most kKeyRangeMaxBuildRows rows whose filters
-/// keep at most kKeyRangeMaxShare of them (by the join's estimate), and where a join key passes up
-/// unchanged from a Parquet scan on the probe side (through filters, projections and the joins'
-/// sides that keep its rows) whose table has two or more row groups clustered on that integer
-/// column: runs the first pass over the right side and, where the range leaves out a row group,
-/// adds `key >= min AND key <= max` to that scan's pushed-down filter (row groups only: the join
-/// drops the rows of a group read that do not match). Leaves a join as it is where the right side
-/// is empty.
+/// keep at most kKeyRangeMaxShare of them (by the join's estimate), or is inner joins, filters
+/// and projections down to a table of at most that many rows that has the key, filtered or met
+/// by a join whose other side bounds its keys (bounded the same way, from the filtered tables of
+/// at most that many rows under it), and where a join key passes up unchanged from a Parquet scan
+/// on the probe side (through filters, projections and the joins' sides that keep its rows) whose
+/// table has two or more row groups clustered on that integer column: runs the first pass over the
+/// right side and, where the range leaves out a row group, adds `key >= min AND key <= max` to that
+/// scan's pushed-down filter (row groups only: the join drops the rows of a group read that do not
+/// match). Leaves a join as it is where the right side is empty.
 arrow::Status BoundJoinKeyRanges(PlanNode* plan);
 
 }  // namespace sluice::sql

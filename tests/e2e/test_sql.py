@@ -1774,6 +1774,16 @@ CLUSTERED = [
     # the probe key renamed on its way up from the scan
     "with f as (select fk as k2, v from cfacts) select count(*), sum(v) from f, cdates "
     "where k2 = d_sk and d_year = 2 and d_moy = 3",
+    # a dimension joined to another reading of it, which bounds its keys (TPC-DS q72's weeks);
+    # on one key, on two, none kept, a left join the WHERE makes inner
+    "select count(*), sum(q) from cfacts, cdates a, cdates b where fk = a.d_sk "
+    "and a.d_year = b.d_year and b.d_q = '3Q2'",
+    "select count(*), sum(v) from cfacts, cdates a, cdates b where fk = a.d_sk "
+    "and a.d_year = b.d_year and a.d_moy = b.d_moy and b.d_sk = 210",
+    "select count(*), sum(v) from cfacts, cdates a, cdates b where fk = a.d_sk "
+    "and a.d_year = b.d_year and a.d_moy = b.d_moy and b.d_sk = 9999",
+    "select count(*) from cfacts join (select a.d_sk from cdates a left join cdates b "
+    "on a.d_sk = b.d_sk + 1 where b.d_year = 1 and a.d_moy = 2) s on fk = s.d_sk",
 ]
 
 
@@ -1803,6 +1813,12 @@ def test_a_clustered_fact_scan_reads_only_the_row_groups_of_its_key_range(cluste
     rows, out = rows_read("select count(*) from cfacts, cdates where fk = d_sk "
                           "and d_q in ('1Q2', '1Q3', '1Q4')")
     assert rows == 4000, out  # keys 125..199 are rows 6250..9999: groups 6 to 9
+    # The other reading of cdates bounds the year, and with it the days, that cfacts meets.
+    rows, out = rows_read("select count(*), sum(v) from cfacts, cdates a, cdates b "
+                          "where fk = a.d_sk and a.d_year = b.d_year and a.d_moy = b.d_moy "
+                          "and b.d_sk = 210")
+    assert rows == 1000, out  # year 2, month 3: keys 208..215
+    assert re.search(r"Scan cfacts .*pushdown=\(\(fk#\d+ >= 208\) and \(fk#\d+ <= 215\)\)", out), out
     # Keys from 0 to 399 leave out no row group: the scan gets no range.
     rows, out = rows_read("select count(*) from cfacts, cdates where fk = d_sk "
                           "and d_q in ('0Q1', '3Q4')")
