@@ -140,11 +140,11 @@ struct Range {
 
 // First passes already run, by the text of the side and its key: a WITH query read several
 // times (TPC-DS q14a joins the same days of date_dim 35 times) reads them once. Nothing: the
-// side has no row with a key.
+// side has no row with a key, or its keys do not fit an int64.
 using RangeMemo = std::map<std::string, std::optional<Range>>;
 
 // The min and max of integer column `key` over the rows of `side` (a copy of it runs, once per
-// text); nothing where it has no non-NULL key.
+// text); nothing where it has no non-NULL key, or they do not fit an int64.
 arrow::Result<std::optional<Range>> KeyRange(const PlanNode& side, const std::string& key,
                                              RangeMemo* memo) {
   const std::string text = WithoutIds(side.Explain() + " key " + key);
@@ -164,11 +164,12 @@ arrow::Result<std::optional<Range>> KeyRange(const PlanNode& side, const std::st
   if (rows->num_rows() == 1) {
     ARROW_ASSIGN_OR_RAISE(auto lo, rows->column(0)->GetScalar(0));
     ARROW_ASSIGN_OR_RAISE(auto hi, rows->column(1)->GetScalar(0));
-    if (lo->is_valid && hi->is_valid) {
-      ARROW_ASSIGN_OR_RAISE(lo, lo->CastTo(arrow::int64()));
-      ARROW_ASSIGN_OR_RAISE(hi, hi->CastTo(arrow::int64()));
-      range = Range{static_cast<const arrow::Int64Scalar&>(*lo).value,
-                    static_cast<const arrow::Int64Scalar&>(*hi).value};
+    // A uint64 bound past int64 bounds nothing.
+    auto lo64 = lo->is_valid ? lo->CastTo(arrow::int64()) : arrow::Status::Invalid("NULL");
+    auto hi64 = hi->is_valid ? hi->CastTo(arrow::int64()) : arrow::Status::Invalid("NULL");
+    if (lo64.ok() && hi64.ok()) {
+      range = Range{static_cast<const arrow::Int64Scalar&>(**lo64).value,
+                    static_cast<const arrow::Int64Scalar&>(**hi64).value};
     }
   }
   (*memo)[text] = range;
@@ -258,8 +259,9 @@ arrow::Result<std::optional<Range>> SideRange(const PlanNode& side, const std::s
                               SideRange(other, other_keys[i], other_conditions, memo, depth + 1));
         if (!range) continue;
         auto [at, added] = keyed_conditions.emplace(keyed_keys[i], *range);
-        if (!added)
+        if (!added) {
           at->second = {std::max(at->second.lo, range->lo), std::min(at->second.hi, range->hi)};
+        }
       }
       return SideRange(keyed, key, keyed_conditions, memo, depth + 1);
     }
