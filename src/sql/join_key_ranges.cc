@@ -234,19 +234,16 @@ arrow::Result<std::optional<Range>> SideRange(const PlanNode& side, const std::s
           side.right == nullptr || side.left_keys.size() != side.right_keys.size()) {
         return std::nullopt;
       }
-      const auto left_names = side.input->OutputNames();
-      const bool in_left = std::find(left_names.begin(), left_names.end(), key) != left_names.end();
+      const bool in_left = HasColumn(*side.input, key);
       const PlanNode& keyed = in_left ? *side.input : *side.right;
       const PlanNode& other = in_left ? *side.right : *side.input;
       const auto& keyed_keys = in_left ? side.left_keys : side.right_keys;
       const auto& other_keys = in_left ? side.right_keys : side.left_keys;
-      const auto keyed_names = keyed.OutputNames();
-      const auto other_names = other.OutputNames();
       std::map<std::string, Range> keyed_conditions, other_conditions;
       for (const auto& [column, range] : conditions) {
-        if (std::find(keyed_names.begin(), keyed_names.end(), column) != keyed_names.end()) {
+        if (HasColumn(keyed, column)) {
           keyed_conditions.emplace(column, range);
-        } else if (std::find(other_names.begin(), other_names.end(), column) != other_names.end()) {
+        } else if (HasColumn(other, column)) {
           other_conditions.emplace(column, range);
         }
       }

@@ -48,11 +48,6 @@ std::optional<arrow::Datum> EqualLiteral(const cp::Expression& conjunct, const s
   return std::nullopt;
 }
 
-bool Outputs(const PlanNode& node, const std::string& name) {
-  const auto names = node.OutputNames();
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 // The literal that column `name` of `node`'s output equals in every row: a filter below keeps
 // only such rows, and from there up the column passes unchanged and is never padded with NULLs.
 std::optional<arrow::Datum> ConstantValue(const PlanNode* node, std::string name) {
@@ -76,7 +71,7 @@ std::optional<arrow::Datum> ConstantValue(const PlanNode* node, std::string name
         node = node->input.get();
         continue;
       case Kind::kWindow:
-        if (node->input == nullptr || !Outputs(*node->input, name)) return std::nullopt;
+        if (node->input == nullptr || !HasColumn(*node->input, name)) return std::nullopt;
         node = node->input.get();
         continue;
       case Kind::kAggregate:
@@ -87,7 +82,7 @@ std::optional<arrow::Datum> ConstantValue(const PlanNode* node, std::string name
         continue;
       case Kind::kJoin:
         if (node->input == nullptr || node->right == nullptr) return std::nullopt;
-        if (Outputs(*node->input, name)) {
+        if (HasColumn(*node->input, name)) {
           // The kept side of a left, semi or anti join; either side of an inner one.
           if (node->join_type == JoinType::kFull) return std::nullopt;
           node = node->input.get();

@@ -4,12 +4,12 @@
 
 namespace sluice::sql {
 
-namespace {
-
 bool HasColumn(const PlanNode& node, const std::string& name) {
   const std::vector<std::string> names = node.OutputNames();
   return std::find(names.begin(), names.end(), name) != names.end();
 }
+
+namespace {
 
 arrow::Status Below(std::unique_ptr<PlanNode>* slot,
                     const std::function<arrow::Status(std::unique_ptr<PlanNode>*)>& visit) {

@@ -21,6 +21,9 @@ namespace sluice::sql {
 /// before its filters, where the passes after join_order weigh one side against another.
 double ScanRows(const PlanNode& node);
 
+/// Whether `node` outputs a column named `name`.
+bool HasColumn(const PlanNode& node, const std::string& name);
+
 /// The input column that `project` outputs unchanged as `name` (under that name or another, or
 /// passed through with keep_input); nothing where it computes `name` or has no such column.
 std::optional<std::string> SourceColumn(const PlanNode& project, const std::string& name);
