@@ -9,6 +9,7 @@
 #include <arrow/compute/kernel.h>
 #include <arrow/scalar.h>
 #include <arrow/type.h>
+#include <arrow/util/bit_block_counter.h>
 #include <arrow/util/bit_util.h>
 #include <arrow/util/bitmap_generate.h>
 #include <arrow/util/bitmap_ops.h>
@@ -112,10 +113,18 @@ arrow::Result<arrow::TypeHolder> ResolveArithmetic(cp::KernelContext*,
   return arrow::TypeHolder(std::move(type));
 }
 
+bool FitsInt64(Int128 v) { return v == static_cast<int64_t>(v); }
+
 template <Op kOp>
 bool Apply(Int128 a, Int128 b, Int128* out) {
   if constexpr (kOp == Op::kAdd) return __builtin_add_overflow(a, b, out);
   if constexpr (kOp == Op::kSubtract) return __builtin_sub_overflow(a, b, out);
+  // Decimals of up to 18 digits, as Parquet stores most, multiply with one 64-bit multiply that
+  // cannot overflow 128 bits; a checked 128-bit multiply costs several.
+  if (FitsInt64(a) && FitsInt64(b)) {
+    *out = static_cast<Int128>(static_cast<int64_t>(a)) * static_cast<int64_t>(b);
+    return false;
+  }
   return __builtin_mul_overflow(a, b, out);
 }
 
@@ -187,10 +196,26 @@ arrow::Status ExecArithmetic(cp::KernelContext*, const cp::ExecSpan& batch, cp::
   uint8_t* dest = result->buffers[1].data + result->offset * 16;
   const int64_t n = batch.length;
   bool overflow = false;
-  for (int64_t i = 0; i < n; ++i) {
-    Int128 v;
-    overflow |= Apply<kOp>(a.At(i), b.At(i), &v);
-    Store(dest + i * 16, v);
+  // One loop per operand shape, so that no row asks whether an operand is a scalar.
+  auto run = [&](auto left, auto right) {
+    for (int64_t i = 0; i < n; ++i) {
+      Int128 v;
+      overflow |= Apply<kOp>(left(i), right(i), &v);
+      Store(dest + i * 16, v);
+    }
+  };
+  auto array = [](const Operand& o) {
+    return [p = o.values](int64_t i) { return Load(p + i * 16); };
+  };
+  auto scalar = [](const Operand& o) { return [v = o.scalar](int64_t) { return v; }; };
+  if (a.values == nullptr && b.values == nullptr) {
+    run(scalar(a), scalar(b));
+  } else if (a.values == nullptr) {
+    run(scalar(a), array(b));
+  } else if (b.values == nullptr) {
+    run(array(a), scalar(b));
+  } else {
+    run(array(a), array(b));
   }
   if (overflow) {
     // A null slot's bytes are arbitrary: only a valid row's overflow is an error.
@@ -499,6 +524,59 @@ struct SumState : cp::KernelState {
     counts[g] += count;
   }
 
+  // Few groups (TPC-H Q1 has 4): consecutive rows often add into one group, and each add then
+  // waits for the store of the one before. Four copies of the sums, row i into copy i % 4, keep
+  // four adds in flight. A NULL adds 0 and counts 0; validity is read a word at a time, so that
+  // a word of valid rows (the usual one: a filter's dropped rows are NULLs here) asks nothing
+  // per row.
+  static constexpr size_t kFewGroups = 32;
+  static constexpr int64_t kMinStripedRows = 256;
+  static constexpr int kLanes = 4;
+
+  void ConsumeFewGroups(const arrow::ArraySpan& a, int64_t length, const uint32_t* groups) {
+    const uint8_t* values = a.buffers[1].data + a.offset * 16;
+    const uint8_t* validity = a.GetNullCount() > 0 ? a.buffers[0].data : nullptr;
+    const size_t n = sums.size();
+    Int128 lane_sums[kLanes][kFewGroups];
+    int64_t lane_counts[kLanes][kFewGroups];
+    for (int lane = 0; lane < kLanes; ++lane) {
+      std::fill_n(lane_sums[lane], n, Int128{0});
+      std::fill_n(lane_counts[lane], n, int64_t{0});
+    }
+    bool lane_overflow = false;
+    auto add = [&](int lane, int64_t i, bool valid) {
+      const uint32_t g = groups[i];
+      const Int128 v = valid ? Load(values + i * 16) : 0;
+      lane_overflow |= __builtin_add_overflow(lane_sums[lane][g], v, &lane_sums[lane][g]);
+      lane_counts[lane][g] += valid ? 1 : 0;
+    };
+    arrow::internal::OptionalBitBlockCounter blocks(validity, a.offset, length);
+    for (int64_t begin = 0; begin < length;) {
+      const arrow::internal::BitBlockCount block = blocks.NextBlock();
+      const int64_t end = begin + block.length;
+      int64_t i = begin;
+      if (block.AllSet()) {
+        for (; i + kLanes <= end; i += kLanes) {
+          add(0, i, true);
+          add(1, i + 1, true);
+          add(2, i + 2, true);
+          add(3, i + 3, true);
+        }
+        for (; i < end; ++i) add(0, i, true);
+      } else if (!block.NoneSet()) {
+        for (; i < end; ++i)
+          add(static_cast<int>(i % kLanes), i, arrow::bit_util::GetBit(validity, a.offset + i));
+      }
+      begin = end;
+    }
+    overflow |= lane_overflow;
+    for (int lane = 0; lane < kLanes; ++lane) {
+      for (size_t g = 0; g < n; ++g) {
+        Add(static_cast<uint32_t>(g), lane_sums[lane][g], lane_counts[lane][g]);
+      }
+    }
+  }
+
   // values[i] into groups[i], or into group 0 where `groups` is null.
   void Consume(const cp::ExecValue& input, int64_t length, const uint32_t* groups) {
     if (input.is_scalar()) {
@@ -522,9 +600,16 @@ struct SumState : cp::KernelState {
           overflow |= __builtin_add_overflow(total, Load(values + i * 16), &total);
         }
         Add(0, total, length);
+      } else if (sums.size() <= kFewGroups && length >= kMinStripedRows) {
+        ConsumeFewGroups(a, length, groups);
       } else {
         for (int64_t i = 0; i < length; ++i) Add(groups[i], Load(values + i * 16), 1);
       }
+      return;
+    }
+    if (options.skip_nulls && groups != nullptr && sums.size() <= kFewGroups &&
+        length >= kMinStripedRows) {
+      ConsumeFewGroups(a, length, groups);
       return;
     }
     if (options.skip_nulls && groups != nullptr) {

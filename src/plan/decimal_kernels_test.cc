@@ -2,6 +2,7 @@
 
 #include <arrow/acero/api.h>
 #include <arrow/api.h>
+#include <arrow/array/concatenate.h>
 #include <arrow/compute/api.h>
 #include <arrow/json/from_string.h>
 #include <gtest/gtest.h>
@@ -91,6 +92,13 @@ TEST_F(DecimalKernels, ArithmeticMatchesArrowOnArraysSlicesAndScalars) {
   auto got = cp::CallFunction(kDecimalMultiplyFunction, {a, c});
   ASSERT_TRUE(got.ok());
   EXPECT_TRUE(got->Equals(*want));
+  // Operands past 64 bits (up to 22 digits), which take the full 128-bit multiply, beside ones
+  // within 64 bits, which take one 64-bit multiply.
+  const arrow::Datum ten_billion(std::make_shared<arrow::Decimal128Scalar>(
+      arrow::Decimal128(10'000'000'000LL), arrow::decimal128(11, 0)));
+  const auto big = cp::CallFunction("multiply_checked", {a, ten_billion}).ValueOrDie().make_array();
+  ExpectSameAsArrow({{"multiply_checked", kDecimalMultiplyFunction}},
+                    {{big, c}, {c, big}, {big->Slice(1, 500), c->Slice(2, 500)}});
   // Quotients, with Arrow's scaling of the dividend, of one scale and of others either way
   // round, negative values truncated toward zero.
   const arrow::Datum divisor(
@@ -197,19 +205,21 @@ TEST_F(DecimalKernels, OverflowOfAValidRowFailsAndOfANullSlotDoesNot) {
 arrow::Result<std::shared_ptr<arrow::Table>> Aggregate(std::shared_ptr<arrow::Table> table,
                                                        const std::string& function,
                                                        std::vector<arrow::FieldRef> keys,
-                                                       uint32_t min_count = 1) {
+                                                       uint32_t min_count = 1,
+                                                       int64_t batch_rows = 64) {
   const bool grouped = !keys.empty();
   auto options = std::make_shared<cp::ScalarAggregateOptions>(/*skip_nulls=*/true, min_count);
   std::vector<cp::Aggregate> aggs = {
       {(grouped ? "hash_" : "") + function, options, arrow::FieldRef("v"), "s"}};
   ac::Declaration plan = ac::Declaration::Sequence(
-      {{"table_source", ac::TableSourceNodeOptions(std::move(table), /*max_batch_size=*/64)},
+      {{"table_source", ac::TableSourceNodeOptions(std::move(table), batch_rows)},
        {"aggregate", ac::AggregateNodeOptions(std::move(aggs), std::move(keys))}});
   return ac::DeclarationToTable(std::move(plan), /*use_threads=*/true);
 }
 
 // Our sum of `v`, grouped by `keys` random keys and not, gives Arrow's.
-void ExpectSumsMatchArrow(const std::shared_ptr<arrow::Array>& v, int keys) {
+void ExpectSumsMatchArrow(const std::shared_ptr<arrow::Array>& v, int keys,
+                          int64_t batch_rows = 64) {
   const int64_t n = v->length();
   arrow::Int32Builder kb;
   std::mt19937 rng(5);
@@ -220,8 +230,8 @@ void ExpectSumsMatchArrow(const std::shared_ptr<arrow::Array>& v, int keys) {
   for (const bool grouped : {false, true}) {
     std::vector<arrow::FieldRef> keys;
     if (grouped) keys.emplace_back("k");
-    auto want = Aggregate(table, "sum", keys);
-    auto got = Aggregate(table, kDecimalSumFunction, keys);
+    auto want = Aggregate(table, "sum", keys, 1, batch_rows);
+    auto got = Aggregate(table, kDecimalSumFunction, keys, 1, batch_rows);
     ASSERT_TRUE(want.ok()) << want.status().ToString();
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     auto sort = [](const std::shared_ptr<arrow::Table>& t) {
@@ -248,6 +258,13 @@ TEST_F(DecimalKernels, SumsMatchArrowGroupedAndNot) {
   for (const auto& [v, keys] : {std::pair{with_nulls, 37}, std::pair{no_nulls, 37},
                                 std::pair{with_nulls, 300}, std::pair{no_nulls, 300}})
     ExpectSumsMatchArrow(v, keys);
+  // Batches of 999 rows (odd offsets) and 4 keys: the striped sum of few groups, over runs of
+  // valid rows, of NULLs, and of both mixed.
+  const auto all_null = arrow::MakeArrayOfNull(with_nulls->type(), 300).ValueOrDie();
+  const auto runs = arrow::Concatenate({no_nulls->Slice(0, 2000), with_nulls->Slice(2000, 700),
+                                        all_null, no_nulls->Slice(2700)})
+                        .ValueOrDie();
+  for (const auto& v : {with_nulls, no_nulls, runs}) ExpectSumsMatchArrow(v, 4, 999);
 }
 
 TEST_F(DecimalKernels, SumOfNoValidRowsIsNullAndOverflowFails) {
