@@ -206,14 +206,11 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> TakeFixedWidth(const arrow::Arr
   const uint8_t* code_valid = codes.GetNullCount() > 0 ? codes.buffers[0].data : nullptr;
   const auto* from = reinterpret_cast<const Value*>(answers.buffers[1]->data()) + answers.offset;
   const uint8_t* from_valid = answers.GetNullCount() > 0 ? answers.buffers[0]->data() : nullptr;
-  ARROW_ASSIGN_OR_RAISE(auto values, arrow::AllocateBuffer(n * kWidth, pool));
-  auto* to = reinterpret_cast<Value*>(values->mutable_data());
   // Codes are checked first, in one pass that vectorizes; a NULL code's slot gets code 0 here
   // and its answer below.
-  bool out_of_range = false;
-  for (int64_t i = 0; i < n; ++i) {
-    out_of_range |= static_cast<uint32_t>(code[i]) >= static_cast<uint64_t>(null_code);
-  }
+  uint32_t largest = 0;  // as unsigned, a negative code is larger than any dictionary
+  for (int64_t i = 0; i < n; ++i) largest = std::max(largest, static_cast<uint32_t>(code[i]));
+  const bool out_of_range = n > 0 && largest >= static_cast<uint64_t>(null_code);
   if (out_of_range) {
     for (int64_t i = 0; i < n; ++i) {
       const bool valid =
@@ -228,6 +225,23 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> TakeFixedWidth(const arrow::Arr
   const bool values_have_nulls =
       from_valid != nullptr &&
       arrow::internal::CountSetBits(from_valid, answers.offset, null_code) != null_code;
+  if constexpr (kWidth == 4) {
+    // Interned codes of a dictionary seen first are its own codes (TPC-H Q1's flags): the codes
+    // are then the answer, shared rather than copied. Checked where the dictionary is no longer
+    // than the batch, so the check costs no more than the copy.
+    if (code_valid == nullptr && !values_have_nulls && answers.type->id() == arrow::Type::INT32 &&
+        null_code <= n) {
+      const auto* answer = reinterpret_cast<const int32_t*>(from);
+      bool identity = true;
+      for (int64_t c = 0; c < null_code; ++c) identity &= answer[c] == c;
+      if (identity) {
+        return arrow::ArrayData::Make(answers.type, n, {nullptr, codes.GetBuffer(1)}, 0,
+                                      codes.offset);
+      }
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(auto values, arrow::AllocateBuffer(n * kWidth, pool));
+  auto* to = reinterpret_cast<Value*>(values->mutable_data());
   if (code_valid == nullptr && !values_have_nulls) {
     for (int64_t i = 0; i < n; ++i) to[i] = from[code[i]];
     return arrow::ArrayData::Make(answers.type, n, {nullptr, std::move(values)}, 0);

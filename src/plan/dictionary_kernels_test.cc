@@ -213,5 +213,30 @@ TEST_F(DictionaryKernels, InternedIdsGroupAsTheStringsAndLookBack) {
   EXPECT_FALSE(other.ok());
 }
 
+TEST_F(DictionaryKernels, InternedIdsThatAreTheCodesShareTheirBuffer) {
+  const auto options = MakeInternOptions();
+  auto first = Dictionary("[2, 0, 1, 1, 0]", R"(["x", "y", "z"])");
+  auto second = Dictionary("[0, 1, 1]", R"(["z", "x"])");
+  auto schema = arrow::schema({arrow::field("s", first->type())});
+  auto e = WithDictionaryMaps(cp::call(kInternFunction, {cp::field_ref("s")}, options), *schema)
+               .Bind(*schema)
+               .ValueOrDie();
+  auto ids = [&](const std::shared_ptr<arrow::Array>& codes) {
+    return cp::ExecuteScalarExpression(e, cp::ExecBatch({codes}, codes->length()))
+        .ValueOrDie()
+        .make_array();
+  };
+  // The first dictionary's values are interned in order, so its ids are its codes.
+  auto first_ids = ids(first);
+  EXPECT_TRUE(first_ids->Equals(*Json(arrow::int32(), "[2, 0, 1, 1, 0]"))) << first_ids->ToString();
+  EXPECT_EQ(first_ids->data()->buffers[1]->data(), first->data()->buffers[1]->data());
+  auto sliced = ids(first->Slice(1, 4));
+  EXPECT_TRUE(sliced->Equals(*Json(arrow::int32(), "[0, 1, 1, 0]"))) << sliced->ToString();
+  // Another order of known values: ids copied through the mapping.
+  auto second_ids = ids(second);
+  EXPECT_TRUE(second_ids->Equals(*Json(arrow::int32(), "[2, 0, 0]"))) << second_ids->ToString();
+  EXPECT_NE(second_ids->data()->buffers[1]->data(), second->data()->buffers[1]->data());
+}
+
 }  // namespace
 }  // namespace sluice::plan
