@@ -533,6 +533,11 @@ struct SumState : cp::KernelState {
   static constexpr int64_t kMinStripedRows = 256;
   static constexpr int kLanes = 4;
 
+  // Whether a grouped batch of `length` rows takes ConsumeFewGroups.
+  bool FewGroups(int64_t length) const {
+    return sums.size() <= kFewGroups && length >= kMinStripedRows;
+  }
+
   void ConsumeFewGroups(const arrow::ArraySpan& a, int64_t length, const uint32_t* groups) {
     const uint8_t* values = a.buffers[1].data + a.offset * 16;
     const uint8_t* validity = a.GetNullCount() > 0 ? a.buffers[0].data : nullptr;
@@ -600,15 +605,14 @@ struct SumState : cp::KernelState {
           overflow |= __builtin_add_overflow(total, Load(values + i * 16), &total);
         }
         Add(0, total, length);
-      } else if (sums.size() <= kFewGroups && length >= kMinStripedRows) {
+      } else if (FewGroups(length)) {
         ConsumeFewGroups(a, length, groups);
       } else {
         for (int64_t i = 0; i < length; ++i) Add(groups[i], Load(values + i * 16), 1);
       }
       return;
     }
-    if (options.skip_nulls && groups != nullptr && sums.size() <= kFewGroups &&
-        length >= kMinStripedRows) {
+    if (options.skip_nulls && groups != nullptr && FewGroups(length)) {
       ConsumeFewGroups(a, length, groups);
       return;
     }
