@@ -1,10 +1,11 @@
 """Benchmark harness: runs each workload's commands for sluice and its peers in one run, and
-reports median wall time, peak memory and the ratio to sluice, as a markdown table and a PNG
-chart.
+reports median wall time, CPU time, peak memory and the ratio to sluice, as a markdown table and a
+PNG chart.
 
 A workload is a name and a mapping from engine to a command (argv list). Every command runs
 `repeat` times after one warm-up, the engines taking turns; peak memory is the child's maximum
-resident set size from wait4(), so it measures exactly that process tree's largest process.
+resident set size from wait4(), so it measures exactly that process tree's largest process; CPU
+time is that tree's user and system time from the same call.
 Timings are only ever reported here, never asserted by tests.
 """
 
@@ -66,6 +67,9 @@ class Measurement:
     error: str | None = None
     # The engine's start-up run just before each of `seconds`, when the workload has one.
     startup_seconds: list[float] = field(default_factory=list)
+    # User + system seconds of each timed run, and of the start-up run just before it.
+    cpu_seconds: list[float] = field(default_factory=list)
+    startup_cpu_seconds: list[float] = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -73,9 +77,10 @@ class Measurement:
 
 
 def run_once(argv: list[str], env: dict[str, str], timeout: float | None = None,
-             max_rss_mib: float | None = None) -> tuple[float, float]:
-    """Runs argv, returns (wall seconds, peak RSS MiB); raises on a non-zero exit, or when the
-    run passes `timeout` or `max_rss_mib` (then its whole process group is killed)."""
+             max_rss_mib: float | None = None) -> tuple[float, float, float]:
+    """Runs argv, returns (wall seconds, peak RSS MiB, CPU seconds: user + system of it and the
+    children it waited for); raises on a non-zero exit, or when the run passes `timeout` or
+    `max_rss_mib` (then its whole process group is killed)."""
     full_env = dict(os.environ)
     full_env.update(env)
     guarded = timeout is not None or max_rss_mib is not None
@@ -102,7 +107,7 @@ def run_once(argv: list[str], env: dict[str, str], timeout: float | None = None,
         raise RuntimeError(f"{argv[0]} killed: {killed[0]}")
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[0]} exited {proc.returncode}: {stderr.strip()[-500:]}")
-    return elapsed, usage.ru_maxrss / 1024.0
+    return elapsed, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
 
 
 def _kill_group(pgid: int) -> None:
@@ -151,6 +156,8 @@ def measure(workload: Workload,
     engines = list(workload.commands)
     times: dict[str, list[float]] = {e: [] for e in engines}
     starts: dict[str, list[float]] = {e: [] for e in engines}
+    cpus: dict[str, list[float]] = {e: [] for e in engines}
+    start_cpus: dict[str, list[float]] = {e: [] for e in engines}
     peak = {e: 0.0 for e in engines}
     failed: dict[str, str] = {}
 
@@ -158,10 +165,13 @@ def measure(workload: Workload,
         try:
             before = (startup or {}).get(engine)
             if timed and before is not None:
-                starts[engine].append(run_once(before, workload.env, *limits)[0])
-            t, rss = run_once(workload.commands[engine], workload.env, *limits)
+                start_t, _, start_cpu = run_once(before, workload.env, *limits)
+                starts[engine].append(start_t)
+                start_cpus[engine].append(start_cpu)
+            t, rss, cpu = run_once(workload.commands[engine], workload.env, *limits)
             if timed:
                 times[engine].append(t)
+                cpus[engine].append(cpu)
                 peak[engine] = max(peak[engine], rss)
         except Exception as e:  # a failing peer is reported, not fatal
             failed[engine] = str(e)
@@ -175,7 +185,8 @@ def measure(workload: Workload,
             if engine not in failed:
                 run(engine, timed=True)
     return [Measurement(workload.name, e, [], float("nan"), failed[e]) if e in failed
-            else Measurement(workload.name, e, times[e], peak[e], startup_seconds=starts[e])
+            else Measurement(workload.name, e, times[e], peak[e], startup_seconds=starts[e],
+                             cpu_seconds=cpus[e], startup_cpu_seconds=start_cpus[e])
             for e in engines]
 
 
@@ -197,26 +208,37 @@ def net(m: Measurement | None, w: Workload, results: list[Measurement]) -> float
     return m.median - start.median
 
 
+def net_cpu(m: Measurement | None) -> float:
+    """The median of each run's CPU seconds less those of the start-up run just before it; NaN
+    without start-up runs. On a busy host CPU time moves less than wall time, and it counts
+    both threads of an engine, where wall time hides a thread left idle."""
+    if m is None or not m.cpu_seconds or len(m.startup_cpu_seconds) != len(m.cpu_seconds):
+        return float("nan")
+    return statistics.median(c - s for c, s in zip(m.cpu_seconds, m.startup_cpu_seconds))
+
+
 def markdown(workloads: list[Workload], results: list[Measurement]) -> str:
     lines = [
         "| workload | engine | median s | runs | peak MiB | MB/s in | rows/s out | time / sluice "
-        "| net s | net / sluice |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| net s | net / sluice | net CPU s | net CPU / sluice |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for w in workloads:
         rows = [r for r in results if r.workload == w.name]
         base = next((r for r in rows if r.engine == w.baseline), None)
         for r in rows:
             if r.error:
-                lines.append(f"| {w.name} | {r.engine} | failed: {r.error[:80]} | | | | | | | |")
+                lines.append(f"| {w.name} | {r.engine} | failed: {r.error[:80]} | | | | | | | | | |")
                 continue
             mbs = f"{w.input_bytes / 1e6 / r.median:.1f}" if w.input_bytes else ""
             rps = f"{w.output_rows / r.median / 1e3:.0f}k" if w.output_rows else ""
             n, nb = net(r, w, results), net(base, w, results)
             nets = f"{n:.3f} | {n / nb:.2f}" if w.startup and nb > 0 else " | "
+            c, cb = net_cpu(r), net_cpu(base)
+            cpus = f"{c:.3f} | {c / cb:.2f}" if w.startup and cb > 0 else " | "
             lines.append(
                 f"| {w.name} | {r.engine} | {r.median:.3f} | {len(r.seconds)} | "
-                f"{r.peak_rss_mib:.0f} | {mbs} | {rps} | {ratio(r, base):.2f} | {nets} |"
+                f"{r.peak_rss_mib:.0f} | {mbs} | {rps} | {ratio(r, base):.2f} | {nets} | {cpus} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -375,7 +375,9 @@ def main():
         "process's max RSS. Every TPC-H and TPC-DS command is a Python launcher (bench/tpch.py, "
         "bench/tpcds.py) that runs the engine; 'net' subtracts from each run the engine's "
         "tpch-startup or tpcds-startup run just before it (the median of those differences; a "
-        "start-up is the launcher, process start, imports, catalog). sluice-w2 is sluice with "
+        "start-up is the launcher, process start, imports, catalog); 'net CPU' subtracts the same "
+        "way from each run's user and system time, its process and the children it waited for. "
+        "sluice-w2 is sluice with "
         "`--workers 2` "
         "(distributed), sluice the default (in-process)."
     )
