@@ -36,6 +36,14 @@ constexpr const char* kAggregates[] = {"sum",      "avg",      "count",       "m
                                        "max",      "stddev",   "stddev_samp", "stddev_pop",
                                        "variance", "var_samp", "var_pop"};
 
+// A final step's function in the binder only: the sum of a group's distinct values, which
+// DistinctAggregates plans as a sum over the values made distinct below it.
+constexpr char kSumDistinct[] = "sum_distinct";
+
+bool IsDistinctStep(const std::string& function) {
+  return function == "count_distinct" || function == kSumDistinct;
+}
+
 bool IsAggregateName(const std::string& name) {
   for (const char* a : kAggregates) {
     if (name == a) return true;
@@ -669,6 +677,146 @@ class Binder {
     }
   }
 
+  // The aggregate of `pre` (the keys and the aggregates' inputs) where DISTINCT aggregates read
+  // several inputs, or one sums its distinct values. First `pre` is grouped by the keys and
+  // every distinct input, with the other aggregates' partial steps. That aggregate's rows then
+  // come once per distinct input (that input's value alone, the others NULL) and once with the
+  // other aggregates (the copies are one subplan, which the executor runs once:
+  // exec/shared_subplans.h). Grouped by the keys, a copy's number and the values, each value
+  // comes once per key. Grouped again by the keys, the values are counted or summed, and the
+  // other aggregates merged by their own final functions. The output has the keys and final_'s
+  // outputs, as aggregate_on's does.
+  arrow::Result<std::unique_ptr<PlanNode>> DistinctAggregates(const json& select,
+                                                              std::unique_ptr<PlanNode> pre) {
+    ARROW_ASSIGN_OR_RAISE(auto pre_schema, OutputSchema(*pre));
+    std::vector<std::string> distinct;  // the distinct inputs, in order of first use
+    std::vector<AggregateCall> others;  // the other aggregates' final steps
+    for (const auto& f : final_) {
+      if (!IsDistinctStep(f.function)) {
+        if (f.function != "sum" && f.function != "min" && f.function != "max") {
+          // Only a function library's aggregate has another final step.
+          return Unsupported(select,
+                             "a function library's aggregate beside DISTINCT aggregates of "
+                             "several expressions, or beside sum or avg of DISTINCT values");
+        }
+        others.push_back(f);
+      } else if (std::find(distinct.begin(), distinct.end(), f.input) == distinct.end()) {
+        distinct.push_back(f.input);
+      }
+    }
+    // A partial and a final step per key list, as aggregate_on's.
+    auto aggregate = [](std::unique_ptr<PlanNode> input, const std::vector<std::string>& keys,
+                        std::vector<AggregateCall> partials, std::vector<AggregateCall> finals) {
+      auto partial = plan::MakeNode(PlanNode::Kind::kAggregate, std::move(input));
+      partial->keys = keys;
+      partial->aggregates = std::move(partials);
+      auto final_agg = plan::MakeNode(PlanNode::Kind::kAggregate, std::move(partial));
+      final_agg->final_phase = true;
+      final_agg->keys = keys;
+      final_agg->aggregates = std::move(finals);
+      return final_agg;
+    };
+    // By the keys and every distinct input: the other aggregates, under new names.
+    std::vector<std::string> by_all = group_keys_;
+    by_all.insert(by_all.end(), distinct.begin(), distinct.end());
+    std::vector<AggregateCall> firsts;
+    for (const auto& f : others) firsts.push_back({f.function, f.input, ctx_.NewId(f.output)});
+    auto grouped = aggregate(std::move(pre), by_all, partial_, firsts);
+    ARROW_ASSIGN_OR_RAISE(auto grouped_schema, OutputSchema(*grouped));
+    auto null_of = [&](const std::string& column) {
+      return cp::literal(arrow::MakeNullScalar(grouped_schema->GetFieldByName(column)->type()));
+    };
+    const std::string copy_id = ctx_.NewId("copy");
+    std::vector<std::string> values;  // per distinct input: its column in the copies
+    for (const auto& d : distinct) values.push_back(ctx_.NewId(d));
+    std::vector<std::string> columns = group_keys_;  // the copies' columns
+    columns.push_back(copy_id);
+    columns.insert(columns.end(), values.begin(), values.end());
+    for (const auto& f : firsts) columns.push_back(f.output);
+    const size_t first_value = others.empty() ? 0 : 1;  // copy 0: the other aggregates
+    const size_t copies = distinct.size() + first_value;
+    std::unique_ptr<PlanNode> rows;
+    for (size_t c = 0; c < copies; ++c) {
+      auto project = plan::MakeNode(PlanNode::Kind::kProject,
+                                    c + 1 < copies ? plan::CopyPlan(*grouped) : std::move(grouped));
+      std::vector<cp::Expression>& e = project->expressions;
+      for (const auto& k : group_keys_) e.push_back(cp::field_ref(k));
+      e.push_back(cp::literal(static_cast<int32_t>(c)));
+      for (size_t d = 0; d < distinct.size(); ++d) {
+        e.push_back(c == d + first_value ? cp::field_ref(distinct[d]) : null_of(distinct[d]));
+      }
+      for (const auto& f : firsts) {
+        e.push_back(c == 0 && first_value == 1 ? cp::field_ref(f.output) : null_of(f.output));
+      }
+      for (const auto& name : columns) {
+        project->names.push_back(copies == 1 ? name : ctx_.NewId(name));
+      }
+      if (rows == nullptr) {
+        rows = std::move(project);
+        continue;
+      }
+      auto u = plan::MakeNode(PlanNode::Kind::kUnion, std::move(rows));
+      for (const auto& name : columns) u->names.push_back(ctx_.NewId(name));
+      u->right = std::move(project);
+      rows = std::move(u);
+    }
+    rows->names = columns;
+    // By the keys, the copy and the values: each value once per key. The other aggregates are
+    // merged again (their copy has one row per key, and the other copies NULLs).
+    std::vector<std::string> by_value = group_keys_;
+    by_value.push_back(copy_id);
+    by_value.insert(by_value.end(), values.begin(), values.end());
+    std::vector<AggregateCall> partials, finals;
+    std::vector<std::string> seconds;
+    for (const auto& f : firsts) {
+      const std::string step = ctx_.NewId(f.output);
+      seconds.push_back(ctx_.NewId(f.output));
+      partials.push_back({f.function, f.output, step});
+      finals.push_back({f.function, step, seconds.back()});
+    }
+    rows = aggregate(std::move(rows), by_value, std::move(partials), std::move(finals));
+    // By the keys: counts and sums of the values, the other aggregates merged. Without keys, a
+    // count over no rows is 0 where the merge of counts is NULL.
+    std::set<std::string> counts;
+    for (const auto& p : partial_) {
+      if (p.function != "count" && p.function != "count_all") continue;
+      for (const auto& f : others) {
+        if (f.input == p.output) counts.insert(f.output);
+      }
+    }
+    const bool coalesce = group_keys_.empty() && !counts.empty();
+    std::vector<std::string> outputs;  // per final_ entry, as the last aggregate names it
+    partials.clear();
+    finals.clear();
+    for (const auto& f : final_) {
+      const std::string step = ctx_.NewId(f.output);
+      outputs.push_back(coalesce ? ctx_.NewId(f.output) : f.output);
+      if (IsDistinctStep(f.function)) {
+        const size_t d = std::find(distinct.begin(), distinct.end(), f.input) - distinct.begin();
+        partials.push_back({f.function == "count_distinct" ? "count" : "sum", values[d], step});
+        finals.push_back({"sum", step, outputs.back()});
+      } else {
+        const size_t o = std::find_if(others.begin(), others.end(),
+                                      [&](const auto& x) { return x.output == f.output; }) -
+                         others.begin();
+        partials.push_back({f.function, seconds[o], step});
+        finals.push_back({f.function, step, outputs.back()});
+      }
+    }
+    rows = aggregate(std::move(rows), group_keys_, std::move(partials), std::move(finals));
+    if (!coalesce) return rows;
+    auto out = plan::MakeNode(PlanNode::Kind::kProject, std::move(rows));
+    for (size_t i = 0; i < final_.size(); ++i) {
+      cp::Expression value = cp::field_ref(outputs[i]);
+      if (counts.count(final_[i].output)) {
+        value = cp::call("coalesce", {value, cp::literal(int64_t{0})});
+      }
+      out->expressions.push_back(std::move(value));
+      out->names.push_back(final_[i].output);
+    }
+    return out;
+  }
+
   // Unwraps {"NodeType": {...}} into its type and body.
   static std::pair<std::string, const json*> Node(const json& n) {
     if (!n.is_object() || n.empty()) return {"", nullptr};
@@ -1270,7 +1418,8 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
   if (in_aggregate_) return Error(call, "aggregate function calls cannot be nested");
   if (call.contains("over")) return Unsupported(call, "OVER on this aggregate");
   bool star = call.value("agg_star", false);
-  const bool distinct = call.value("agg_distinct", false);
+  // The least or greatest of the distinct values is that of all of them.
+  const bool distinct = call.value("agg_distinct", false) && name != "min" && name != "max";
   std::string text_key = name + (distinct ? " distinct " : " ") + (star ? "*" : "");
   cp::Expression arg;
   if (!star) {
@@ -1351,13 +1500,27 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
   if (star) {
     out = cp::field_ref(step("count_all", "sum", ""));
   } else if (distinct) {
-    if (name != "count") return Unsupported(call, name + "(DISTINCT ...)");
-    // A distinct count cannot be merged from partial counts: the partial step keeps the
-    // distinct values as group keys instead, and the final step counts them distinctly (which
-    // stays right when partials from several workers repeat a value).
+    if (name != "count" && name != "sum" && name != "avg") {
+      return Unsupported(call, name + "(DISTINCT ...)");
+    }
+    // A distinct count or sum cannot be merged from partial ones: the distinct values become
+    // group keys below (DistinctAggregates, or the partial step's keys for one distinct count),
+    // and only a final step counts or sums them. These final steps read the input itself.
     has_distinct_aggregate_ = true;
-    final_.push_back({"count_distinct", input, result});
-    out = cp::field_ref(result);
+    if (name == "count") {
+      final_.push_back({"count_distinct", input, result});
+      out = cp::field_ref(result);
+    } else if (name == "sum") {
+      final_.push_back({kSumDistinct, input, result});
+      out = cp::field_ref(result);
+    } else {
+      final_.push_back({kSumDistinct, input, result + "s"});
+      final_.push_back({"count_distinct", input, result + "c"});
+      out = cp::call("divide", {cp::call("cast", {cp::field_ref(result + "s")},
+                                         cp::CastOptions::Safe(arrow::float64())),
+                                cp::call("cast", {cp::field_ref(result + "c")},
+                                         cp::CastOptions::Safe(arrow::float64()))});
+    }
   } else if (name == "sum" || name == "min" || name == "max") {
     out = cp::field_ref(step(name, name, ""));
   } else if (name == "count") {
@@ -1412,7 +1575,9 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
         ARROW_ASSIGN_OR_RAISE(type, AggregateOutputType(p, arg_type));
       }
     }
-    ARROW_ASSIGN_OR_RAISE(type, AggregateOutputType(final_[i], type));
+    AggregateCall typed = final_[i];
+    if (typed.function == kSumDistinct) typed.function = "sum";  // a sum, of fewer values
+    ARROW_ASSIGN_OR_RAISE(type, AggregateOutputType(typed, type));
     aggregate_fields_.push_back(arrow::field(final_[i].output, type));
   }
   return out;
@@ -3371,16 +3536,17 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
     // count(DISTINCT x) beside other aggregates: the partial step groups by x too (with the
     // other aggregates' partials per (keys, x)), and the final step counts x's distinct values
     // while it merges the rest, which stays right when several workers send one x.
+    // Several distinct inputs, or a distinct sum, take DistinctAggregates instead.
     std::string distinct_input;
+    bool expand = false;
     if (has_distinct_aggregate_) {
       std::set<std::string> distinct_inputs;
       for (const auto& a : final_) {
-        if (a.function == "count_distinct") distinct_inputs.insert(a.input);
+        if (IsDistinctStep(a.function)) distinct_inputs.insert(a.input);
+        expand |= a.function == kSumDistinct;
       }
-      if (distinct_inputs.size() != 1) {
-        return Unsupported(select, "count(DISTINCT ...) over several different expressions");
-      }
-      distinct_input = *distinct_inputs.begin();
+      expand |= distinct_inputs.size() > 1;
+      if (!expand) distinct_input = *distinct_inputs.begin();
     }
     auto pre = std::make_unique<PlanNode>();
     pre->kind = PlanNode::Kind::kProject;
@@ -3410,7 +3576,15 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       final_agg->aggregates = final_;
       return final_agg;
     };
-    if (grouping_sets_.empty()) {
+    if (expand) {
+      if (!grouping_sets_.empty() || !correlated_.empty()) {
+        return Unsupported(select,
+                           "DISTINCT aggregates over several expressions, or sum or avg of "
+                           "DISTINCT values, with GROUPING SETS, ROLLUP, CUBE or in a correlated "
+                           "subquery");
+      }
+      ARROW_ASSIGN_OR_RAISE(plan, DistinctAggregates(select, std::move(pre)));
+    } else if (grouping_sets_.empty()) {
       plan = aggregate_on(std::move(pre), group_keys_);
     } else {
       // One aggregate per grouping, its missing keys NULL; their union under the keys' and
