@@ -18,6 +18,7 @@
 #include <set>
 
 #include "exec/deferred_source.h"
+#include "exec/expand_node.h"
 #include "exec/filter_node.h"
 #include "exec/int_key_aggregate.h"
 #include "exec/int_key_join.h"
@@ -402,6 +403,36 @@ std::string SharedPartLabel(const std::string& name, const cp::Expression& part,
     }
   }
   return "expression " + text;
+}
+
+// The sides of the union `node` (nested unions' sides in order) where each is a projection of
+// columns and literals of one subplan (exec/expand_node.h); none otherwise.
+std::vector<const PlanNode*> ProjectedCopies(const PlanNode& node) {
+  std::vector<const PlanNode*> sides;
+  std::vector<const PlanNode*> pending = {&node};
+  while (!pending.empty()) {
+    const PlanNode* n = pending.back();
+    pending.pop_back();
+    if (n->kind == PlanNode::Kind::kUnion) {
+      pending.push_back(n->right.get());
+      pending.push_back(n->input.get());
+    } else {
+      sides.push_back(n);
+    }
+  }
+  for (const PlanNode* side : sides) {
+    if (side->kind != PlanNode::Kind::kProject || side->keep_input || side->input == nullptr) {
+      return {};
+    }
+    for (const auto& e : side->expressions) {
+      if (e.field_ref() == nullptr && e.literal() == nullptr) return {};
+    }
+    if (side != sides[0] && (!SameSubplan(*side->input, *sides[0]->input) ||
+                             side->input->OutputNames() != sides[0]->input->OutputNames())) {
+      return {};
+    }
+  }
+  return sides;
 }
 
 // A project of `input`, whose plan schema is `input_schema`; `coded`, when given, is its actual
@@ -935,6 +966,23 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
     // Acero's union wants one schema: each side is renamed to the union's names, and cast to
     // the plan's types (a scan may produce a dictionary where the plan says string).
     ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(node));
+    if (const auto copies = ProjectedCopies(node); !copies.empty()) {
+      // Sides that pick columns of one subplan: that subplan once, each batch of it expanded.
+      const PlanNode& common = *copies[0]->input;
+      ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(common, probes, inputs));
+      ARROW_ASSIGN_OR_RAISE(auto common_schema, plan::OutputSchema(common));
+      std::vector<std::vector<cp::Expression>> projections;
+      for (const PlanNode* copy : copies) {
+        projections.emplace_back();
+        for (size_t i = 0; i < copy->expressions.size(); ++i) {
+          projections.back().push_back(OwnKernels(
+              cp::call("cast", {copy->expressions[i]},
+                       cp::CastOptions::Safe(schema->field(static_cast<int>(i))->type())),
+              *common_schema));
+        }
+      }
+      return Expanded(std::move(decl), std::move(projections), node.names);
+    }
     std::vector<ac::Declaration> sides;
     for (const PlanNode* side : {node.input.get(), node.right.get()}) {
       ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(*side, probes, inputs));

@@ -678,14 +678,13 @@ class Binder {
   }
 
   // The aggregate of `pre` (the keys and the aggregates' inputs) where DISTINCT aggregates read
-  // several inputs, or one sums its distinct values. First `pre` is grouped by the keys and
-  // every distinct input, with the other aggregates' partial steps. That aggregate's rows then
-  // come once per distinct input (that input's value alone, the others NULL) and once with the
-  // other aggregates (the copies are one subplan, which the executor runs once:
-  // exec/shared_subplans.h). Grouped by the keys, a copy's number and the values, each value
-  // comes once per key. Grouped again by the keys, the values are counted or summed, and the
-  // other aggregates merged by their own final functions. The output has the keys and final_'s
-  // outputs, as aggregate_on's does.
+  // several inputs, or one sums its distinct values. `pre`'s rows come once per distinct input
+  // (that input's value alone, the others NULL) and once for the other aggregates, each copy
+  // with its number; the executor reads `pre` once for all of them (exec/expand_node.h).
+  // Grouped by the keys, the copy and the values, each value comes once per key, and copy 0
+  // has the other aggregates. Grouped again by the keys, the values are counted or summed, and
+  // the other aggregates' results of copy 0 merged by their own final functions. The output
+  // has the keys and final_'s outputs, as aggregate_on's does.
   arrow::Result<std::unique_ptr<PlanNode>> DistinctAggregates(const json& select,
                                                               std::unique_ptr<PlanNode> pre) {
     ARROW_ASSIGN_OR_RAISE(auto pre_schema, OutputSchema(*pre));
@@ -704,7 +703,17 @@ class Binder {
         distinct.push_back(f.input);
       }
     }
-    // A partial and a final step per key list, as aggregate_on's.
+    std::vector<std::string> other_inputs;  // read by the other aggregates' partial steps
+    for (const auto& p : partial_) {
+      if (!p.input.empty() &&
+          std::find(other_inputs.begin(), other_inputs.end(), p.input) == other_inputs.end()) {
+        other_inputs.push_back(p.input);
+      }
+    }
+    auto null_of = [&](const std::string& column) {
+      return cp::literal(arrow::MakeNullScalar(pre_schema->GetFieldByName(column)->type()));
+    };
+    // A partial and a final step by `keys`, as aggregate_on's.
     auto aggregate = [](std::unique_ptr<PlanNode> input, const std::vector<std::string>& keys,
                         std::vector<AggregateCall> partials, std::vector<AggregateCall> finals) {
       auto partial = plan::MakeNode(PlanNode::Kind::kAggregate, std::move(input));
@@ -716,37 +725,27 @@ class Binder {
       final_agg->aggregates = std::move(finals);
       return final_agg;
     };
-    // By the keys and every distinct input: the other aggregates, under new names.
-    std::vector<std::string> by_all = group_keys_;
-    by_all.insert(by_all.end(), distinct.begin(), distinct.end());
-    std::vector<AggregateCall> firsts;
-    for (const auto& f : others) firsts.push_back({f.function, f.input, ctx_.NewId(f.output)});
-    auto grouped = aggregate(std::move(pre), by_all, partial_, firsts);
-    ARROW_ASSIGN_OR_RAISE(auto grouped_schema, OutputSchema(*grouped));
-    auto null_of = [&](const std::string& column) {
-      return cp::literal(arrow::MakeNullScalar(grouped_schema->GetFieldByName(column)->type()));
-    };
     const std::string copy_id = ctx_.NewId("copy");
     std::vector<std::string> values;  // per distinct input: its column in the copies
     for (const auto& d : distinct) values.push_back(ctx_.NewId(d));
     std::vector<std::string> columns = group_keys_;  // the copies' columns
     columns.push_back(copy_id);
     columns.insert(columns.end(), values.begin(), values.end());
-    for (const auto& f : firsts) columns.push_back(f.output);
+    columns.insert(columns.end(), other_inputs.begin(), other_inputs.end());
     const size_t first_value = others.empty() ? 0 : 1;  // copy 0: the other aggregates
     const size_t copies = distinct.size() + first_value;
     std::unique_ptr<PlanNode> rows;
     for (size_t c = 0; c < copies; ++c) {
       auto project = plan::MakeNode(PlanNode::Kind::kProject,
-                                    c + 1 < copies ? plan::CopyPlan(*grouped) : std::move(grouped));
+                                    c + 1 < copies ? plan::CopyPlan(*pre) : std::move(pre));
       std::vector<cp::Expression>& e = project->expressions;
       for (const auto& k : group_keys_) e.push_back(cp::field_ref(k));
       e.push_back(cp::literal(static_cast<int32_t>(c)));
       for (size_t d = 0; d < distinct.size(); ++d) {
         e.push_back(c == d + first_value ? cp::field_ref(distinct[d]) : null_of(distinct[d]));
       }
-      for (const auto& f : firsts) {
-        e.push_back(c == 0 && first_value == 1 ? cp::field_ref(f.output) : null_of(f.output));
+      for (const auto& i : other_inputs) {
+        e.push_back(c == 0 && first_value == 1 ? cp::field_ref(i) : null_of(i));
       }
       for (const auto& name : columns) {
         project->names.push_back(copies == 1 ? name : ctx_.NewId(name));
@@ -761,20 +760,37 @@ class Binder {
       rows = std::move(u);
     }
     rows->names = columns;
-    // By the keys, the copy and the values: each value once per key. The other aggregates are
-    // merged again (their copy has one row per key, and the other copies NULLs).
+    // By the keys, the copy and the values: the other aggregates under new names.
     std::vector<std::string> by_value = group_keys_;
     by_value.push_back(copy_id);
     by_value.insert(by_value.end(), values.begin(), values.end());
-    std::vector<AggregateCall> partials, finals;
-    std::vector<std::string> seconds;
-    for (const auto& f : firsts) {
-      const std::string step = ctx_.NewId(f.output);
-      seconds.push_back(ctx_.NewId(f.output));
-      partials.push_back({f.function, f.output, step});
-      finals.push_back({f.function, step, seconds.back()});
+    std::vector<AggregateCall> finals;
+    for (const auto& f : others) finals.push_back({f.function, f.input, ctx_.NewId(f.output)});
+    rows = aggregate(std::move(rows), by_value, partial_, finals);
+    ARROW_ASSIGN_OR_RAISE(auto by_value_schema, OutputSchema(*rows));
+    // The other aggregates' results of copy 0 alone: the other copies computed theirs over
+    // NULLs, and count(*) over their rows.
+    std::vector<std::string> masked;
+    if (!others.empty()) {
+      auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(rows));
+      for (const auto& k : group_keys_) {
+        project->expressions.push_back(cp::field_ref(k));
+        project->names.push_back(k);
+      }
+      for (const auto& v : values) {
+        project->expressions.push_back(cp::field_ref(v));
+        project->names.push_back(v);
+      }
+      for (const auto& f : finals) {
+        const auto type = by_value_schema->GetFieldByName(f.output)->type();
+        project->expressions.push_back(cp::call(
+            "if_else", {cp::equal(cp::field_ref(copy_id), cp::literal(int32_t{0})),
+                        cp::field_ref(f.output), cp::literal(arrow::MakeNullScalar(type))}));
+        masked.push_back(ctx_.NewId(f.output));
+        project->names.push_back(masked.back());
+      }
+      rows = std::move(project);
     }
-    rows = aggregate(std::move(rows), by_value, std::move(partials), std::move(finals));
     // By the keys: counts and sums of the values, the other aggregates merged. Without keys, a
     // count over no rows is 0 where the merge of counts is NULL.
     std::set<std::string> counts;
@@ -786,7 +802,7 @@ class Binder {
     }
     const bool coalesce = group_keys_.empty() && !counts.empty();
     std::vector<std::string> outputs;  // per final_ entry, as the last aggregate names it
-    partials.clear();
+    std::vector<AggregateCall> partials;
     finals.clear();
     for (const auto& f : final_) {
       const std::string step = ctx_.NewId(f.output);
@@ -799,7 +815,7 @@ class Binder {
         const size_t o = std::find_if(others.begin(), others.end(),
                                       [&](const auto& x) { return x.output == f.output; }) -
                          others.begin();
-        partials.push_back({f.function, seconds[o], step});
+        partials.push_back({f.function, masked[o], step});
         finals.push_back({f.function, step, outputs.back()});
       }
     }
