@@ -677,16 +677,17 @@ class Binder {
     }
   }
 
-  // The aggregate of `pre` (the keys and the aggregates' inputs) where DISTINCT aggregates read
-  // several inputs, or one sums its distinct values. `pre`'s rows come once per distinct input
+  // The aggregate of `pre` (the keys and the aggregates' inputs) by `keys` (all of them, or a
+  // grouping set's) where DISTINCT aggregates read several inputs, or one sums its distinct
+  // values. `pre`'s rows come once per distinct input
   // (that input's value alone, the others NULL) and once for the other aggregates, each copy
   // with its number; the executor reads `pre` once for all of them (exec/expand_node.h).
   // Grouped by the keys, the copy and the values, each value comes once per key, and copy 0
   // has the other aggregates. Grouped again by the keys, the values are counted or summed, and
   // the other aggregates' results of copy 0 merged by their own final functions. The output
   // has the keys and final_'s outputs, as aggregate_on's does.
-  arrow::Result<std::unique_ptr<PlanNode>> DistinctAggregates(const json& select,
-                                                              std::unique_ptr<PlanNode> pre) {
+  arrow::Result<std::unique_ptr<PlanNode>> DistinctAggregates(
+      const json& select, std::unique_ptr<PlanNode> pre, const std::vector<std::string>& keys) {
     ARROW_ASSIGN_OR_RAISE(auto pre_schema, OutputSchema(*pre));
     std::vector<std::string> distinct;  // the distinct inputs, in order of first use
     std::vector<AggregateCall> others;  // the other aggregates' final steps
@@ -713,22 +714,22 @@ class Binder {
     auto null_of = [&](const std::string& column) {
       return cp::literal(arrow::MakeNullScalar(pre_schema->GetFieldByName(column)->type()));
     };
-    // A partial and a final step by `keys`, as aggregate_on's.
-    auto aggregate = [](std::unique_ptr<PlanNode> input, const std::vector<std::string>& keys,
+    // A partial and a final step by `by`, as aggregate_on's.
+    auto aggregate = [](std::unique_ptr<PlanNode> input, const std::vector<std::string>& by,
                         std::vector<AggregateCall> partials, std::vector<AggregateCall> finals) {
       auto partial = plan::MakeNode(PlanNode::Kind::kAggregate, std::move(input));
-      partial->keys = keys;
+      partial->keys = by;
       partial->aggregates = std::move(partials);
       auto final_agg = plan::MakeNode(PlanNode::Kind::kAggregate, std::move(partial));
       final_agg->final_phase = true;
-      final_agg->keys = keys;
+      final_agg->keys = by;
       final_agg->aggregates = std::move(finals);
       return final_agg;
     };
     const std::string copy_id = ctx_.NewId("copy");
     std::vector<std::string> values;  // per distinct input: its column in the copies
     for (const auto& d : distinct) values.push_back(ctx_.NewId(d));
-    std::vector<std::string> columns = group_keys_;  // the copies' columns
+    std::vector<std::string> columns = keys;  // the copies' columns
     columns.push_back(copy_id);
     columns.insert(columns.end(), values.begin(), values.end());
     columns.insert(columns.end(), other_inputs.begin(), other_inputs.end());
@@ -739,7 +740,7 @@ class Binder {
       auto project = plan::MakeNode(PlanNode::Kind::kProject,
                                     c + 1 < copies ? plan::CopyPlan(*pre) : std::move(pre));
       std::vector<cp::Expression>& e = project->expressions;
-      for (const auto& k : group_keys_) e.push_back(cp::field_ref(k));
+      for (const auto& k : keys) e.push_back(cp::field_ref(k));
       e.push_back(cp::literal(static_cast<int32_t>(c)));
       for (size_t d = 0; d < distinct.size(); ++d) {
         e.push_back(c == d + first_value ? cp::field_ref(distinct[d]) : null_of(distinct[d]));
@@ -761,7 +762,7 @@ class Binder {
     }
     rows->names = columns;
     // By the keys, the copy and the values: the other aggregates under new names.
-    std::vector<std::string> by_value = group_keys_;
+    std::vector<std::string> by_value = keys;
     by_value.push_back(copy_id);
     by_value.insert(by_value.end(), values.begin(), values.end());
     std::vector<AggregateCall> finals;
@@ -773,7 +774,7 @@ class Binder {
     std::vector<std::string> masked;
     if (!others.empty()) {
       auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(rows));
-      for (const auto& k : group_keys_) {
+      for (const auto& k : keys) {
         project->expressions.push_back(cp::field_ref(k));
         project->names.push_back(k);
       }
@@ -800,7 +801,7 @@ class Binder {
         if (f.input == p.output) counts.insert(f.output);
       }
     }
-    const bool coalesce = group_keys_.empty() && !counts.empty();
+    const bool coalesce = keys.empty() && !counts.empty();
     std::vector<std::string> outputs;  // per final_ entry, as the last aggregate names it
     std::vector<AggregateCall> partials;
     finals.clear();
@@ -819,7 +820,7 @@ class Binder {
         finals.push_back({f.function, step, outputs.back()});
       }
     }
-    rows = aggregate(std::move(rows), group_keys_, std::move(partials), std::move(finals));
+    rows = aggregate(std::move(rows), keys, std::move(partials), std::move(finals));
     if (!coalesce) return rows;
     auto out = plan::MakeNode(PlanNode::Kind::kProject, std::move(rows));
     for (size_t i = 0; i < final_.size(); ++i) {
@@ -3592,14 +3593,13 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
       final_agg->aggregates = final_;
       return final_agg;
     };
-    if (expand) {
-      if (!grouping_sets_.empty() || !correlated_.empty()) {
-        return Unsupported(select,
-                           "DISTINCT aggregates over several expressions, or sum or avg of "
-                           "DISTINCT values, with GROUPING SETS, ROLLUP, CUBE or in a correlated "
-                           "subquery");
-      }
-      ARROW_ASSIGN_OR_RAISE(plan, DistinctAggregates(select, std::move(pre)));
+    if (expand && !correlated_.empty()) {
+      return Unsupported(select,
+                         "DISTINCT aggregates over several expressions, or sum or avg of "
+                         "DISTINCT values, in a correlated subquery");
+    }
+    if (expand && grouping_sets_.empty()) {
+      ARROW_ASSIGN_OR_RAISE(plan, DistinctAggregates(select, std::move(pre), group_keys_));
     } else if (grouping_sets_.empty()) {
       plan = aggregate_on(std::move(pre), group_keys_);
     } else {
@@ -3665,6 +3665,9 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
           }
           final_agg->input = std::move(partial);
           grouped = std::move(final_agg);
+        } else if (expand) {
+          ARROW_ASSIGN_OR_RAISE(grouped, DistinctAggregates(select, std::move(inputs[i]), keys));
+          for (const auto& f : final_) outputs.push_back(f.output);
         } else {
           grouped = aggregate_on(std::move(inputs[i]), keys);
           for (const auto& f : final_) outputs.push_back(f.output);
