@@ -314,6 +314,21 @@ def test_groupings_regroup_the_finest_once_and_survive_a_killed_task(mixed, tmp_
     assert shuffle_files(data) == []
 
 
+def test_distinct_aggregates_of_several_expressions_run_in_process_and_say_so(mixed, tmp_path):
+    """Distinct counts, a distinct sum and a distinct average beside other aggregates (NULLs in
+    the keys and values; string, integer and decimal values), grouped and not. Their rows' copies
+    are a union below two aggregates, which the stage planner does not cut yet: with --workers
+    the query runs in-process, says so, and gives DuckDB's rows."""
+    sluice, con, data = mixed
+    for sql in ["select g, count(distinct k), count(distinct s), sum(distinct v), "
+                "avg(distinct d), count(*), sum(x) from t group by g",
+                "select count(distinct g), sum(distinct k), count(distinct s), max(d) from t"]:
+        ours, err = query(sluice, sql, tmp_path / "d.arrow", 3)
+        assert "running in-process: no aggregate or window can be cut" in err, err
+        assert_same_rows(ours, duckdb_rows(con, sql), False, what="distinct vs DuckDB")
+        assert shuffle_files(data) == []
+
+
 # Aggregates over joins: lineitem (or partsupp) is split among the map tasks and every other table
 # is read whole by every task. Each query below is cut that way at --workers 2.
 JOIN_CUTS = {2: "partsupp", 3: "lineitem", 5: "lineitem", 7: "lineitem", 8: "lineitem",
