@@ -53,13 +53,16 @@ class ExpandNode : public ac::ExecNode {
       return arrow::Status::Invalid("internal: an expand without projections");
     }
     std::vector<std::vector<cp::Expression>> bound;
+    std::vector<std::vector<std::string>> labels;
     arrow::FieldVector fields;
     for (const auto& projection : expand.projections) {
       if (projection.size() != expand.names.size()) {
         return arrow::Status::Invalid("internal: an expand's projection does not match its names");
       }
       bound.emplace_back();
+      labels.emplace_back();
       for (size_t i = 0; i < projection.size(); ++i) {
+        labels.back().push_back(OutputLabel(expand.names[i], projection[i]));
         ARROW_ASSIGN_OR_RAISE(auto expression, projection[i].Bind(schema));
         const auto& type = expression.type()->GetSharedPtr();
         if (bound.size() == 1) {
@@ -69,13 +72,6 @@ class ExpandNode : public ac::ExecNode {
                                         fields[i]->type()->ToString(), " and ", type->ToString());
         }
         bound.back().push_back(std::move(expression));
-      }
-    }
-    std::vector<std::vector<std::string>> labels;
-    for (const auto& projection : expand.projections) {
-      labels.emplace_back();
-      for (size_t i = 0; i < projection.size(); ++i) {
-        labels.back().push_back(OutputLabel(expand.names[i], projection[i]));
       }
     }
     return plan->EmplaceNode<ExpandNode>(plan, std::move(inputs), arrow::schema(std::move(fields)),

@@ -966,6 +966,14 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
     // Acero's union wants one schema: each side is renamed to the union's names, and cast to
     // the plan's types (a scan may produce a dictionary where the plan says string).
     ARROW_ASSIGN_OR_RAISE(auto schema, plan::OutputSchema(node));
+    // Column i of a side, `value` over `side_schema`, in the union's type. Our decimal cast where
+    // it applies: Arrow's checks every value's digits even where the types are the same (q14a's
+    // union of three channels' sums).
+    auto column = [&](const cp::Expression& value, size_t i, const arrow::Schema& side_schema) {
+      return OwnKernels(cp::call("cast", {value},
+                                 cp::CastOptions::Safe(schema->field(static_cast<int>(i))->type())),
+                        side_schema);
+    };
     if (const auto copies = ProjectedCopies(node); !copies.empty()) {
       // Sides that pick columns of one subplan: that subplan once, each batch of it expanded.
       const PlanNode& common = *copies[0]->input;
@@ -975,10 +983,7 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
       for (const PlanNode* copy : copies) {
         projections.emplace_back();
         for (size_t i = 0; i < copy->expressions.size(); ++i) {
-          projections.back().push_back(OwnKernels(
-              cp::call("cast", {copy->expressions[i]},
-                       cp::CastOptions::Safe(schema->field(static_cast<int>(i))->type())),
-              *common_schema));
+          projections.back().push_back(column(copy->expressions[i], i, *common_schema));
         }
       }
       return Expanded(std::move(decl), std::move(projections), node.names);
@@ -990,12 +995,7 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
       const std::vector<std::string> names = side->OutputNames();
       std::vector<cp::Expression> columns;
       for (size_t i = 0; i < names.size(); ++i) {
-        // Our decimal cast where it applies: Arrow's checks every value's digits even where
-        // the types are the same (q14a's union of three channels' sums).
-        columns.push_back(OwnKernels(
-            cp::call("cast", {cp::field_ref(names[i])},
-                     cp::CastOptions::Safe(schema->field(static_cast<int>(i))->type())),
-            *side_schema));
+        columns.push_back(column(cp::field_ref(names[i]), i, *side_schema));
       }
       sides.push_back(ac::Declaration::Sequence(
           {std::move(decl), {"project", ac::ProjectNodeOptions(columns, node.names)}}));

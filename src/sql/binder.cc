@@ -677,6 +677,19 @@ class Binder {
     }
   }
 
+  // The outputs of final_ that merge partial counts: over no rows without keys they must read
+  // 0, where a merge (a sum) of no partials is NULL.
+  std::set<std::string> MergedCounts() const {
+    std::set<std::string> counts;
+    for (const auto& p : partial_) {
+      if (p.function != "count" && p.function != "count_all") continue;
+      for (const auto& f : final_) {
+        if (f.input == p.output) counts.insert(f.output);
+      }
+    }
+    return counts;
+  }
+
   // The aggregate of `pre` (the keys and the aggregates' inputs) by `keys` (all of them, or a
   // grouping set's) where DISTINCT aggregates read several inputs, or one sums its distinct
   // values. `pre`'s rows come once per distinct input
@@ -794,13 +807,7 @@ class Binder {
     }
     // By the keys: counts and sums of the values, the other aggregates merged. Without keys, a
     // count over no rows is 0 where the merge of counts is NULL.
-    std::set<std::string> counts;
-    for (const auto& p : partial_) {
-      if (p.function != "count" && p.function != "count_all") continue;
-      for (const auto& f : others) {
-        if (f.input == p.output) counts.insert(f.output);
-      }
-    }
+    const std::set<std::string> counts = MergedCounts();
     const bool coalesce = keys.empty() && !counts.empty();
     std::vector<std::string> outputs;  // per final_ entry, as the last aggregate names it
     std::vector<AggregateCall> partials;
@@ -3617,13 +3624,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
             return f.function == "sum" || f.function == "min" || f.function == "max";
           });
       // Counts: a grouping with no keys over no rows counts 0, where a regrouped sum is NULL.
-      std::set<std::string> counts;
-      for (const auto& p : partial_) {
-        if (p.function != "count" && p.function != "count_all") continue;
-        for (const auto& f : final_) {
-          if (f.input == p.output) counts.insert(f.output);
-        }
-      }
+      const std::set<std::string> counts = MergedCounts();
       std::vector<std::unique_ptr<PlanNode>> inputs;
       for (size_t i = 0; i + 1 < grouping_sets_.size(); ++i) inputs.push_back(plan::CopyPlan(*pre));
       inputs.push_back(std::move(pre));
