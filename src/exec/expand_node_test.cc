@@ -36,7 +36,12 @@ arrow::Result<std::shared_ptr<arrow::Table>> RunExpand(
   ARROW_ASSIGN_OR_RAISE(
       auto expanded, Expanded(ac::Declaration("table_source", ac::TableSourceNodeOptions(table, 7)),
                               std::move(projections), std::move(names)));
-  ARROW_ASSIGN_OR_RAISE(auto got, ac::DeclarationToTable(std::move(expanded), false));
+  // A node that miscounts its batches leaves the plan waiting for ever: fail instead of hang.
+  auto done = ac::DeclarationToTableAsync(std::move(expanded), /*use_threads=*/true);
+  if (!done.Wait(/*seconds=*/60)) {
+    return arrow::Status::Invalid("the plan did not finish in 60 s (miscounted batches?)");
+  }
+  ARROW_ASSIGN_OR_RAISE(auto got, done.result());
   return got->CombineChunks();
 }
 
