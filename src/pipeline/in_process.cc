@@ -8,8 +8,8 @@
 #include <iostream>
 
 #include "common/status.h"
-#include "plan/compute_init.h"
 #include "exec/fragment_runner.h"
+#include "plan/compute_init.h"
 #include "plan/plan_codec.h"
 
 namespace sluice::pipeline {

@@ -48,7 +48,8 @@ class InProcessStageTest : public ::testing::Test {
 
   // Task s0p<partition>: reads `key` and writes it to `out`.
   plan::Fragment Copy(int32_t partition, const std::string& key, const std::string& out) {
-    plan::Fragment f{"run-1", 0, partition, 7, {store_url_, (home_ / "cache").string(), {}, {}}, {}};
+    plan::Fragment f{"run-1", 0, partition, 7, {store_url_, (home_ / "cache").string(), {}, {}},
+                     {}};
     f.root =
         plan::Chain({plan::Step(plan::ScanObjects{"ipc", {key}, partition, "", schema_, false}),
                      plan::Step(plan::WriteSink{"ipc", out})});

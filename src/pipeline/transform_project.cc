@@ -80,7 +80,8 @@ arrow::Result<std::string> NewTransform(const std::string& parent, const std::st
   }
   ARROW_RETURN_NOT_OK(WriteTemplate((dir / "CMakeLists.txt").string(), kCMakeLists, name));
   ARROW_RETURN_NOT_OK(WriteTemplate((dir / "src" / "transform.cpp").string(), kTransformCpp, name));
-  ARROW_RETURN_NOT_OK(WriteTemplate((dir / "tests" / "transform_test.cpp").string(), kTransformTest, name));
+  ARROW_RETURN_NOT_OK(
+      WriteTemplate((dir / "tests" / "transform_test.cpp").string(), kTransformTest, name));
   ARROW_RETURN_NOT_OK(WriteTemplate((dir / "transform.toml").string(), kTransformToml, name));
   ARROW_RETURN_NOT_OK(WriteTemplate((dir / "pipeline.toml").string(), kPipelineToml, name));
   ARROW_RETURN_NOT_OK(WriteTemplate((dir / "job.toml").string(), kJobToml, name));

@@ -45,9 +45,8 @@ class NullUnlessTest : public ::testing::Test {
     }
     auto got_array = got->make_array();
     ASSERT_TRUE(got_array->ValidateFull().ok()) << got_array->ValidateFull().ToString();
-    EXPECT_TRUE(got_array->Equals(*want->make_array()))
-        << got_array->ToString() << "\nvs\n"
-        << want->make_array()->ToString();
+    EXPECT_TRUE(got_array->Equals(*want->make_array())) << got_array->ToString() << "\nvs\n"
+                                                        << want->make_array()->ToString();
     EXPECT_EQ(got_array->null_count(), want->make_array()->null_count());
   }
 };

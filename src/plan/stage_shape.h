@@ -9,12 +9,12 @@
 // the WHOLE `right` side only (true of inner, left, semi and anti joins, whichever side the hash
 // table is built on). An inner join's are symmetric, so the path may also pass through its
 // `right` side. (A `right` side read whole may still skip rows that can match nothing: see
-// plan/split_key_ranges.h.) The same holds of a hash partition read in place of `input`, and of a join
-// whose two sides are partitions with the same number on exactly its keys. Rows stay partitioned
-// on their columns through filters, projections that pass those columns on (under new names) and
-// the `input` side of joins; and a final aggregate over partials partitioned on exactly its keys
-// outputs rows partitioned on them, each task holding whole groups no other task has, so it may
-// sit below a join of two partitions (a join with a grouped subquery on its group keys). Any
+// plan/split_key_ranges.h.) The same holds of a hash partition read in place of `input`, and of a
+// join whose two sides are partitions with the same number on exactly its keys. Rows stay
+// partitioned on their columns through filters, projections that pass those columns on (under new
+// names) and the `input` side of joins; and a final aggregate over partials partitioned on exactly
+// its keys outputs rows partitioned on them, each task holding whole groups no other task has, so
+// it may sit below a join of two partitions (a join with a grouped subquery on its group keys). Any
 // other aggregate, a sort or a limit needs all of its rows: none sits between a stage's top and
 // its split (a broadcast side may hold an aggregate: each task computes it over the whole
 // table). A plan or a part of one that cannot be cut runs in-process, with its reason: slower,
