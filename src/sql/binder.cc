@@ -979,6 +979,17 @@ arrow::Result<cp::Expression> Binder::Column(const json& ref, Scope scope) {
   return cp::field_ref(column->id());
 }
 
+// A NULL literal as written, whose type nothing has decided yet.
+bool IsUntypedNull(const cp::Expression& e) {
+  return e.literal() != nullptr && e.literal()->type()->id() == arrow::Type::NA;
+}
+
+// `e`, or where it is an untyped NULL, the unknown boolean, as a condition reads it (WHERE NULL
+// keeps no row, as in PostgreSQL).
+cp::Expression UnknownAsBoolean(const cp::Expression& e) {
+  return IsUntypedNull(e) ? cp::literal(arrow::MakeNullScalar(arrow::boolean())) : e;
+}
+
 void Binder::UnifyBranches(std::vector<cp::Expression>* values, Scope scope) {
   const auto scope_schema = SchemaFor(scope);
   const arrow::Schema& schema = *scope_schema;
@@ -1175,6 +1186,10 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     const std::string& op, const json& e, cp::Expression l, cp::Expression r, Scope scope) {
   static const std::set<std::string> kComparisons = {"=", "<>", "!=", "<", "<=", ">", ">="};
   static const std::set<std::string> kDateOperators = {"-", "=", "<>", "!=", "<", "<=", ">", ">="};
+  if (kComparisons.count(op) && IsUntypedNull(l) && IsUntypedNull(r)) {
+    // NULL = NULL is unknown; Arrow has no comparison of two null-typed values.
+    return UnknownAsBoolean(l);
+  }
   if (kComparisons.count(op) || op == "+" || op == "-" || op == "*" || op == "/" || op == "%") {
     const auto schema = SchemaFor(scope);
     ARROW_ASSIGN_OR_RAISE(l, NumberLiteral(l, r, *schema, e));
@@ -1353,6 +1368,20 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     auto in = cp::and_(cp::greater_equal(x_lo, lo), cp::less_equal(x_hi, hi));
     return kind == "AEXPR_BETWEEN" ? in : cp::not_(in);
   }
+  if (kind == "AEXPR_DISTINCT" || kind == "AEXPR_NOT_DISTINCT") {
+    // a IS DISTINCT FROM b: a <> b where both are known, else whether just one is NULL. Never
+    // NULL itself.
+    ARROW_ASSIGN_OR_RAISE(auto l, Expr(e.at("lexpr"), scope));
+    ARROW_ASSIGN_OR_RAISE(auto r, Expr(e.at("rexpr"), scope));
+    ARROW_ASSIGN_OR_RAISE(l, FoldConstantSubtrees(l));
+    ARROW_ASSIGN_OR_RAISE(r, FoldConstantSubtrees(r));
+    cp::Expression distinct = cp::literal(false);  // NULL and NULL
+    if (!IsUntypedNull(l) || !IsUntypedNull(r)) {
+      ARROW_ASSIGN_OR_RAISE(auto differ, BinaryOperator("<>", e, l, r, scope));
+      distinct = cp::call("coalesce", {differ, cp::call("xor", {cp::is_null(l), cp::is_null(r)})});
+    }
+    return kind == "AEXPR_DISTINCT" ? distinct : cp::not_(distinct);
+  }
   if (kind == "AEXPR_NULLIF") {
     ARROW_ASSIGN_OR_RAISE(auto a, Expr(e.at("lexpr"), scope));
     ARROW_ASSIGN_OR_RAISE(auto b, Expr(e.at("rexpr"), scope));
@@ -1464,7 +1493,8 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
     auto bound = Expr(call.at("agg_filter"), Scope::kRow);
     in_aggregate_ = false;
     ARROW_RETURN_NOT_OK(bound.status());
-    ARROW_ASSIGN_OR_RAISE(auto condition, Typecheck(*bound, call.at("agg_filter"), RowSchema()));
+    ARROW_ASSIGN_OR_RAISE(auto condition,
+                          Typecheck(UnknownAsBoolean(*bound), call.at("agg_filter"), RowSchema()));
     ARROW_ASSIGN_OR_RAISE(auto typed, condition.Bind(RowSchema()));
     if (!typed.type()->Equals(*arrow::boolean())) {
       return Error(call.at("agg_filter"),
@@ -2305,10 +2335,7 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
     for (const auto& a : body->at("args")) {
       ARROW_ASSIGN_OR_RAISE(auto e, Expr(a, scope));
       // A bare NULL is an unknown boolean here (NULL OR true is true).
-      if (e.literal() != nullptr && e.literal()->type()->id() == arrow::Type::NA) {
-        e = cp::literal(arrow::MakeNullScalar(arrow::boolean()));
-      }
-      args.push_back(e);
+      args.push_back(UnknownAsBoolean(e));
     }
     const std::string op = body->value("boolop", "");
     if (op == "NOT_EXPR") return cp::not_(args.at(0));
@@ -2340,7 +2367,12 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
       const auto& when = w.at("CaseWhen");
       // A condition too is only evaluated where no earlier one held.
       ARROW_ASSIGN_OR_RAISE(auto c, bind_branch(when.at("expr"), none_before));
-      if (subject.has_value()) c = cp::equal(*subject, c);
+      if (subject.has_value()) {
+        ARROW_ASSIGN_OR_RAISE(c, BinaryOperator("=", when.at("expr"), *subject, c, scope));
+      }
+      // WHEN NULL never holds. Arrow's case_when must not see a null-typed condition: it
+      // crashed on one (CASE WHEN NULL THEN 1 ELSE 2 END).
+      c = UnknownAsBoolean(c);
       const cp::Expression taken = cp::call("coalesce", {c, cp::literal(false)});
       ARROW_ASSIGN_OR_RAISE(auto v, bind_branch(when.at("result"), cp::and_(none_before, taken)));
       none_before = cp::and_(none_before, cp::not_(taken));
@@ -2728,6 +2760,7 @@ arrow::Status Binder::BindWhereCondition(const json& node, std::vector<cp::Expre
   }
   const int refs = outer_refs_;
   ARROW_ASSIGN_OR_RAISE(auto e, Expr(node, Scope::kRow));
+  e = UnknownAsBoolean(e);
   ARROW_ASSIGN_OR_RAISE(e, Typecheck(e, node, RowSchema()));
   ARROW_ASSIGN_OR_RAISE(auto typed, e.Bind(RowSchema()));
   if (!typed.type()->Equals(*arrow::boolean())) {
