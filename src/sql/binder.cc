@@ -565,12 +565,19 @@ class Binder {
   // it to decimal(19, 0), and a few such steps overflow decimal128's 38 digits (1 - l_discount).
   cp::Expression NarrowIntegerLiteral(const cp::Expression& literal, const cp::Expression& other,
                                       const arrow::Schema& schema) {
-    if (literal.literal() == nullptr || literal.literal()->type()->id() != arrow::Type::INT64) {
+    // Any integer type: CAST(2 AS int) is an int32, which Arrow widened to decimal(10, 0).
+    if (literal.literal() == nullptr || !arrow::is_integer(literal.literal()->type()->id())) {
       return literal;
     }
     auto bound = other.Bind(schema);
     if (!bound.ok() || bound->type()->id() != arrow::Type::DECIMAL128) return literal;
-    const int64_t v = static_cast<const arrow::Int64Scalar&>(*literal.literal()->scalar()).value;
+    if (!literal.literal()->scalar()->is_valid) {
+      // A NULL stays NULL (CAST(NULL AS bigint) + d once read as d + 0).
+      return cp::literal(arrow::MakeNullScalar(arrow::decimal128(1, 0)));
+    }
+    auto as_int64 = literal.literal()->scalar()->CastTo(arrow::int64());
+    if (!as_int64.ok()) return literal;  // a uint64 past int64's range
+    const int64_t v = static_cast<const arrow::Int64Scalar&>(**as_int64).value;
     const int32_t digits = static_cast<int32_t>(std::to_string(v < 0 ? -v : v).size());
     return cp::literal(std::make_shared<arrow::Decimal128Scalar>(arrow::Decimal128(v),
                                                                  arrow::decimal128(digits, 0)));
@@ -993,17 +1000,29 @@ cp::Expression UnknownAsBoolean(const cp::Expression& e) {
 void Binder::UnifyBranches(std::vector<cp::Expression>* values, Scope scope) {
   const auto scope_schema = SchemaFor(scope);
   const arrow::Schema& schema = *scope_schema;
+  for (auto& v : *values) {
+    // A cast constant (CAST(NULL AS bigint)) as the literal it is, to be typed below. Only a
+    // cast: a branch's other constants (1/0) must fail only where a row reaches them.
+    const auto* call = v.call();
+    if (call != nullptr && call->function_name == "cast" && cp::FieldsInExpression(v).empty()) {
+      auto folded = FoldConstantSubtrees(v);
+      if (folded.ok()) v = *std::move(folded);
+    }
+  }
   std::shared_ptr<arrow::DataType> common;
   for (const auto& v : *values) {
+    // Not a NULL's type: COALESCE(CAST(NULL AS bigint), d) is a decimal.
+    const bool null_literal = v.literal() != nullptr && !v.literal()->scalar()->is_valid;
     auto typed = v.Bind(schema);
-    if (typed.ok() && typed->type()->id() != arrow::Type::NA && common == nullptr) {
+    if (typed.ok() && typed->type()->id() != arrow::Type::NA && !null_literal &&
+        common == nullptr) {
       common = typed->type()->GetSharedPtr();
     }
   }
   if (common == nullptr) return;
   for (auto& v : *values) {
     const auto* lit = v.literal();
-    if (lit != nullptr && lit->type()->id() == arrow::Type::NA) {
+    if (lit != nullptr && (lit->type()->id() == arrow::Type::NA || !lit->scalar()->is_valid)) {
       v = cp::literal(arrow::MakeNullScalar(common));
     } else if (lit != nullptr && common->id() == arrow::Type::DECIMAL128) {
       for (const auto& other : *values) {
@@ -2068,6 +2087,10 @@ arrow::Result<cp::Expression> Binder::ScalarFunction(const json& call, const std
     const auto id = typed.type()->id();
     int64_t digits = 0;
     if (bound.size() == 2) {
+      // round(x, NULL) is NULL, as in PostgreSQL.
+      if (!bound[1].literal()->scalar()->is_valid) {
+        return cp::literal(arrow::MakeNullScalar(typed.type()->GetSharedPtr()));
+      }
       ARROW_ASSIGN_OR_RAISE(auto d, bound[1].literal()->scalar()->CastTo(arrow::int64()));
       digits = static_cast<const arrow::Int64Scalar&>(*d).value;
     }
@@ -2091,19 +2114,32 @@ arrow::Result<cp::Expression> Binder::ScalarFunction(const json& call, const std
     return cp::call(fn, {bound[0]}, cp::TrimOptions(chars));
   }
   if (name == "substring" || name == "substr") {
-    if (bound.size() < 2 || bound[1].literal() == nullptr ||
-        (bound.size() == 3 && bound[2].literal() == nullptr)) {
-      return Unsupported(call, "SUBSTRING with non-constant positions");
+    if (bound.size() < 2 || bound.size() > 3) {
+      return Error(call, "function " + name + " takes 2 or 3 arguments");
     }
-    const int64_t start =
-        std::static_pointer_cast<arrow::Int64Scalar>(bound[1].literal()->scalar())->value - 1;
+    // The start and the length: integer constants (a NULL makes NULL, as in PostgreSQL).
+    std::vector<int64_t> at;
+    for (size_t i = 1; i < bound.size(); ++i) {
+      const auto* lit = bound[i].literal();
+      if (lit != nullptr && !lit->scalar()->is_valid) {
+        return cp::literal(arrow::MakeNullScalar(arrow::utf8()));
+      }
+      if (lit != nullptr && lit->type()->id() == arrow::Type::STRING) {
+        return Unsupported(call, "SUBSTRING with a regular expression");
+      }
+      if (lit == nullptr || !arrow::is_integer(lit->type()->id())) {
+        return Unsupported(call, "SUBSTRING with positions that are not integer constants");
+      }
+      ARROW_ASSIGN_OR_RAISE(auto v, lit->scalar()->CastTo(arrow::int64()));
+      at.push_back(static_cast<const arrow::Int64Scalar&>(*v).value);
+    }
+    if (at.size() == 2 && at[1] < 0) return Error(call, "negative substring length not allowed");
+    const int64_t start = at[0] - 1;
+    const int64_t most = std::numeric_limits<int64_t>::max();
     const int64_t stop =
-        bound.size() == 3
-            ? start +
-                  std::static_pointer_cast<arrow::Int64Scalar>(bound[2].literal()->scalar())->value
-            : std::numeric_limits<int64_t>::max();
+        at.size() == 2 && at[1] <= most - std::max<int64_t>(start, 0) ? start + at[1] : most;
     return cp::call("utf8_slice_codeunits", {bound[0]},
-                    cp::SliceOptions(std::max<int64_t>(start, 0), stop));
+                    cp::SliceOptions(std::max<int64_t>(start, 0), std::max<int64_t>(stop, 0)));
   }
   static const std::map<std::string, std::string> kScalar = {
       {"abs", "abs"}, {"lower", "utf8_lower"}, {"upper", "utf8_upper"}, {"length", "utf8_length"}};
