@@ -2,6 +2,7 @@
 
 #include <arrow/acero/map_node.h>
 #include <arrow/acero/query_context.h>
+#include <arrow/array/util.h>
 #include <arrow/compute/api.h>
 
 #include <algorithm>
@@ -127,7 +128,8 @@ class ProjectNode : public ac::MapNode {
                             cp::SimplifyWithGuarantee(bound_[i], batch.guarantee));
       auto value = cp::ExecuteScalarExpression(simplified, batch, ctx);
       if (!value.ok()) return AddContext(value.status(), contexts_[i]);
-      values[i] = std::move(*value);
+      ARROW_ASSIGN_OR_RAISE(values[i],
+                            NullScalarAsArray(*std::move(value), batch.length, ctx->memory_pool()));
     }
     return values;
   }
@@ -147,6 +149,13 @@ arrow::Status RegisterProject() {
 }
 
 }  // namespace
+
+arrow::Result<arrow::Datum> NullScalarAsArray(arrow::Datum value, int64_t length,
+                                              arrow::MemoryPool* pool) {
+  if (!value.is_scalar() || value.scalar()->is_valid) return value;
+  ARROW_ASSIGN_OR_RAISE(auto nulls, arrow::MakeArrayOfNull(value.type(), length, pool));
+  return arrow::Datum(std::move(nulls));
+}
 
 std::string OutputLabel(const std::string& name, const cp::Expression& expression,
                         const plan::ColumnTexts* texts) {

@@ -5,6 +5,8 @@
 
 #include <arrow/acero/exec_plan.h>
 #include <arrow/compute/expression.h>
+#include <arrow/datum.h>
+#include <arrow/memory_pool.h>
 #include <arrow/result.h>
 
 #include <string>
@@ -19,6 +21,13 @@ namespace sluice::exec {
 /// hidden columns in `texts` read as what they compute (plan/column_texts.h).
 std::string OutputLabel(const std::string& name, const arrow::compute::Expression& expression,
                         const plan::ColumnTexts* texts = nullptr);
+
+/// `value` (a column of a batch of `length` rows), where it is a NULL scalar, as an array of
+/// NULLs. Arrow 26's min and max over a batch given as a NULL scalar take its unset value (0,
+/// '') as a row's, so min(x) over `SELECT 1 ... UNION ALL SELECT NULL ...` gave 0; no
+/// projection of ours hands on a NULL scalar.
+arrow::Result<arrow::Datum> NullScalarAsArray(arrow::Datum value, int64_t length,
+                                              arrow::MemoryPool* pool);
 
 /// `input` with the columns `expressions`, named `names`, as Acero's project computes them. An
 /// expression that fails on a row fails the plan with its error prefixed by `labels[i]`, or,
