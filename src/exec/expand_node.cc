@@ -96,8 +96,8 @@ class ExpandNode : public ac::ExecNode {
       for (size_t i = 0; i < projection.size(); ++i) {
         auto value = cp::ExecuteScalarExpression(projection[i], batch, ctx);
         if (!value.ok()) return AddContext(value.status(), labels_[p][i]);
-        ARROW_ASSIGN_OR_RAISE(values[i], NullScalarAsArray(*std::move(value), batch.length,
-                                                           ctx->memory_pool()));
+        ARROW_ASSIGN_OR_RAISE(
+            values[i], NullScalarAsArray(*std::move(value), batch.length, ctx->memory_pool()));
       }
       ARROW_RETURN_NOT_OK(
           output_->InputReceived(this, cp::ExecBatch(std::move(values), batch.length)));
