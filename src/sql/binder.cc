@@ -1183,6 +1183,23 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     if (typed.ok() && arrow::is_integer(typed->type()->id()) && scale <= 18) {
       arg = cp::call("cast", {arg}, cp::CastOptions::Safe(arrow::decimal128(38, scale)));
     }
+    // To fewer decimal places PostgreSQL rounds (half away from zero), where Arrow refuses to
+    // lose digits: CAST(3.99 AS numeric(3, 1)) is 4.0. One more digit of precision first, for a
+    // carry (9.99 to 10.0).
+    if (typed.ok() && arrow::is_floating(typed->type()->id())) {
+      // A double too: half away from zero at the scale (Arrow's cast rounds 2.5 to 2).
+      arg = cp::call("round", {arg}, cp::RoundOptions(scale, cp::RoundMode::HALF_TOWARDS_INFINITY));
+    }
+    if (typed.ok() && typed->type()->id() == arrow::Type::DECIMAL128) {
+      const auto& from = static_cast<const arrow::Decimal128Type&>(*typed->type());
+      if (from.scale() > scale && from.precision() < 38) {
+        arg =
+            cp::call("cast", {arg},
+                     cp::CastOptions::Safe(arrow::decimal128(from.precision() + 1, from.scale())));
+        arg =
+            cp::call("round", {arg}, cp::RoundOptions(scale, cp::RoundMode::HALF_TOWARDS_INFINITY));
+      }
+    }
   }
   if (arrow::is_integer(to->id())) {
     // PostgreSQL rounds a numeric or float to an integer (half away from zero); Arrow's safe
