@@ -2460,6 +2460,8 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
       if (!t.ok()) return Error(*body, std::string("GREATEST/LEAST ") + t.status().message());
       common = *t;
     }
+    // Every argument NULL as written: NULL (Arrow has no kernel over null-typed values).
+    if (common->id() == arrow::Type::NA) return cp::literal(arrow::MakeNullScalar(common));
     for (auto& a : args) {
       ARROW_ASSIGN_OR_RAISE(auto typed, a.Bind(*schema));
       if (!typed.type()->Equals(*common)) {
