@@ -2203,9 +2203,21 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
     // position(sub IN s) parses to position(s, sub); 1-based, 0 where absent.
     ARROW_RETURN_NOT_OK(arity(2, 2));
     ARROW_ASSIGN_OR_RAISE(auto sub, text(1, "substring"));
-    auto found = cp::call("find_substring", {bound[0]}, cp::MatchSubstringOptions(sub));
-    return cp::call("add", {cp::call("cast", {found}, cp::CastOptions::Safe(arrow::int64())),
-                            cp::literal(int64_t{1})});
+    auto found =
+        cp::call("cast", {cp::call("find_substring", {bound[0]}, cp::MatchSubstringOptions(sub))},
+                 cp::CastOptions::Safe(arrow::int64()));
+    if (sub.empty()) return cp::call("add", {found, cp::literal(int64_t{1})});
+    // In characters, not bytes (find_substring's offset): position('本' IN '日本語') is 2. The
+    // characters before the first occurrence are those of the text a split there leaves first.
+    auto before = cp::call(
+        "list_element",
+        {cp::call("split_pattern", {bound[0]}, cp::SplitPatternOptions(sub, /*max_splits=*/1)),
+         cp::literal(int32_t{0})});
+    auto chars = cp::call("cast", {cp::call("utf8_length", {before})},
+                          cp::CastOptions::Safe(arrow::int64()));
+    return cp::call("if_else",
+                    {cp::call("less", {found, cp::literal(int64_t{0})}), cp::literal(int64_t{0}),
+                     cp::call("add", {chars, cp::literal(int64_t{1})})});
   }
   if (name == "replace") {
     ARROW_RETURN_NOT_OK(arity(3, 3));
