@@ -2223,6 +2223,9 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
     ARROW_RETURN_NOT_OK(arity(3, 3));
     ARROW_ASSIGN_OR_RAISE(auto from, text(1, "pattern"));
     ARROW_ASSIGN_OR_RAISE(auto to, text(2, "replacement"));
+    // An empty pattern replaces nothing, as in PostgreSQL; Arrow's kernel never returned and
+    // grew until the process was killed.
+    if (from.empty()) return bound[0];
     return cp::call("replace_substring", {bound[0]}, cp::ReplaceSubstringOptions(from, to));
   }
   if (name == "starts_with") {
