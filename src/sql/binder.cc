@@ -333,6 +333,13 @@ class Binder {
   // an empty "ival" object (-5 reads as {}), so those are read back from the SQL text.
   arrow::Result<int64_t> IntConstant(const json& a_const) const;
   arrow::Result<cp::Expression> Operator(const json& a_expr, Scope scope);
+  // a IS [NOT] DISTINCT FROM b (`kind` AEXPR_DISTINCT or AEXPR_NOT_DISTINCT).
+  arrow::Result<cp::Expression> DistinctFrom(const std::string& kind, const json& e, Scope scope);
+  // CASE's condition `c` of branch `when` (compared with `subject` in CASE x WHEN v), as
+  // case_when reads it.
+  arrow::Result<cp::Expression> WhenCondition(const json& when, cp::Expression c,
+                                              const std::optional<cp::Expression>& subject,
+                                              Scope scope);
   arrow::Result<cp::Expression> BinaryOperator(const std::string& op, const json& e,
                                                cp::Expression l, cp::Expression r, Scope scope);
   arrow::Result<cp::Expression> Function(const json& call, Scope scope);
@@ -1215,6 +1222,34 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
   return cp::call("cast", {arg}, cp::CastOptions::Safe(to));
 }
 
+// Apart from Operator and Expr, as BinaryOperator is: their frames stay small on the binder's
+// stack (sql_parser_test's deepest queries, under ASan).
+[[gnu::noinline]] arrow::Result<cp::Expression> Binder::DistinctFrom(const std::string& kind,
+                                                                     const json& e, Scope scope) {
+  // a IS DISTINCT FROM b: a <> b where both are known, else whether just one is NULL. Never
+  // NULL itself.
+  ARROW_ASSIGN_OR_RAISE(auto l, Expr(e.at("lexpr"), scope));
+  ARROW_ASSIGN_OR_RAISE(auto r, Expr(e.at("rexpr"), scope));
+  ARROW_ASSIGN_OR_RAISE(l, FoldConstantSubtrees(l));
+  ARROW_ASSIGN_OR_RAISE(r, FoldConstantSubtrees(r));
+  cp::Expression distinct = cp::literal(false);  // NULL and NULL
+  if (!IsUntypedNull(l) || !IsUntypedNull(r)) {
+    ARROW_ASSIGN_OR_RAISE(auto differ, BinaryOperator("<>", e, l, r, scope));
+    distinct = cp::call("coalesce", {differ, cp::call("xor", {cp::is_null(l), cp::is_null(r)})});
+  }
+  return kind == "AEXPR_DISTINCT" ? distinct : cp::not_(distinct);
+}
+
+[[gnu::noinline]] arrow::Result<cp::Expression> Binder::WhenCondition(
+    const json& when, cp::Expression c, const std::optional<cp::Expression>& subject, Scope scope) {
+  if (subject.has_value()) {
+    ARROW_ASSIGN_OR_RAISE(c, BinaryOperator("=", when, *subject, std::move(c), scope));
+  }
+  // WHEN NULL never holds. Arrow's case_when must not see a null-typed condition: it crashed on
+  // one (CASE WHEN NULL THEN 1 ELSE 2 END).
+  return UnknownAsBoolean(c);
+}
+
 // The operator `op` of a binary A_Expr over its bound operands: literal coercions, decimal
 // fitting and the kernel. Apart from Operator, which recurses once per nesting level: its own
 // frame stays small on the binder's stack.
@@ -1404,20 +1439,7 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     auto in = cp::and_(cp::greater_equal(x_lo, lo), cp::less_equal(x_hi, hi));
     return kind == "AEXPR_BETWEEN" ? in : cp::not_(in);
   }
-  if (kind == "AEXPR_DISTINCT" || kind == "AEXPR_NOT_DISTINCT") {
-    // a IS DISTINCT FROM b: a <> b where both are known, else whether just one is NULL. Never
-    // NULL itself.
-    ARROW_ASSIGN_OR_RAISE(auto l, Expr(e.at("lexpr"), scope));
-    ARROW_ASSIGN_OR_RAISE(auto r, Expr(e.at("rexpr"), scope));
-    ARROW_ASSIGN_OR_RAISE(l, FoldConstantSubtrees(l));
-    ARROW_ASSIGN_OR_RAISE(r, FoldConstantSubtrees(r));
-    cp::Expression distinct = cp::literal(false);  // NULL and NULL
-    if (!IsUntypedNull(l) || !IsUntypedNull(r)) {
-      ARROW_ASSIGN_OR_RAISE(auto differ, BinaryOperator("<>", e, l, r, scope));
-      distinct = cp::call("coalesce", {differ, cp::call("xor", {cp::is_null(l), cp::is_null(r)})});
-    }
-    return kind == "AEXPR_DISTINCT" ? distinct : cp::not_(distinct);
-  }
+  if (kind == "AEXPR_DISTINCT" || kind == "AEXPR_NOT_DISTINCT") return DistinctFrom(kind, e, scope);
   if (kind == "AEXPR_NULLIF") {
     ARROW_ASSIGN_OR_RAISE(auto a, Expr(e.at("lexpr"), scope));
     ARROW_ASSIGN_OR_RAISE(auto b, Expr(e.at("rexpr"), scope));
@@ -2435,12 +2457,7 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
       const auto& when = w.at("CaseWhen");
       // A condition too is only evaluated where no earlier one held.
       ARROW_ASSIGN_OR_RAISE(auto c, bind_branch(when.at("expr"), none_before));
-      if (subject.has_value()) {
-        ARROW_ASSIGN_OR_RAISE(c, BinaryOperator("=", when.at("expr"), *subject, c, scope));
-      }
-      // WHEN NULL never holds. Arrow's case_when must not see a null-typed condition: it
-      // crashed on one (CASE WHEN NULL THEN 1 ELSE 2 END).
-      c = UnknownAsBoolean(c);
+      ARROW_ASSIGN_OR_RAISE(c, WhenCondition(when.at("expr"), std::move(c), subject, scope));
       const cp::Expression taken = cp::call("coalesce", {c, cp::literal(false)});
       ARROW_ASSIGN_OR_RAISE(auto v, bind_branch(when.at("result"), cp::and_(none_before, taken)));
       none_before = cp::and_(none_before, cp::not_(taken));
