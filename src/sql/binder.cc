@@ -1193,10 +1193,6 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     // To fewer decimal places PostgreSQL rounds (half away from zero), where Arrow refuses to
     // lose digits: CAST(3.99 AS numeric(3, 1)) is 4.0. One more digit of precision first, for a
     // carry (9.99 to 10.0).
-    if (typed.ok() && arrow::is_floating(typed->type()->id())) {
-      // A double too: half away from zero at the scale (Arrow's cast rounds 2.5 to 2).
-      arg = cp::call("round", {arg}, cp::RoundOptions(scale, cp::RoundMode::HALF_TOWARDS_INFINITY));
-    }
     if (typed.ok() && typed->type()->id() == arrow::Type::DECIMAL128) {
       const auto& from = static_cast<const arrow::Decimal128Type&>(*typed->type());
       if (from.scale() > scale && from.precision() < 38) {
@@ -1206,6 +1202,10 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
         arg =
             cp::call("round", {arg}, cp::RoundOptions(scale, cp::RoundMode::HALF_TOWARDS_INFINITY));
       }
+    }
+    if (typed.ok() && arrow::is_floating(typed->type()->id())) {
+      // A double too: half away from zero at the scale (Arrow's cast rounds 2.5 to 2).
+      arg = cp::call("round", {arg}, cp::RoundOptions(scale, cp::RoundMode::HALF_TOWARDS_INFINITY));
     }
   }
   if (arrow::is_integer(to->id())) {
