@@ -1016,14 +1016,17 @@ void Binder::UnifyBranches(std::vector<cp::Expression>* values, Scope scope) {
       if (folded.ok()) v = *std::move(folded);
     }
   }
+  // The first column's type, else the first constant's: CASE WHEN c THEN 0 ELSE d END is a
+  // decimal, as with the 0 last. Not a NULL's type: COALESCE(CAST(NULL AS bigint), d) is too.
   std::shared_ptr<arrow::DataType> common;
-  for (const auto& v : *values) {
-    // Not a NULL's type: COALESCE(CAST(NULL AS bigint), d) is a decimal.
-    const bool null_literal = v.literal() != nullptr && !v.literal()->scalar()->is_valid;
-    auto typed = v.Bind(schema);
-    if (typed.ok() && typed->type()->id() != arrow::Type::NA && !null_literal &&
-        common == nullptr) {
-      common = typed->type()->GetSharedPtr();
+  for (bool constants : {false, true}) {
+    for (const auto& v : *values) {
+      if (common != nullptr || (v.literal() != nullptr) != constants) continue;
+      if (v.literal() != nullptr && !v.literal()->scalar()->is_valid) continue;
+      auto typed = v.Bind(schema);
+      if (typed.ok() && typed->type()->id() != arrow::Type::NA) {
+        common = typed->type()->GetSharedPtr();
+      }
     }
   }
   if (common == nullptr) return;
