@@ -6,6 +6,7 @@
 #include <arrow/memory_pool.h>
 #include <parquet/arrow/writer.h>
 #include <unistd.h>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -107,31 +108,49 @@ void PrintTable(const arrow::Table& table, std::ostream& out) {
   out << "(" << table.num_rows() << (table.num_rows() == 1 ? " row)\n" : " rows)\n");
 }
 
+// One cell as JSON: numbers and booleans as JSON's own, other values (decimals, dates, strings)
+// as their text. JSON has no infinities or NaN, so those are the strings PostgreSQL's to_json
+// gives: "Infinity", "-Infinity", "NaN".
+nlohmann::ordered_json JsonCell(const arrow::Array& column, int64_t row) {
+  if (column.IsNull(row)) return nullptr;
+  auto number = [](double v) -> nlohmann::ordered_json {
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+    return v;
+  };
+  switch (column.type_id()) {
+    case arrow::Type::BOOL:
+      return static_cast<const arrow::BooleanArray&>(column).Value(row);
+    case arrow::Type::INT8:
+      return static_cast<const arrow::Int8Array&>(column).Value(row);
+    case arrow::Type::INT16:
+      return static_cast<const arrow::Int16Array&>(column).Value(row);
+    case arrow::Type::INT32:
+      return static_cast<const arrow::Int32Array&>(column).Value(row);
+    case arrow::Type::INT64:
+      return static_cast<const arrow::Int64Array&>(column).Value(row);
+    case arrow::Type::UINT8:
+      return static_cast<const arrow::UInt8Array&>(column).Value(row);
+    case arrow::Type::UINT16:
+      return static_cast<const arrow::UInt16Array&>(column).Value(row);
+    case arrow::Type::UINT32:
+      return static_cast<const arrow::UInt32Array&>(column).Value(row);
+    case arrow::Type::UINT64:
+      return static_cast<const arrow::UInt64Array&>(column).Value(row);
+    case arrow::Type::FLOAT:
+      return number(static_cast<const arrow::FloatArray&>(column).Value(row));
+    case arrow::Type::DOUBLE:
+      return number(static_cast<const arrow::DoubleArray&>(column).Value(row));
+    default:
+      return Cell(column, row);
+  }
+}
+
 void PrintJson(const arrow::Table& table, std::ostream& out) {
   for (int64_t r = 0; r < table.num_rows(); ++r) {
     nlohmann::ordered_json row = nlohmann::ordered_json::object();
     for (int c = 0; c < table.num_columns(); ++c) {
-      auto column = table.column(c)->chunk(0);
-      const std::string& name = table.field(c)->name();
-      if (column->IsNull(r)) {
-        row[name] = nullptr;
-        continue;
-      }
-      switch (column->type_id()) {
-        case arrow::Type::INT32:
-        case arrow::Type::INT64:
-        case arrow::Type::DOUBLE:
-        case arrow::Type::FLOAT:
-        case arrow::Type::BOOL:
-          row[name] =
-              nlohmann::ordered_json::parse(Cell(*column, r) == "true"    ? "true"
-                                            : Cell(*column, r) == "false" ? "false"
-                                                                          : Cell(*column, r),
-                                            nullptr, false);
-          break;
-        default:
-          row[name] = Cell(*column, r);
-      }
+      row[table.field(c)->name()] = JsonCell(*table.column(c)->chunk(0), r);
     }
     out << row.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
   }
