@@ -1148,6 +1148,8 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     to = arrow::date32();
   } else if (type == "float8" || type == "double" || type == "float4" || type == "real") {
     to = arrow::float64();
+  } else if (type == "int2" || type == "smallint") {
+    to = arrow::int16();
   } else if (type == "int4" || type == "int" || type == "integer") {
     to = arrow::int32();
   } else if (type == "int8" || type == "bigint") {

@@ -3,6 +3,7 @@ Every query either matches DuckDB (floats to a relative 1e-9, row order where th
 or fails with a clear "not supported: ..." error; a wrong answer fails the test."""
 
 import decimal
+import json
 import math
 import re
 import subprocess
@@ -219,6 +220,24 @@ def test_output_formats_and_explain(tpch, tmp_path):
     assert len(csv.splitlines()) == 4
     json_lines = sluice.run("query", "--format", "json", sql, check=True).stdout.decode().splitlines()
     assert json_lines[0] == '{"n_name":"ALGERIA","n_nationkey":0}'
+    # Every line is strict JSON whatever the types: JSON has no infinities or NaN, so those are
+    # PostgreSQL's to_json strings; numbers of each width stay numbers, decimals stay exact text.
+    typed = ("select cast('Infinity' as double) i, -cast('Infinity' as double) m, "
+             "cast('NaN' as double) n, 0.1::double f, cast(n_nationkey as smallint) s, "
+             "nullif(n_nationkey, 0) k, 1.50 d, date '2020-01-01' + n_nationkey dt, "
+             "n_nationkey = 0 b, E'\"x\\n' t from nation where n_nationkey < 2 order by s")
+    lines = sluice.run("query", "--format", "json", typed, check=True).stdout.decode().splitlines()
+
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    rows = [json.loads(line, parse_constant=refuse) for line in lines]
+    assert rows == [
+        {"i": "Infinity", "m": "-Infinity", "n": "NaN", "f": 0.1, "s": 0, "k": None, "d": "1.50",
+         "dt": "2020-01-01", "b": True, "t": '"x\n'},
+        {"i": "Infinity", "m": "-Infinity", "n": "NaN", "f": 0.1, "s": 1, "k": 1, "d": "1.50",
+         "dt": "2020-01-02", "b": False, "t": '"x\n'},
+    ]
     table = sluice.run("query", "--format", "table", sql, check=True).stdout.decode()
     assert "(3 rows)" in table
     pq_out = tmp_path / "n.parquet"
