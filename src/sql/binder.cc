@@ -304,11 +304,18 @@ class Binder {
   // WHERE
   arrow::Status BindWhereCondition(const json& node, std::vector<cp::Expression>* local);
   arrow::Status BindExists(const json& sublink, bool negated, std::vector<cp::Expression>* local);
-  arrow::Status BindIn(const json& sublink, bool negated);
+  arrow::Status BindIn(const json& sublink, bool negated, std::vector<cp::Expression>* local);
   arrow::Result<cp::Expression> ScalarSubquery(const json& sublink, Scope scope);
   // EXISTS or IN inside an expression (under OR, in the select list): counts of the subquery's
   // matching rows, as correlated scalar subqueries.
   arrow::Result<cp::Expression> SubqueryTest(const json& sublink, Scope scope);
+  // An uncorrelated IN subquery's counts of rows and of non-NULL values, as scalar subqueries.
+  struct RowCounts {
+    cp::Expression rows, values;
+  };
+  arrow::Result<RowCounts> SubqueryCounts(const json& sublink, Scope scope);
+  // The scalar subquery `select`, written by the binder at SQL position `loc`.
+  arrow::Result<cp::Expression> SynthesizedScalar(json select, int loc, Scope scope);
   // Parse-tree nodes the binder writes itself (SubqueryTest's subqueries), kept while bound.
   std::deque<json> synthesized_;
   // `plan` under each of `joins` (kDependentJoin nodes without their input), in order.
@@ -2848,7 +2855,7 @@ arrow::Status Binder::BindWhereCondition(const json& node, std::vector<cp::Expre
   if (kind == "SubLink") {
     const std::string type = body->value("subLinkType", "");
     if (type == "EXISTS_SUBLINK") return BindExists(*body, negated, local);
-    if (type == "ANY_SUBLINK") return BindIn(*body, negated);
+    if (type == "ANY_SUBLINK") return BindIn(*body, negated, local);
   }
   const int refs = outer_refs_;
   ARROW_ASSIGN_OR_RAISE(auto e, Expr(node, Scope::kRow));
@@ -2906,13 +2913,33 @@ arrow::Status Binder::BindExists(const json& link, bool negated,
   return arrow::Status::OK();
 }
 
-arrow::Status Binder::BindIn(const json& link, bool negated) {
+arrow::Status Binder::BindIn(const json& link, bool negated, std::vector<cp::Expression>* local) {
   if (link.contains("operName") && LastName(link.at("operName")) != "=") {
     return Unsupported(link, "ANY/ALL with a comparison other than =");
   }
+  const int refs = outer_refs_;
+  const size_t scalars = row_scalars_.size();
   ARROW_ASSIGN_OR_RAISE(auto x, Expr(link.at("testexpr"), Scope::kRow));
+  std::shared_ptr<arrow::Field> computed;  // x's column, where x is an expression
+  PlanNode* key_project = nullptr;         // and the projection that computes it
   if (x.field_ref() == nullptr) {
-    return Unsupported(link.at("testexpr"), "IN (subquery) on an expression (only on a column)");
+    // The semi join's key is a column: an expression of this level's columns is computed into
+    // one under the joins, beside the columns it reads.
+    if (outer_refs_ != refs || row_scalars_.size() != scalars) {
+      return Unsupported(link.at("testexpr"),
+                         "IN (subquery) on an expression that reads the outer query's columns or "
+                         "a subquery");
+    }
+    ARROW_ASSIGN_OR_RAISE(auto typed, x.Bind(RowSchema()));
+    const std::string id = ctx_.NewId("in_key");
+    auto project = plan::MakeNode(PlanNode::Kind::kProject);
+    project->keep_input = true;
+    project->expressions.push_back(x);
+    project->names.push_back(id);
+    key_project = project.get();
+    semi_joins_.push_back(std::move(project));
+    computed = arrow::field(id, typed.type()->GetSharedPtr(), /*nullable=*/true);
+    x = cp::field_ref(id);
   }
   Binder child(ctx_, this, this);
   ARROW_ASSIGN_OR_RAISE(Relation r,
@@ -2946,11 +2973,26 @@ arrow::Status Binder::BindIn(const json& link, bool negated) {
     }
   }
   if (r.columns.size() != 1) return Error(link, "subquery has too many columns");
-  auto outer_field = RowSchema().GetFieldByName(*x.field_ref()->name());
   const auto& inner_field = r.columns[0].field;
+  if (computed != nullptr && computed->type()->id() == arrow::Type::NA) {
+    // NULL IN (...): a NULL of the subquery column's type.
+    key_project->expressions[0] =
+        cp::call("cast", {key_project->expressions[0]}, cp::CastOptions::Safe(inner_field->type()));
+    computed = computed->WithType(inner_field->type());
+  }
+  auto outer_field = computed ? computed : RowSchema().GetFieldByName(*x.field_ref()->name());
   if (negated && (outer_field == nullptr || outer_field->nullable() || inner_field->nullable())) {
-    // NOT IN is NULL, not true, once either side has a NULL; an anti join would keep the row.
-    return Unsupported(link, "NOT IN over a column that may be NULL (write it as NOT EXISTS)");
+    // NOT IN is NULL, not true, once either side has a NULL, where the anti join keeps the row.
+    // A row passes only where the subquery has no rows, or where x is not NULL and the
+    // subquery no NULL: the subquery's counts of rows and of values say which.
+    if (correlated || outer_field == nullptr) {
+      return Unsupported(
+          link, "a correlated NOT IN over a column that may be NULL (write it as NOT EXISTS)");
+    }
+    ARROW_ASSIGN_OR_RAISE(RowCounts counts, SubqueryCounts(link, Scope::kRow));
+    const auto zero = cp::literal(int64_t{0});
+    local->push_back(cp::or_(cp::equal(counts.rows, zero),
+                             cp::and_(cp::is_valid(x), cp::equal(counts.values, counts.rows))));
   }
   auto join = plan::MakeNode(PlanNode::Kind::kDependentJoin);
   join->join_type = negated ? JoinType::kAnti : JoinType::kSemi;
@@ -2973,33 +3015,64 @@ arrow::Status Binder::BindIn(const json& link, bool negated) {
   return arrow::Status::OK();
 }
 
-arrow::Result<cp::Expression> Binder::SubqueryTest(const json& link, Scope scope) {
-  const int loc = Location(link);
-  auto name = [](const std::string& s) { return json{{"String", {{"sval", s}}}}; };
-  auto column = [&](std::vector<std::string> parts) {
+// Parse-tree nodes as libpg_query writes them, for the queries the binder writes itself, each
+// at the SQL position `loc` of what it stands for (errors in them point there).
+struct TreeWriter {
+  int loc;
+  static json Name(const std::string& s) { return json{{"String", {{"sval", s}}}}; }
+  json Column(const std::vector<std::string>& parts) const {
     json fields = json::array();
-    for (const auto& p : parts) fields.push_back(name(p));
+    for (const auto& p : parts) fields.push_back(Name(p));
     return json{{"ColumnRef", {{"fields", fields}, {"location", loc}}}};
-  };
-  auto call = [&](const std::string& fn, std::optional<json> arg) {
-    json body = {{"funcname", json::array({name(fn)})}, {"location", loc}};
+  }
+  // count(*) without an argument, else count(arg).
+  json Count(std::optional<json> arg) const {
+    json body = {{"funcname", json::array({Name("count")})}, {"location", loc}};
     if (arg) {
       body["args"] = json::array({*arg});
     } else {
       body["agg_star"] = true;
     }
     return json{{"FuncCall", body}};
-  };
-  auto target = [&](json value) {
-    return json::array({json{{"ResTarget", {{"val", std::move(value)}, {"location", loc}}}}});
-  };
-  // A scalar subquery over `select`, bound here; its json lives as long as this binder.
-  auto scalar = [&](json select) -> arrow::Result<cp::Expression> {
-    synthesized_.push_back(json{{"subLinkType", "EXPR_SUBLINK"},
-                                {"subselect", {{"SelectStmt", std::move(select)}}},
-                                {"location", loc}});
-    return ScalarSubquery(synthesized_.back(), scope);
-  };
+  }
+  // SELECT value FROM (subselect) AS alias(v)
+  json SelectFrom(json value, const json& subselect, const std::string& alias) const {
+    return json{
+        {"targetList",
+         json::array({json{{"ResTarget", {{"val", std::move(value)}, {"location", loc}}}}})},
+        {"fromClause",
+         json::array({json{
+             {"RangeSubselect",
+              {{"subquery", {{"SelectStmt", subselect}}},
+               {"alias", {{"aliasname", alias}, {"colnames", json::array({Name("v")})}}}}}}})},
+        {"op", "SETOP_NONE"}};
+  }
+};
+
+arrow::Result<cp::Expression> Binder::SynthesizedScalar(json select, int loc, Scope scope) {
+  synthesized_.push_back(json{{"subLinkType", "EXPR_SUBLINK"},
+                              {"subselect", {{"SelectStmt", std::move(select)}}},
+                              {"location", loc}});
+  return ScalarSubquery(synthesized_.back(), scope);
+}
+
+arrow::Result<Binder::RowCounts> Binder::SubqueryCounts(const json& link, Scope scope) {
+  const TreeWriter tree{Location(link)};
+  const json& subselect = link.at("subselect").at("SelectStmt");
+  const std::string alias = "__in" + std::to_string(ctx_.next_id++);
+  RowCounts counts;
+  ARROW_ASSIGN_OR_RAISE(
+      counts.rows, SynthesizedScalar(tree.SelectFrom(tree.Count(std::nullopt), subselect, alias),
+                                     tree.loc, scope));
+  ARROW_ASSIGN_OR_RAISE(
+      counts.values,
+      SynthesizedScalar(tree.SelectFrom(tree.Count(tree.Column({alias, "v"})), subselect, alias),
+                        tree.loc, scope));
+  return counts;
+}
+
+arrow::Result<cp::Expression> Binder::SubqueryTest(const json& link, Scope scope) {
+  const TreeWriter tree{Location(link)};
   const json& subselect = link.at("subselect").at("SelectStmt");
   if (subselect.value("op", "SETOP_NONE") != "SETOP_NONE" || subselect.contains("groupClause") ||
       subselect.contains("havingClause") || subselect.contains("limitCount") ||
@@ -3011,10 +3084,11 @@ arrow::Result<cp::Expression> Binder::SubqueryTest(const json& link, Scope scope
   if (link.value("subLinkType", "") == "EXISTS_SUBLINK") {
     // EXISTS (q) is (SELECT count(*) FROM q) > 0.
     json select = subselect;
-    select["targetList"] = target(call("count", std::nullopt));
+    select["targetList"] = json::array(
+        {json{{"ResTarget", {{"val", tree.Count(std::nullopt)}, {"location", tree.loc}}}}});
     select.erase("distinctClause");
     select.erase("sortClause");
-    ARROW_ASSIGN_OR_RAISE(auto n, scalar(std::move(select)));
+    ARROW_ASSIGN_OR_RAISE(auto n, SynthesizedScalar(std::move(select), tree.loc, scope));
     return cp::greater(n, cp::literal(int64_t{0}));
   }
   if (link.contains("operName") && LastName(link.at("operName")) != "=") {
@@ -3028,31 +3102,17 @@ arrow::Result<cp::Expression> Binder::SubqueryTest(const json& link, Scope scope
   // x IN (q): true where q has x, NULL where it does not but has a NULL or x is NULL (and q has
   // rows), else false: the count of matches, and q's counts of rows and of values.
   const std::string alias = "__in" + std::to_string(ctx_.next_id++);
-  auto from = [&]() {
-    return json::array(
-        {json{{"RangeSubselect",
-               {{"subquery", {{"SelectStmt", subselect}}},
-                {"alias", {{"aliasname", alias}, {"colnames", json::array({name("v")})}}}}}}});
-  };
-  json matches = {{"targetList", target(call("count", std::nullopt))},
-                  {"fromClause", from()},
-                  {"whereClause",
-                   {{"A_Expr",
-                     {{"kind", "AEXPR_OP"},
-                      {"name", json::array({name("=")})},
-                      {"lexpr", column({alias, "v"})},
-                      {"rexpr", link.at("testexpr")},
-                      {"location", loc}}}}},
-                  {"op", "SETOP_NONE"}};
-  json rows = {{"targetList", target(call("count", std::nullopt))},
-               {"fromClause", from()},
-               {"op", "SETOP_NONE"}};
-  json values = {{"targetList", target(call("count", column({alias, "v"})))},
-                 {"fromClause", from()},
-                 {"op", "SETOP_NONE"}};
-  ARROW_ASSIGN_OR_RAISE(auto m, scalar(std::move(matches)));
-  ARROW_ASSIGN_OR_RAISE(auto n, scalar(std::move(rows)));
-  ARROW_ASSIGN_OR_RAISE(auto v, scalar(std::move(values)));
+  json matches = tree.SelectFrom(tree.Count(std::nullopt), subselect, alias);
+  matches["whereClause"] = {{"A_Expr",
+                             {{"kind", "AEXPR_OP"},
+                              {"name", json::array({TreeWriter::Name("=")})},
+                              {"lexpr", tree.Column({alias, "v"})},
+                              {"rexpr", link.at("testexpr")},
+                              {"location", tree.loc}}}};
+  ARROW_ASSIGN_OR_RAISE(auto m, SynthesizedScalar(std::move(matches), tree.loc, scope));
+  ARROW_ASSIGN_OR_RAISE(RowCounts counts, SubqueryCounts(link, scope));
+  const cp::Expression& n = counts.rows;
+  const cp::Expression& v = counts.values;
   ARROW_ASSIGN_OR_RAISE(auto x, Expr(link.at("testexpr"), scope));
   const auto null = cp::literal(arrow::MakeNullScalar(arrow::boolean()));
   const auto zero = cp::literal(int64_t{0});

@@ -416,9 +416,9 @@ std::vector<size_t> Sink(Slot* slot, const Exprs& conjuncts) {
           node.join_filter = kept.empty() ? cp::literal(true) : AndOf(kept);
       }
       SinkAndPlace(&node.input, to_left);
-      // What holds on the left carries over to the right. (An anti join is NOT EXISTS: the
-      // binder refuses NOT IN over a column that may be NULL, whose answer would change with
-      // the NULL keys such a condition drops.)
+      // What holds on the left carries over to the right. (An anti join is NOT EXISTS, or a
+      // NOT IN whose subquery's NULLs the binder counts in scalar subqueries of their own: the
+      // NULL keys such a condition drops change no answer.)
       if (node.join_type != JoinType::kFull) {
         for (auto& c : CarriedOverKeys(node, 0)) to_right.push_back(std::move(c));
       }

@@ -841,6 +841,17 @@ std::vector<std::unique_ptr<PlanNode>> LiftLeftJoins(std::vector<JoinInput>* rel
   return lifted;
 }
 
+// Whether `n` is a semi or anti join whose outer keys include all of `names`.
+bool IsSemiJoinOn(const PlanNode& n, const std::vector<std::string>& names) {
+  if (n.kind != PlanNode::Kind::kJoin ||
+      (n.join_type != JoinType::kSemi && n.join_type != JoinType::kAnti)) {
+    return false;
+  }
+  return std::all_of(names.begin(), names.end(), [&](const std::string& name) {
+    return std::find(n.left_keys.begin(), n.left_keys.end(), name) != n.left_keys.end();
+  });
+}
+
 // Orders the level whose WHERE Filter is at *slot (IsLevelFilter).
 arrow::Status OrderLevel(std::unique_ptr<PlanNode>* slot) {
   PlanNode& filter = **slot;
@@ -856,7 +867,15 @@ arrow::Status OrderLevel(std::unique_ptr<PlanNode>* slot) {
   std::unique_ptr<PlanNode> set = std::move(node);
   std::vector<SemiJoin> semis;
   std::vector<std::unique_ptr<PlanNode>> lefts;
-  for (auto& j : chain) {
+  for (size_t i = 0; i < chain.size(); ++i) {
+    auto& j = chain[i];
+    std::unique_ptr<PlanNode> key_project;
+    if (j->kind == PlanNode::Kind::kProject && i + 1 < chain.size() &&
+        IsSemiJoinOn(*chain[i + 1], j->names)) {
+      // The binder's projection of an IN's key that is an expression: it goes with its join.
+      key_project = std::move(j);
+      j = std::move(chain[++i]);
+    }
     if (j->kind == PlanNode::Kind::kProject || j->join_type == JoinType::kLeft) {
       lefts.push_back(std::move(j));
       continue;
@@ -865,6 +884,7 @@ arrow::Status OrderLevel(std::unique_ptr<PlanNode>* slot) {
       return arrow::Status::Invalid("internal: join_order: a semi join above a scalar subquery's");
     }
     SemiJoin s;
+    s.key_project = std::move(key_project);
     s.plan = std::move(j->right);
     s.outer_keys = j->left_keys;
     s.inner_keys = j->right_keys;

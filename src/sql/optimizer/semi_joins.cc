@@ -22,6 +22,10 @@ std::unique_ptr<PlanNode> ApplySemiJoin(std::unique_ptr<PlanNode> plan, SemiJoin
   join->left_keys = std::move(semi.outer_keys);
   join->right_keys = std::move(semi.inner_keys);
   join->join_filter = std::move(semi.filter);
+  if (semi.key_project != nullptr) {
+    semi.key_project->input = std::move(plan);
+    plan = std::move(semi.key_project);
+  }
   join->input = std::move(plan);
   join->right = std::move(semi.plan);
   return join;
@@ -39,7 +43,23 @@ std::vector<SemiJoin> PlaceSemiJoins(std::vector<JoinInput>* relations,
   for (auto& sj : semi_joins) {
     std::set<size_t> reads;
     bool elsewhere = false;
+    std::set<std::string> computed;
+    if (sj.key_project != nullptr) {
+      const PlanNode& project = *sj.key_project;
+      computed.insert(project.names.begin(), project.names.end());
+      for (const auto& e : project.expressions) {
+        for (const auto& ref : cp::FieldsInExpression(e)) {
+          auto it = owner.find(*ref.name());
+          if (it == owner.end()) {
+            elsewhere = true;
+          } else {
+            reads.insert(it->second);
+          }
+        }
+      }
+    }
     for (const auto& k : sj.outer_keys) {
+      if (computed.count(k)) continue;
       auto it = owner.find(k);
       if (it == owner.end()) {
         elsewhere = true;

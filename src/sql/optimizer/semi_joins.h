@@ -22,6 +22,9 @@ struct SemiJoin {
   arrow::compute::Expression filter = arrow::compute::literal(true);
   bool anti = false;
   double estimate = 1;  // the subquery's rows
+  // Where an outer key is an expression (`x + 1 IN (...)`): the projection (keep_input, no
+  // input yet) that computes it on the outer rows, right under the join.
+  std::unique_ptr<PlanNode> key_project;
 };
 
 /// `plan` semi or anti joined to `semi`, with `outer_estimate` (the rows of `plan`) and the

@@ -77,6 +77,44 @@ TEST_F(SemiJoinsTest, OnASmallerItemBeforeTheJoinsOnTheLargestAfter) {
   EXPECT_DOUBLE_EQ(relations[0].plan->right_estimate, 10);
 }
 
+// `o_key + 1 IN (...)`: the key's projection goes with the join, onto the item it reads, or
+// after the joins where it reads several.
+TEST_F(SemiJoinsTest, AKeyThatIsAnExpressionIsComputedUnderItsJoin) {
+  auto key = [](std::vector<std::string> reads) {
+    SemiJoin s = In("in_key#9", "s_key#2", 10);
+    auto project = std::make_unique<PlanNode>();
+    project->kind = PlanNode::Kind::kProject;
+    project->keep_input = true;
+    cp::Expression sum = cp::field_ref(reads[0]);
+    for (size_t i = 1; i < reads.size(); ++i) {
+      sum = cp::call("add", {sum, cp::field_ref(reads[i])});
+    }
+    project->expressions.push_back(cp::call("add", {sum, cp::literal(int64_t{1})}));
+    project->names.push_back("in_key#9");
+    s.key_project = std::move(project);
+    return s;
+  };
+  std::vector<JoinInput> relations;
+  relations.push_back(Scan("orders", {"o_key#0"}, 1000));
+  relations.push_back(Scan("lineitem", {"l_key#1"}, 6000));
+  std::vector<SemiJoin> semi;
+  semi.push_back(key({"o_key#0"}));
+  semi.push_back(key({"o_key#0", "l_key#1"}));
+  auto later = PlaceSemiJoins(&relations, std::move(semi));
+  EXPECT_EQ(relations[0].plan->Explain(),
+            "HashJoin semi on in_key#9 = s_key#2\n"
+            "  Project (input columns), in_key#9 := add(o_key#0, 1)\n"
+            "    Scan orders (1 files) columns=[o_key#0]\n"
+            "  Scan sub (1 files) columns=[s_key#2]\n");
+  ASSERT_EQ(later.size(), 1u);
+  auto plan = ApplySemiJoins(ScanPlan("t", {"o_key#0", "l_key#1"}), std::move(later), 100);
+  EXPECT_EQ(plan->Explain(),
+            "HashJoin semi on in_key#9 = s_key#2\n"
+            "  Project (input columns), in_key#9 := add(add(o_key#0, l_key#1), 1)\n"
+            "    Scan t (1 files) columns=[o_key#0, l_key#1]\n"
+            "  Scan sub (1 files) columns=[s_key#2]\n");
+}
+
 TEST_F(SemiJoinsTest, AfterTheJoinsInOrderHashingTheOuterSideWhenClearlySmaller) {
   std::vector<SemiJoin> semi;
   semi.push_back(In("k#0", "s#1", 1000));                // 100 outer rows, 4x fewer: hash them
