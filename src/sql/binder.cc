@@ -508,8 +508,25 @@ class Binder {
       return literal;
     }
     auto bound = other.Bind(schema);
-    if (!bound.ok() || bound->type()->id() != arrow::Type::DATE32) return literal;
+    if (!bound.ok()) return literal;
+    if (bound->type()->id() == arrow::Type::TIMESTAMP) {
+      return TimestampFromText(literal.literal()->scalar()->ToString(),
+                               bound->type()->GetSharedPtr(), node);
+    }
+    if (bound->type()->id() != arrow::Type::DATE32) return literal;
     return DateFromText(literal.literal()->scalar()->ToString(), node);
+  }
+
+  // A timestamp of `type` as ISO 8601 text reads ('2024-01-02 10:30:00', a 'T' too, with
+  // fractions of a second, and a zone offset for a timestamp with one).
+  arrow::Result<cp::Expression> TimestampFromText(const std::string& text,
+                                                  const std::shared_ptr<arrow::DataType>& type,
+                                                  const json& node) const {
+    auto value = arrow::Scalar::Parse(type, Trim(text));
+    if (!value.ok()) {
+      return Error(node, "invalid input syntax for type timestamp: \"" + text + "\"");
+    }
+    return cp::literal(*value);
   }
 
   // A string literal next to a number is that number, as PostgreSQL reads an untyped literal
@@ -1153,6 +1170,13 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
       return DateFromText(arg.literal()->scalar()->ToString(), cast);
     }
     to = arrow::date32();
+  } else if (type == "timestamp" || type == "timestamptz") {
+    // Microseconds, as PostgreSQL keeps them; with a zone, in UTC.
+    to = type == "timestamp" ? arrow::timestamp(arrow::TimeUnit::MICRO)
+                             : arrow::timestamp(arrow::TimeUnit::MICRO, "UTC");
+    if (arg.literal() != nullptr && arg.literal()->type()->id() == arrow::Type::STRING) {
+      return TimestampFromText(arg.literal()->scalar()->ToString(), to, cast);
+    }
   } else if (type == "float8" || type == "double" || type == "float4" || type == "real") {
     to = arrow::float64();
   } else if (type == "int2" || type == "smallint") {

@@ -71,6 +71,7 @@ arrow::Result<std::shared_ptr<arrow::DataType>> TypeOf(const std::string& name) 
   if (name == "float64") return arrow::float64();
   if (name == "string") return arrow::utf8();
   if (name == "date") return arrow::date32();
+  if (name == "timestamp") return arrow::timestamp(arrow::TimeUnit::MICRO);
   if (name == "bool") return arrow::boolean();
   int p = 0, s = 0;
   if (std::sscanf(name.c_str(), "decimal(%d,%d)", &p, &s) == 2) return arrow::decimal128(p, s);
@@ -88,6 +89,15 @@ std::string Format(const arrow::Scalar& v) {
       char buf[64];
       std::snprintf(buf, sizeof(buf), "%.10g", d == 0 ? 0.0 : d);  // no -0
       return buf;
+    }
+    case arrow::Type::TIMESTAMP: {
+      // As PostgreSQL prints one: no trailing zeros in the fraction of a second, nor its point.
+      std::string text = v.ToString();
+      if (text.find('.') != std::string::npos) {
+        text.erase(text.find_last_not_of('0') + 1);
+        if (text.back() == '.') text.pop_back();
+      }
+      return text;
     }
     case arrow::Type::DICTIONARY: {
       const auto& dict = static_cast<const arrow::DictionaryScalar&>(v);

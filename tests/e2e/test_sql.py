@@ -1411,6 +1411,50 @@ def test_filters_of_dictionary_strings_match_duckdb(dictionary_strings, sql, tmp
     test_sql_feature_matches_duckdb(dictionary_strings, sql, tmp_path)
 
 
+@pytest.fixture(scope="module")
+def events(tpch):
+    """A table of microsecond timestamps with NULLs, in two files (so that --workers 2 splits
+    it), beside the date of each."""
+    sluice, con, root = tpch
+    import datetime
+    import pyarrow.parquet as pq
+    folder = root / "data" / "events"
+    folder.mkdir(exist_ok=True)
+    start = datetime.datetime(2023, 12, 30, 7, 0, 0)
+    n = 4000
+    ts = [None if i % 17 == 0 else start + datetime.timedelta(minutes=37 * i, microseconds=i)
+          for i in range(n)]
+    table = pa.table({"id": pa.array(range(n), pa.int64()),
+                      "ts": pa.array(ts, pa.timestamp("us")),
+                      "day": pa.array([t.date() if t else None for t in ts], pa.date32())})
+    pq.write_table(table.slice(0, n // 2), folder / "part-0.parquet", row_group_size=700)
+    pq.write_table(table.slice(n // 2), folder / "part-1.parquet", row_group_size=700)
+    sluice.run("query", "CREATE EXTERNAL TABLE events STORED AS PARQUET LOCATION 'events'",
+               check=True)
+    con.execute(f"create view events as select * from read_parquet('{folder}/*.parquet')")
+    return tpch
+
+
+TIMESTAMP_QUERIES = [
+    "select count(*), min(ts), max(ts) from events where ts > '2024-01-15 12:00'",
+    "select id from events where ts between '2024-01-02' and timestamp '2024-01-02 06:00:00' "
+    "order by id",
+    "select date_trunc('day', ts) d, count(*), max(id) from events group by 1 order by 1",
+    "select extract(hour from ts) h, count(*) from events where ts < date '2024-01-20' "
+    "group by 1 order by 1",
+    "select id, cast(ts as date) = day from events where id % 250 = 3 order by id",
+    "select count(*) from events where ts in ('2024-01-01 00:01:00.000001', "
+    "'2023-12-30 07:37:00.000001')",
+]
+
+
+@pytest.mark.parametrize("sql", TIMESTAMP_QUERIES)
+@pytest.mark.parametrize("workers", [0, 2])
+def test_timestamps_match_duckdb_in_process_and_distributed(events, sql, workers, tmp_path):
+    sluice, con, _ = events
+    assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", str(workers))
+
+
 def test_a_cast_fails_for_a_row_that_holds_the_bad_value(dictionary_strings):
     """Where a row the filter keeps holds a value that does not cast, the error is the one the
     plain column gives."""
