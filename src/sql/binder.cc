@@ -1217,6 +1217,13 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
   } else {
     return Unsupported(cast, "CAST to " + type);
   }
+  if (arrow::is_integer(to->id()) || arrow::is_floating(to->id()) || arrow::is_decimal(to->id())) {
+    // PostgreSQL reads a number from text with spaces around it (CAST(' 12 ' AS int)).
+    auto typed = arg.Bind(*SchemaFor(scope));
+    if (typed.ok() && arrow::is_string(typed->type()->id())) {
+      arg = cp::call("utf8_trim_whitespace", {arg});
+    }
+  }
   if (to->id() == arrow::Type::DECIMAL128) {
     // Arrow refuses an integer to decimal(p, s) cast unless p holds every value of the integer
     // type (19 + s digits for int64); PostgreSQL checks the values. Through decimal(38, s), the
