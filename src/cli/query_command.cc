@@ -81,22 +81,49 @@ std::string Cell(const arrow::Array& column, int64_t row) {
   return (*scalar)->ToString();
 }
 
+// A cell on one line of the table: newlines, carriage returns and tabs as \n, \r and \t, as
+// DuckDB's table shows them, so that a value cannot break the table's lines.
+std::string OneLine(std::string s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\r') {
+      out += "\\r";
+    } else if (ch == '\t') {
+      out += "\\t";
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+// The columns `s` takes on a terminal: its UTF-8 characters (each a lead byte), not its bytes.
+size_t DisplayWidth(const std::string& s) {
+  size_t n = 0;
+  for (const char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
 void PrintTable(const arrow::Table& table, std::ostream& out) {
   std::vector<std::vector<std::string>> cells(static_cast<size_t>(table.num_columns()));
   std::vector<size_t> width(cells.size());
   for (int c = 0; c < table.num_columns(); ++c) {
-    width[c] = table.field(c)->name().size();
+    width[c] = DisplayWidth(table.field(c)->name());
     if (table.num_rows() == 0) continue;  // no rows may mean no chunks
     auto column = table.column(c)->chunk(0);
     for (int64_t r = 0; r < table.num_rows(); ++r) {
-      cells[c].push_back(Cell(*column, r));
-      width[c] = std::max(width[c], cells[c].back().size());
+      cells[c].push_back(OneLine(Cell(*column, r)));
+      width[c] = std::max(width[c], DisplayWidth(cells[c].back()));
     }
   }
   auto line = [&](auto get) {
     for (size_t c = 0; c < cells.size(); ++c) {
       const std::string s = get(c);
-      out << (c ? " | " : " ") << s << std::string(width[c] - std::min(width[c], s.size()), ' ');
+      const size_t w = DisplayWidth(s);
+      out << (c ? " | " : " ") << s << std::string(width[c] - std::min(width[c], w), ' ');
     }
     out << "\n";
   };

@@ -240,6 +240,13 @@ def test_output_formats_and_explain(tpch, tmp_path):
     ]
     table = sluice.run("query", "--format", "table", sql, check=True).stdout.decode()
     assert "(3 rows)" in table
+    # A value's newlines and tabs cannot break the table's lines; widths count characters.
+    multiline = ("select n_nationkey, E'\u00e9\\n\\tx' s from nation where n_nationkey < 2 "
+                 "order by 1")
+    lines = sluice.run("query", "--format", "table", multiline, check=True).stdout.decode()
+    assert lines.splitlines() == [" n_nationkey | s     ", "-------------+-------",
+                                  " 0           | \u00e9\\n\\tx", " 1           | \u00e9\\n\\tx",
+                                  "(2 rows)"], lines
     pq_out = tmp_path / "n.parquet"
     sluice.run("query", "--format", "parquet", "-o", pq_out, sql, check=True)
     import pyarrow.parquet as pq
