@@ -24,6 +24,7 @@
 #include "exec/int_key_join.h"
 #include "exec/int_range_pruning.h"
 #include "exec/join_gate.h"
+#include "exec/named_fragment.h"
 #include "exec/project_node.h"
 #include "exec/scan_readahead.h"
 #include "exec/shared_subplans.h"
@@ -178,7 +179,7 @@ arrow::Result<std::vector<std::shared_ptr<ds::FileFragment>>> ParquetFragments(
       }
     }
     ARROW_ASSIGN_OR_RAISE(auto fragment, make(format, source, row_groups));
-    fragments.push_back(std::move(fragment));
+    fragments.push_back(NameReadErrors(std::move(fragment), table.name));
   }
   return fragments;
 }

@@ -122,3 +122,26 @@ def test_a_fragment_without_a_source_is_refused(sluice_bin, tmp_path):
                                     "cache_dir": f"{tmp_path}/cache", "parity": {}},
                         "plan": {"kind": "dedup", "key": "k"}})
     assert "plan: missing field 'input'" in run_worker(sluice_bin, tmp_path, body)
+
+
+@pytest.mark.parametrize("workers", [[], ["--workers", "2"]])
+def test_a_corrupt_parquet_page_names_its_table_and_file(sluice, tmp_path, workers):
+    """A page whose compressed bytes are damaged: Arrow's reader says only "Unexpected end of
+    stream"; the error names the table and the file, in-process and from a worker's task."""
+    n = 200000
+    table = pa.table({"k": pa.array(range(n)), "s": [str(i * 7919) for i in range(n)]})
+    folder = tmp_path / "damaged"
+    folder.mkdir()
+    good = tmp_path / "good.parquet"
+    pq.write_table(table, good, compression="snappy")
+    data = bytearray(good.read_bytes())
+    middle = len(data) * 3 // 10  # inside a column chunk's pages, far from the footer
+    for i in range(middle, middle + 64):
+        data[i] ^= 0x5A
+    (folder / "part-0.parquet").write_bytes(bytes(data))
+    sluice.run("query", f"CREATE EXTERNAL TABLE damaged STORED AS PARQUET LOCATION "
+                        f"'{folder}'", check=True)
+    proc = sluice.run("query", *workers, "select count(*), sum(k), max(s) from damaged")
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert f"table 'damaged', file '{folder}/part-0.parquet'" in err, err
