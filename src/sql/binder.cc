@@ -32,9 +32,9 @@ namespace {
 namespace cp = arrow::compute;
 using json = nlohmann::json;
 
-constexpr const char* kAggregates[] = {"sum",      "avg",      "count",       "min",
-                                       "max",      "stddev",   "stddev_samp", "stddev_pop",
-                                       "variance", "var_samp", "var_pop"};
+constexpr const char* kAggregates[] = {
+    "sum",        "avg",      "count",    "min",     "max",      "stddev",  "stddev_samp",
+    "stddev_pop", "variance", "var_samp", "var_pop", "bool_and", "bool_or", "every"};
 
 // A final step's function in the binder only: the sum of a group's distinct values, which
 // DistinctAggregates plans as a sum over the values made distinct below it.
@@ -1572,8 +1572,10 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
   if (in_aggregate_) return Error(call, "aggregate function calls cannot be nested");
   if (call.contains("over")) return Unsupported(call, "OVER on this aggregate");
   bool star = call.value("agg_star", false);
-  // The least or greatest of the distinct values is that of all of them.
-  const bool distinct = call.value("agg_distinct", false) && name != "min" && name != "max";
+  // The least or greatest of the distinct values is that of all of them (bool_and and bool_or
+  // are those of booleans).
+  const bool distinct = call.value("agg_distinct", false) && name != "min" && name != "max" &&
+                        name != "bool_and" && name != "bool_or" && name != "every";
   std::string text_key = name + (distinct ? " distinct " : " ") + (star ? "*" : "");
   cp::Expression arg;
   if (!star) {
@@ -1678,6 +1680,16 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
     }
   } else if (name == "sum" || name == "min" || name == "max") {
     out = cp::field_ref(step(name, name, ""));
+  } else if (name == "bool_and" || name == "every" || name == "bool_or") {
+    // Over booleans false sorts first: every value true is the least of them true, and some
+    // value true the greatest. NULLs are skipped, and no value at all is NULL, as for min.
+    ARROW_ASSIGN_OR_RAISE(auto typed, arg.Bind(RowSchema()));
+    if (typed.type()->id() != arrow::Type::BOOL && typed.type()->id() != arrow::Type::NA) {
+      return Error(call, "function " + name + "(" + typed.type()->ToString() +
+                             ") does not exist; it takes a boolean");
+    }
+    const std::string fn = name == "bool_or" ? "max" : "min";
+    out = cp::field_ref(step(fn, fn, ""));
   } else if (name == "count") {
     out = cp::field_ref(step("count", "sum", ""));
   } else if (name == "avg") {

@@ -1202,6 +1202,15 @@ NULLS_AND_CASTS = [
 # NOT IN over columns that may be NULL (the anti join, and the subquery's counts of rows and
 # values), and IN or NOT IN on an expression (its key computed under the join, on the FROM item
 # it reads).
+# bool_and and bool_or, merged across the partial aggregates of a distributed query.
+BOOLEAN_AGGREGATES = [
+    "select o_orderstatus, bool_and(o_totalprice > 1000), bool_or(o_orderpriority = '1-URGENT' "
+    "and o_totalprice > 500000), count(*) from orders group by 1 order by 1",
+    "select l_returnflag, bool_or(l_discount > 0.09) filter (where l_quantity > 49), "
+    "bool_and(l_tax < 0.08) from lineitem group by 1 order by 1",
+    "select bool_and(l_shipdate > date '1992-01-01'), bool_or(l_comment like '%zzz%') from lineitem",
+]
+
 NULL_AWARE_IN = [
     "select count(*) from nation where n_nationkey not in "
     "(select case when r_regionkey < 2 then null else r_regionkey end from region)",
@@ -1219,7 +1228,8 @@ NULL_AWARE_IN = [
 
 
 @pytest.mark.parametrize(
-    "sql", CONSTANT_KEYS + DISTINCT_AGGREGATES + NULLS_AND_CASTS + NULL_AWARE_IN)
+    "sql",
+    CONSTANT_KEYS + DISTINCT_AGGREGATES + NULLS_AND_CASTS + NULL_AWARE_IN + BOOLEAN_AGGREGATES)
 @pytest.mark.parametrize("workers", [0, 2])
 def test_grouped_queries_match_duckdb_in_process_and_distributed(tpch, sql, workers, tmp_path):
     sluice, con, _ = tpch
