@@ -313,7 +313,14 @@ class Binder {
   struct RowCounts {
     cp::Expression rows, values;
   };
-  arrow::Result<RowCounts> SubqueryCounts(const json& sublink, Scope scope);
+  // `what` names the construct, in the error for a correlated one.
+  arrow::Result<RowCounts> SubqueryCounts(const json& sublink, const std::string& what,
+                                          Scope scope);
+  // x op ALL (q) and x op ANY (q) for a comparison op other than IN's and NOT IN's (= ANY and
+  // <> ALL), from q's counts and its least and greatest value.
+  arrow::Result<cp::Expression> QuantifiedComparison(const json& sublink, Scope scope);
+  // <> ALL (q) as NOT IN (q) reads it, or = ANY (q) as IN: the same sublink as IN's.
+  static json AsInSublink(const json& sublink);
   // The scalar subquery `select`, written by the binder at SQL position `loc`.
   arrow::Result<cp::Expression> SynthesizedScalar(json select, int loc, Scope scope);
   // Parse-tree nodes the binder writes itself (SubqueryTest's subqueries), kept while bound.
@@ -2583,7 +2590,10 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
   if (kind == "SubLink") {
     const std::string type = body->value("subLinkType", "");
     if (type == "EXPR_SUBLINK") return ScalarSubquery(*body, scope);
-    if (type == "EXISTS_SUBLINK" || type == "ANY_SUBLINK") return SubqueryTest(*body, scope);
+    const bool in = type == "ANY_SUBLINK" &&
+                    (!body->contains("operName") || LastName(body->at("operName")) == "=");
+    if (type == "EXISTS_SUBLINK" || in) return SubqueryTest(*body, scope);
+    if (type == "ANY_SUBLINK" || type == "ALL_SUBLINK") return QuantifiedComparison(*body, scope);
     return Unsupported(*body, "a subquery of kind " + type);
   }
   return Unsupported(body != nullptr ? *body : node, "expression " + kind);
@@ -2898,7 +2908,13 @@ arrow::Status Binder::BindWhereCondition(const json& node, std::vector<cp::Expre
   if (kind == "SubLink") {
     const std::string type = body->value("subLinkType", "");
     if (type == "EXISTS_SUBLINK") return BindExists(*body, negated, local);
-    if (type == "ANY_SUBLINK") return BindIn(*body, negated, local);
+    const std::string op = body->contains("operName") ? LastName(body->at("operName")) : "=";
+    if (type == "ANY_SUBLINK" && op == "=") return BindIn(*body, negated, local);
+    if (type == "ALL_SUBLINK" && (op == "<>" || op == "!=")) {
+      // x <> ALL (q) is x NOT IN (q): an anti join.
+      synthesized_.push_back(AsInSublink(*body));
+      return BindIn(synthesized_.back(), !negated, local);
+    }
   }
   const int refs = outer_refs_;
   ARROW_ASSIGN_OR_RAISE(auto e, Expr(node, Scope::kRow));
@@ -3032,7 +3048,9 @@ arrow::Status Binder::BindIn(const json& link, bool negated, std::vector<cp::Exp
       return Unsupported(
           link, "a correlated NOT IN over a column that may be NULL (write it as NOT EXISTS)");
     }
-    ARROW_ASSIGN_OR_RAISE(RowCounts counts, SubqueryCounts(link, Scope::kRow));
+    ARROW_ASSIGN_OR_RAISE(
+        RowCounts counts,
+        SubqueryCounts(link, "NOT IN over a column that may be NULL", Scope::kRow));
     const auto zero = cp::literal(int64_t{0});
     local->push_back(cp::or_(cp::equal(counts.rows, zero),
                              cp::and_(cp::is_valid(x), cp::equal(counts.values, counts.rows))));
@@ -3068,6 +3086,13 @@ struct TreeWriter {
     for (const auto& p : parts) fields.push_back(Name(p));
     return json{{"ColumnRef", {{"fields", fields}, {"location", loc}}}};
   }
+  // fn(arg)
+  json Call(const std::string& fn, json arg) const {
+    return json{{"FuncCall",
+                 {{"funcname", json::array({Name(fn)})},
+                  {"args", json::array({std::move(arg)})},
+                  {"location", loc}}}};
+  }
   // count(*) without an argument, else count(arg).
   json Count(std::optional<json> arg) const {
     json body = {{"funcname", json::array({Name("count")})}, {"location", loc}};
@@ -3099,9 +3124,18 @@ arrow::Result<cp::Expression> Binder::SynthesizedScalar(json select, int loc, Sc
   return ScalarSubquery(synthesized_.back(), scope);
 }
 
-arrow::Result<Binder::RowCounts> Binder::SubqueryCounts(const json& link, Scope scope) {
+arrow::Result<Binder::RowCounts> Binder::SubqueryCounts(const json& link, const std::string& what,
+                                                        Scope scope) {
   const TreeWriter tree{Location(link)};
   const json& subselect = link.at("subselect").at("SelectStmt");
+  {
+    // Read as a table of one column v below: more columns would be dropped unseen.
+    Binder child(ctx_, this, this);
+    ARROW_ASSIGN_OR_RAISE(Relation r, child.Bind(subselect, Purpose::kQuery));
+    if (r.columns.size() != 1) return Error(link, "subquery has too many columns");
+    // Its counts are read once for the whole query, not per outer row.
+    if (child.outer_references() > 0) return Unsupported(link, "a correlated " + what);
+  }
   const std::string alias = "__in" + std::to_string(ctx_.next_id++);
   RowCounts counts;
   ARROW_ASSIGN_OR_RAISE(
@@ -3112,6 +3146,69 @@ arrow::Result<Binder::RowCounts> Binder::SubqueryCounts(const json& link, Scope 
       SynthesizedScalar(tree.SelectFrom(tree.Count(tree.Column({alias, "v"})), subselect, alias),
                         tree.loc, scope));
   return counts;
+}
+
+json Binder::AsInSublink(const json& link) {
+  json in = link;
+  in["subLinkType"] = "ANY_SUBLINK";
+  in["operName"] = json::array({TreeWriter::Name("=")});
+  return in;
+}
+
+arrow::Result<cp::Expression> Binder::QuantifiedComparison(const json& link, Scope scope) {
+  const bool all = link.value("subLinkType", "") == "ALL_SUBLINK";
+  std::string op = LastName(link.at("operName"));
+  if (op == "!=") op = "<>";
+  static const std::set<std::string> kOps = {"<", "<=", ">", ">=", "=", "<>"};
+  if (!kOps.count(op)) return Unsupported(link, "ALL or ANY with the operator " + op);
+  if (all ? op == "<>" : op == "=") {
+    // NOT IN and IN: whether x is among q's values, not only beside its least and greatest.
+    synthesized_.push_back(AsInSublink(link));
+    ARROW_ASSIGN_OR_RAISE(auto in, SubqueryTest(synthesized_.back(), scope));
+    return all ? cp::not_(in) : in;
+  }
+  const TreeWriter tree{Location(link)};
+  const json& subselect = link.at("subselect").at("SelectStmt");
+  ARROW_ASSIGN_OR_RAISE(
+      RowCounts counts,
+      SubqueryCounts(link, std::string(all ? "ALL" : "ANY") + " subquery", scope));
+  const std::string alias = "__in" + std::to_string(ctx_.next_id++);
+  auto extreme = [&](const std::string& fn) {
+    return SynthesizedScalar(
+        tree.SelectFrom(tree.Call(fn, tree.Column({alias, "v"})), subselect, alias), tree.loc,
+        scope);
+  };
+  ARROW_ASSIGN_OR_RAISE(auto least, extreme("min"));
+  ARROW_ASSIGN_OR_RAISE(auto greatest, extreme("max"));
+  ARROW_ASSIGN_OR_RAISE(auto x, Expr(link.at("testexpr"), scope));
+  auto compare = [&](const std::string& o, const cp::Expression& bound) {
+    return BinaryOperator(o, link, x, bound, scope);
+  };
+  // What settles the answer once q has rows and x is known: for ALL, a value of q that x fails
+  // against (x > ALL fails where x <= the greatest); for ANY, one that x meets.
+  cp::Expression settles;
+  if (op == "=" || op == "<>") {  // = ALL fails, and <> ANY holds, where a value differs from x
+    ARROW_ASSIGN_OR_RAISE(auto low, compare("<>", least));
+    ARROW_ASSIGN_OR_RAISE(auto high, compare("<>", greatest));
+    settles = cp::or_(low, high);
+  } else {
+    static const std::map<std::string, std::string> kFails = {
+        {">", "<="}, {">=", "<"}, {"<", ">="}, {"<=", ">"}};
+    const bool above = op[0] == '>';
+    // ALL: x > every value fails against the greatest; ANY: x > some value holds at the least.
+    const cp::Expression& bound = all == above ? greatest : least;
+    ARROW_ASSIGN_OR_RAISE(settles, compare(all ? kFails.at(op) : op, bound));
+  }
+  const auto null = cp::literal(arrow::MakeNullScalar(arrow::boolean()));
+  const auto zero = cp::literal(int64_t{0});
+  // In order: q without rows (ALL holds, ANY does not), x NULL, the settling value, a NULL in
+  // q (which might have been one), else the answer for q's values all on the other side.
+  return cp::call("case_when", {cp::call("make_struct",
+                                         {cp::equal(counts.rows, zero), cp::is_null(x),
+                                          cp::call("coalesce", {settles, cp::literal(false)}),
+                                          cp::less(counts.values, counts.rows)},
+                                         cp::MakeStructOptions({"c0", "c1", "c2", "c3"})),
+                                cp::literal(all), null, cp::literal(!all), null, cp::literal(all)});
 }
 
 arrow::Result<cp::Expression> Binder::SubqueryTest(const json& link, Scope scope) {
@@ -3152,8 +3249,10 @@ arrow::Result<cp::Expression> Binder::SubqueryTest(const json& link, Scope scope
                               {"lexpr", tree.Column({alias, "v"})},
                               {"rexpr", link.at("testexpr")},
                               {"location", tree.loc}}}};
+  // The counts first: they refuse a correlated subquery by name.
+  ARROW_ASSIGN_OR_RAISE(RowCounts counts,
+                        SubqueryCounts(link, "IN subquery inside an expression", scope));
   ARROW_ASSIGN_OR_RAISE(auto m, SynthesizedScalar(std::move(matches), tree.loc, scope));
-  ARROW_ASSIGN_OR_RAISE(RowCounts counts, SubqueryCounts(link, scope));
   const cp::Expression& n = counts.rows;
   const cp::Expression& v = counts.values;
   ARROW_ASSIGN_OR_RAISE(auto x, Expr(link.at("testexpr"), scope));

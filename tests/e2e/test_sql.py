@@ -1211,6 +1211,18 @@ BOOLEAN_AGGREGATES = [
     "select bool_and(l_shipdate > date '1992-01-01'), bool_or(l_comment like '%zzz%') from lineitem",
 ]
 
+# ALL and ANY with comparisons, as conditions and as values.
+QUANTIFIED = [
+    "select count(*) from orders where o_totalprice > all "
+    "(select o_totalprice from orders where o_orderdate < date '1992-01-10')",
+    "select o_orderpriority, count(*) from orders where o_totalprice >= any "
+    "(select max(o_totalprice) * 0.99 from orders group by o_orderpriority) group by 1 order by 1",
+    "select count(*) from customer where c_nationkey <> all "
+    "(select n_nationkey from nation where n_regionkey = 1)",
+    "select n_name, n_nationkey > all (select r_regionkey * 5 from region), "
+    "n_nationkey < any (select nullif(r_regionkey, 4) * 5 from region) from nation order by 1",
+]
+
 NULL_AWARE_IN = [
     "select count(*) from nation where n_nationkey not in "
     "(select case when r_regionkey < 2 then null else r_regionkey end from region)",
@@ -1229,7 +1241,8 @@ NULL_AWARE_IN = [
 
 @pytest.mark.parametrize(
     "sql",
-    CONSTANT_KEYS + DISTINCT_AGGREGATES + NULLS_AND_CASTS + NULL_AWARE_IN + BOOLEAN_AGGREGATES)
+    CONSTANT_KEYS + DISTINCT_AGGREGATES + NULLS_AND_CASTS + NULL_AWARE_IN + BOOLEAN_AGGREGATES
+    + QUANTIFIED)
 @pytest.mark.parametrize("workers", [0, 2])
 def test_grouped_queries_match_duckdb_in_process_and_distributed(tpch, sql, workers, tmp_path):
     sluice, con, _ = tpch
