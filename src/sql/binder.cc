@@ -40,6 +40,47 @@ constexpr const char* kAggregates[] = {
 // DistinctAggregates plans as a sum over the values made distinct below it.
 constexpr char kSumDistinct[] = "sum_distinct";
 
+// Parse-tree nodes as libpg_query writes them, for the queries the binder writes itself, each
+// at the SQL position `loc` of what it stands for (errors in them point there).
+struct TreeWriter {
+  int loc;
+  static json Name(const std::string& s) { return json{{"String", {{"sval", s}}}}; }
+  json Column(const std::vector<std::string>& parts) const {
+    json fields = json::array();
+    for (const auto& p : parts) fields.push_back(Name(p));
+    return json{{"ColumnRef", {{"fields", fields}, {"location", loc}}}};
+  }
+  // fn(arg)
+  json Call(const std::string& fn, json arg) const {
+    return json{{"FuncCall",
+                 {{"funcname", json::array({Name(fn)})},
+                  {"args", json::array({std::move(arg)})},
+                  {"location", loc}}}};
+  }
+  // count(*) without an argument, else count(arg).
+  json Count(std::optional<json> arg) const {
+    json body = {{"funcname", json::array({Name("count")})}, {"location", loc}};
+    if (arg) {
+      body["args"] = json::array({*arg});
+    } else {
+      body["agg_star"] = true;
+    }
+    return json{{"FuncCall", body}};
+  }
+  // SELECT value FROM (subselect) AS alias(v)
+  json SelectFrom(json value, const json& subselect, const std::string& alias) const {
+    return json{
+        {"targetList",
+         json::array({json{{"ResTarget", {{"val", std::move(value)}, {"location", loc}}}}})},
+        {"fromClause",
+         json::array({json{
+             {"RangeSubselect",
+              {{"subquery", {{"SelectStmt", subselect}}},
+               {"alias", {{"aliasname", alias}, {"colnames", json::array({Name("v")})}}}}}}})},
+        {"op", "SETOP_NONE"}};
+  }
+};
+
 bool IsDistinctStep(const std::string& function) {
   return function == "count_distinct" || function == kSumDistinct;
 }
@@ -279,6 +320,14 @@ class Binder {
   arrow::Result<Relation> BindDerived(const json& select, const std::string& alias,
                                       const json& colnames, const json& node);
   arrow::Result<Relation> BindOuterJoin(const json& join);
+  // A USING or NATURAL join's condition, `l.k = r.k AND ...`, over the columns_ the join's left
+  // side added in [left, right) and its right side in [right, end). The side that is not kept
+  // (`keep_right`: a right join's left) has those columns merged away; the kept side's come
+  // first, in the USING list's order, as SELECT * lists them.
+  // `pairs` (optional) gets each USING name's two columns, left first.
+  arrow::Result<const json*> UsingCondition(
+      const json& join, size_t left, size_t right, size_t end, bool keep_right,
+      std::vector<std::pair<ColumnInfo, ColumnInfo>>* pairs = nullptr);
   arrow::Result<Relation> Combine(FromItems items);
   void AddColumns(const Relation& r) {
     for (const auto& c : r.columns) {
@@ -960,6 +1009,7 @@ arrow::Result<const ColumnInfo*> Binder::Lookup(const std::vector<std::string>& 
   const ColumnInfo* found = nullptr;
   for (const auto& c : columns_) {
     if (c.name != parts.back() || (parts.size() == 2 && c.qualifier != parts[0])) continue;
+    if (parts.size() == 1 && c.merged_away) continue;
     if (found != nullptr) {
       return Error(ref, "column reference \"" + parts.back() + "\" is ambiguous");
     }
@@ -2718,14 +2768,18 @@ arrow::Status Binder::BindFrom(const json& item, FromItems* out) {
     return arrow::Status::OK();
   }
   if (kind == "JoinExpr") {
-    if (body->value("isNatural", false) || body->contains("usingClause")) {
-      return Unsupported(*body, "NATURAL and USING joins (write the condition with ON)");
-    }
     if (body->contains("alias")) return Unsupported(*body, "an alias on a JOIN");
     const std::string type = body->value("jointype", "");
     if (type == "JOIN_INNER") {
+      const size_t left = columns_.size();
       ARROW_RETURN_NOT_OK(BindFrom(body->at("larg"), out));
+      const size_t right = columns_.size();
       ARROW_RETURN_NOT_OK(BindFrom(body->at("rarg"), out));
+      if (body->value("isNatural", false) || body->contains("usingClause")) {
+        ARROW_ASSIGN_OR_RAISE(const json* on,
+                              UsingCondition(*body, left, right, columns_.size(), false));
+        if (on != nullptr) out->conditions.push_back(on);
+      }
       if (body->contains("quals")) out->conditions.push_back(&body->at("quals"));
       return arrow::Status::OK();
     }
@@ -2770,10 +2824,100 @@ arrow::Result<Relation> Binder::Combine(FromItems items) {
   return r;
 }
 
+arrow::Result<const json*> Binder::UsingCondition(
+    const json& join, size_t left, size_t right, size_t end, bool keep_right,
+    std::vector<std::pair<ColumnInfo, ColumnInfo>>* pairs) {
+  // The columns an unqualified name reads on each side.
+  auto visible = [&](size_t begin, size_t stop) {
+    std::vector<size_t> out;
+    for (size_t i = begin; i < stop; ++i) {
+      if (!columns_[i].merged_away) out.push_back(i);
+    }
+    return out;
+  };
+  const std::vector<size_t> lefts = visible(left, right), rights = visible(right, end);
+  std::vector<std::string> names;
+  if (join.value("isNatural", false)) {
+    // The names both sides have, in the left side's order.
+    for (size_t i : lefts) {
+      const std::string& n = columns_[i].name;
+      const bool both = std::any_of(rights.begin(), rights.end(),
+                                    [&](size_t j) { return columns_[j].name == n; });
+      if (both && std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    }
+  } else {
+    for (const auto& u : join.at("usingClause")) names.push_back(u.at("String").value("sval", ""));
+  }
+  auto find = [&](const std::vector<size_t>& side, const std::string& name,
+                  const char* which) -> arrow::Result<size_t> {
+    std::optional<size_t> found;
+    for (size_t i : side) {
+      if (columns_[i].name != name) continue;
+      if (found) {
+        return Error(join, "common column name \"" + name + "\" appears more than once in " +
+                               which + " table");
+      }
+      found = i;
+    }
+    if (!found) {
+      return Error(join, "column \"" + name + "\" specified in USING clause does not exist in " +
+                             which + " table");
+    }
+    if (columns_[*found].qualifier.empty()) {
+      return Unsupported(join, "USING or NATURAL with a FROM item that has no alias");
+    }
+    return *found;
+  };
+  const TreeWriter tree{Location(join)};
+  json condition;
+  std::vector<size_t> kept;
+  for (const auto& name : names) {
+    if (std::count(names.begin(), names.end(), name) > 1) {
+      return Error(join, "column name \"" + name + "\" appears more than once in USING clause");
+    }
+    ARROW_ASSIGN_OR_RAISE(size_t l, find(lefts, name, "left"));
+    ARROW_ASSIGN_OR_RAISE(size_t r, find(rights, name, "right"));
+    json equal = {{"A_Expr",
+                   {{"kind", "AEXPR_OP"},
+                    {"name", json::array({TreeWriter::Name("=")})},
+                    {"lexpr", tree.Column({columns_[l].qualifier, name})},
+                    {"rexpr", tree.Column({columns_[r].qualifier, name})},
+                    {"location", tree.loc}}}};
+    condition = condition.is_null()
+                    ? std::move(equal)
+                    : json{{"BoolExpr",
+                            {{"boolop", "AND_EXPR"},
+                             {"args", json::array({std::move(condition), std::move(equal)})},
+                             {"location", tree.loc}}}};
+    if (pairs != nullptr) pairs->emplace_back(columns_[l], columns_[r]);
+    columns_[keep_right ? l : r].merged_away = true;
+    kept.push_back(keep_right ? r : l);
+  }
+  // SELECT * lists the join's columns first, in the USING list's order (PostgreSQL's).
+  std::vector<ColumnInfo> ordered;
+  for (size_t i : kept) ordered.push_back(columns_[i]);
+  for (size_t i = left; i < end; ++i) {
+    if (std::find(kept.begin(), kept.end(), i) == kept.end()) ordered.push_back(columns_[i]);
+  }
+  std::copy(ordered.begin(), ordered.end(), columns_.begin() + static_cast<std::ptrdiff_t>(left));
+  if (condition.is_null()) return nullptr;  // NATURAL without a common name: a cross join
+  synthesized_.push_back(std::move(condition));
+  return &synthesized_.back();
+}
+
 arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
   FromItems left_items, right_items;
+  const size_t left_begin = columns_.size();
   ARROW_RETURN_NOT_OK(BindFrom(join.at("larg"), &left_items));
+  const size_t right_begin = columns_.size();
   ARROW_RETURN_NOT_OK(BindFrom(join.at("rarg"), &right_items));
+  const json* quals = join.contains("quals") ? &join.at("quals") : nullptr;
+  std::vector<std::pair<ColumnInfo, ColumnInfo>> using_pairs;
+  if (join.value("isNatural", false) || join.contains("usingClause")) {
+    ARROW_ASSIGN_OR_RAISE(quals,
+                          UsingCondition(join, left_begin, right_begin, columns_.size(),
+                                         join.value("jointype", "") == "JOIN_RIGHT", &using_pairs));
+  }
   ARROW_ASSIGN_OR_RAISE(Relation left, Combine(std::move(left_items)));
   ARROW_ASSIGN_OR_RAISE(Relation right, Combine(std::move(right_items)));
   if (join.value("jointype", "") == "JOIN_RIGHT") std::swap(left, right);
@@ -2800,9 +2944,9 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
   // those on the joined side alone below it); the ones on the joined side alone count in its
   // estimate.
   std::vector<cp::Expression> right_only, on_filter;
-  if (!join.contains("quals")) return Unsupported(join, "an outer join without ON");
+  if (quals == nullptr) return Unsupported(join, "an outer join without ON");
   std::vector<const json*> parts;
-  SplitAnd(join.at("quals"), &parts);
+  SplitAnd(*quals, &parts);
   for (const json* p : parts) {
     const int refs = outer_refs_;
     const size_t scalars = row_scalars_.size();
@@ -2889,6 +3033,34 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
   for (auto c : right.columns) {
     c.field = c.field->WithNullable(true);
     out.columns.push_back(std::move(c));
+  }
+  if (full && !using_pairs.empty()) {
+    // A full join's USING column is neither side's: COALESCE(l.k, r.k), computed above the join
+    // and listed first; both sides' are merged away.
+    auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(out.plan));
+    project->keep_input = true;
+    std::vector<ColumnInfo> merged;
+    for (const auto& [l, r] : using_pairs) {
+      std::vector<cp::Expression> both = {cp::field_ref(l.id()), cp::field_ref(r.id())};
+      UnifyBranches(&both, Scope::kRow);
+      const cp::Expression value = cp::call("coalesce", std::move(both));
+      ARROW_ASSIGN_OR_RAISE(auto typed, value.Bind(RowSchema()));
+      ColumnInfo c;
+      c.name = l.name;
+      c.field = arrow::field(ctx_.NewId(l.name), typed.type()->GetSharedPtr(), true);
+      project->expressions.push_back(value);
+      project->names.push_back(c.field->name());
+      merged.push_back(std::move(c));
+      for (auto& col : columns_) {
+        if (col.id() == l.id()) col.merged_away = true;
+      }
+    }
+    out.plan = std::move(project);
+    out.columns.insert(out.columns.begin(), merged.begin(), merged.end());
+    columns_.insert(columns_.begin() + static_cast<std::ptrdiff_t>(left_begin), merged.begin(),
+                    merged.end());
+    for (const auto& c : merged) row_fields_.push_back(c.field);
+    row_schema_ = nullptr;
   }
   return out;
 }
@@ -3075,47 +3247,6 @@ arrow::Status Binder::BindIn(const json& link, bool negated, std::vector<cp::Exp
   semi_joins_.push_back(std::move(join));
   return arrow::Status::OK();
 }
-
-// Parse-tree nodes as libpg_query writes them, for the queries the binder writes itself, each
-// at the SQL position `loc` of what it stands for (errors in them point there).
-struct TreeWriter {
-  int loc;
-  static json Name(const std::string& s) { return json{{"String", {{"sval", s}}}}; }
-  json Column(const std::vector<std::string>& parts) const {
-    json fields = json::array();
-    for (const auto& p : parts) fields.push_back(Name(p));
-    return json{{"ColumnRef", {{"fields", fields}, {"location", loc}}}};
-  }
-  // fn(arg)
-  json Call(const std::string& fn, json arg) const {
-    return json{{"FuncCall",
-                 {{"funcname", json::array({Name(fn)})},
-                  {"args", json::array({std::move(arg)})},
-                  {"location", loc}}}};
-  }
-  // count(*) without an argument, else count(arg).
-  json Count(std::optional<json> arg) const {
-    json body = {{"funcname", json::array({Name("count")})}, {"location", loc}};
-    if (arg) {
-      body["args"] = json::array({*arg});
-    } else {
-      body["agg_star"] = true;
-    }
-    return json{{"FuncCall", body}};
-  }
-  // SELECT value FROM (subselect) AS alias(v)
-  json SelectFrom(json value, const json& subselect, const std::string& alias) const {
-    return json{
-        {"targetList",
-         json::array({json{{"ResTarget", {{"val", std::move(value)}, {"location", loc}}}}})},
-        {"fromClause",
-         json::array({json{
-             {"RangeSubselect",
-              {{"subquery", {{"SelectStmt", subselect}}},
-               {"alias", {{"aliasname", alias}, {"colnames", json::array({Name("v")})}}}}}}})},
-        {"op", "SETOP_NONE"}};
-  }
-};
 
 arrow::Result<cp::Expression> Binder::SynthesizedScalar(json select, int loc, Scope scope) {
   synthesized_.push_back(json{{"subLinkType", "EXPR_SUBLINK"},
@@ -3814,6 +3945,7 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
         }
         for (const auto& c : columns_) {
           if (!qualifier.empty() && c.qualifier != qualifier) continue;
+          if (qualifier.empty() && c.merged_away) continue;
           outputs.push_back(cp::field_ref(c.id()));
           names.push_back(c.name);
         }

@@ -19,6 +19,9 @@ struct ColumnInfo {
   std::string qualifier;
   std::string name;
   std::shared_ptr<arrow::Field> field;  // named by the plan id
+  // A USING (or NATURAL) join's column of the side whose value the join's column is not: only
+  // its qualified name reads it, and SELECT * leaves it out.
+  bool merged_away = false;
   const std::string& id() const { return field->name(); }
 };
 

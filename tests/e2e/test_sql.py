@@ -94,7 +94,7 @@ def test_tpch_query_matches_duckdb_or_is_not_supported(tpch, n, tmp_path):
      'column "l_orderkey" must appear in the GROUP BY clause'),
     ("select * from lineitem, orders", "not supported: a cross join of about"),
     ("select * from nation join region using (n_regionkey)",
-     "not supported: NATURAL and USING joins (write the condition with ON)"),
+     "column \"n_regionkey\" specified in USING clause does not exist in right table"),
     ("with recursive t as (select 1) select * from t", "not supported: WITH RECURSIVE"),
     ("select n_name from nation n1, nation n2 where n1.n_nationkey = n2.n_nationkey",
      'column reference "n_name" is ambiguous (line 1, column 8)'),
@@ -1223,6 +1223,19 @@ QUANTIFIED = [
     "n_nationkey < any (select nullif(r_regionkey, 4) * 5 from region) from nation order by 1",
 ]
 
+# USING and NATURAL joins (inner, right, left, full) over derived tables of TPC-H columns.
+USING_JOINS = [
+    "select k, count(*), sum(l_quantity) from (select o_orderkey k, o_orderdate from orders "
+    "where o_orderdate < date '1993-01-01') o join (select l_orderkey k, l_quantity from lineitem) l "
+    "using (k) group by k order by 2 desc, 1 limit 10",
+    "select count(*), count(k), sum(c) from (select o_custkey k, count(*) c from orders group by 1) o "
+    "right join (select c_custkey k, c_name from customer) c using (k)",
+    "select k, n, m from (select n_regionkey + 2 k, count(*) n from nation group by 1) a full join "
+    "(select r_regionkey k, count(*) m from region group by 1) b using (k) order by k",
+    "select count(*) from (select n_nationkey, n_regionkey from nation) a natural join "
+    "(select n_nationkey, n_regionkey, n_name from nation where n_nationkey > 5) b",
+]
+
 NULL_AWARE_IN = [
     "select count(*) from nation where n_nationkey not in "
     "(select case when r_regionkey < 2 then null else r_regionkey end from region)",
@@ -1242,7 +1255,7 @@ NULL_AWARE_IN = [
 @pytest.mark.parametrize(
     "sql",
     CONSTANT_KEYS + DISTINCT_AGGREGATES + NULLS_AND_CASTS + NULL_AWARE_IN + BOOLEAN_AGGREGATES
-    + QUANTIFIED)
+    + QUANTIFIED + USING_JOINS)
 @pytest.mark.parametrize("workers", [0, 2])
 def test_grouped_queries_match_duckdb_in_process_and_distributed(tpch, sql, workers, tmp_path):
     sluice, con, _ = tpch
