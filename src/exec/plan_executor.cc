@@ -976,9 +976,10 @@ arrow::Result<ac::Declaration> OperatorDeclaration(const PlanNode& node, Operato
     // it applies: Arrow's checks every value's digits even where the types are the same (q14a's
     // union of three channels' sums).
     auto column = [&](const cp::Expression& value, size_t i, const arrow::Schema& side_schema) {
-      return OwnKernels(cp::call("cast", {value},
-                                 cp::CastOptions::Safe(schema->field(static_cast<int>(i))->type())),
-                        side_schema);
+      const auto& type = schema->field(static_cast<int>(i))->type();
+      // A column of NULLs alone (inside VALUES) stays untyped: Arrow casts nothing to null.
+      if (type->id() == arrow::Type::NA) return OwnKernels(value, side_schema);
+      return OwnKernels(cp::call("cast", {value}, cp::CastOptions::Safe(type)), side_schema);
     };
     if (const auto copies = ProjectedCopies(node); !copies.empty()) {
       // Sides that pick columns of one subplan: that subplan once, each batch of it expanded.
@@ -1104,8 +1105,14 @@ class PlanStream : public arrow::RecordBatchReader {
         {std::move(decl)},
         ac::SinkNodeOptions(&stream->batches_, &stream->schema_,
                             ac::BackpressureOptions(kStreamResumeBytes, kStreamPauseBytes))};
-    ARROW_RETURN_NOT_OK(sink.AddToPlan(stream->plan_.get()).status());
-    ARROW_RETURN_NOT_OK(stream->plan_->Validate());
+    // A plan that fails to build is dropped unstarted: Arrow aborts the process when one that
+    // never started is stopped.
+    arrow::Status built = sink.AddToPlan(stream->plan_.get()).status();
+    if (built.ok()) built = stream->plan_->Validate();
+    if (!built.ok()) {
+      stream->plan_.reset();
+      return built;
+    }
     stream->plan_->StartProducing();
     return stream;
   }
