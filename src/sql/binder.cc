@@ -40,6 +40,11 @@ constexpr const char* kAggregates[] = {
 // DistinctAggregates plans as a sum over the values made distinct below it.
 constexpr char kSumDistinct[] = "sum_distinct";
 
+// Keys the binder sets on the UNION ALLs it writes for VALUES: on all (errors say VALUES), and
+// on those below the top one.
+constexpr char kValuesUnion[] = "sluice_values";
+constexpr char kValuesUnionInner[] = "sluice_values_inner";
+
 // Parse-tree nodes as libpg_query writes them, for the queries the binder writes itself, each
 // at the SQL position `loc` of what it stands for (errors in them point there).
 struct TreeWriter {
@@ -370,6 +375,10 @@ class Binder {
   arrow::Result<cp::Expression> QuantifiedComparison(const json& sublink, Scope scope);
   // <> ALL (q) as NOT IN (q) reads it, or = ANY (q) as IN: the same sublink as IN's.
   static json AsInSublink(const json& sublink);
+  // VALUES (a, b), (c, d) as PostgreSQL names its columns (column1, column2, ...): a UNION ALL
+  // of one-row SELECTs, paired up as a balanced tree (binding recurses once per level), with
+  // the statement's ORDER BY and LIMIT.
+  arrow::Result<json> ValuesAsUnion(const json& values);
   // The scalar subquery `select`, written by the binder at SQL position `loc`.
   arrow::Result<cp::Expression> SynthesizedScalar(json select, int loc, Scope scope);
   // Parse-tree nodes the binder writes itself (SubqueryTest's subqueries), kept while bound.
@@ -3279,6 +3288,59 @@ arrow::Result<Binder::RowCounts> Binder::SubqueryCounts(const json& link, const 
   return counts;
 }
 
+arrow::Result<json> Binder::ValuesAsUnion(const json& values) {
+  std::vector<const json*> rows;
+  for (const auto& row : values.at("valuesLists")) rows.push_back(&row.at("List").at("items"));
+  const size_t width = rows.front()->size();
+  for (const json* row : rows) {
+    if (row->size() != width) {
+      return Error(values.at("valuesLists"), "VALUES lists must all be the same length");
+    }
+  }
+  const TreeWriter tree{Location(values.at("valuesLists"))};
+  // Rows [begin, end): one SELECT, or the UNION ALL of the halves. A column of NULLs alone
+  // stays untyped below the top (kValuesUnionInner), so that the other rows decide its type.
+  std::function<json(size_t, size_t, bool)> build = [&](size_t begin, size_t end, bool top) {
+    if (end - begin == 1) {
+      json targets = json::array();
+      for (size_t c = 0; c < width; ++c) {
+        targets.push_back(json{{"ResTarget",
+                                {{"name", "column" + std::to_string(c + 1)},
+                                 {"val", rows[begin]->at(c)},
+                                 {"location", tree.loc}}}});
+      }
+      return json{{"targetList", std::move(targets)}, {"op", "SETOP_NONE"}};
+    }
+    const size_t middle = begin + (end - begin) / 2;
+    json node = {{"op", "SETOP_UNION"},
+                 {"all", true},
+                 {"larg", build(begin, middle, false)},
+                 {"rarg", build(middle, end, false)},
+                 {kValuesUnion, true}};
+    if (!top) node[kValuesUnionInner] = true;
+    return node;
+  };
+  json out = build(0, rows.size(), true);
+  if (values.contains("sortClause") || values.contains("limitCount") ||
+      values.contains("limitOffset")) {
+    // SELECT * FROM (the rows) ORDER BY ... LIMIT ...: the same for one row as for several.
+    json star = {
+        {"ColumnRef",
+         {{"fields", json::array({json{{"A_Star", json::object()}}})}, {"location", tree.loc}}}};
+    out = json{
+        {"targetList", json::array({json{{"ResTarget", {{"val", star}, {"location", tree.loc}}}}})},
+        {"fromClause", json::array({json{{"RangeSubselect",
+                                          {{"subquery", {{"SelectStmt", std::move(out)}}},
+                                           {"alias", {{"aliasname", "*VALUES*"}}}}}}})},
+        {"op", "SETOP_NONE"}};
+    for (const char* key : {"sortClause", "limitCount", "limitOffset", "limitOption"}) {
+      if (values.contains(key)) out[key] = values.at(key);
+    }
+  }
+  if (values.contains("withClause")) out["withClause"] = values.at("withClause");
+  return out;
+}
+
 json Binder::AsInSublink(const json& link) {
   json in = link;
   in["subLinkType"] = "ANY_SUBLINK";
@@ -3564,9 +3626,10 @@ arrow::Result<std::unique_ptr<PlanNode>> Binder::OrderAndLimit(
 arrow::Result<Relation> Binder::BindSetOperation(const json& select, bool top) {
   const std::string op = select.value("op", "");
   const bool all = select.value("all", false);
-  const std::string what = op == "SETOP_UNION"       ? "UNION"
-                           : op == "SETOP_INTERSECT" ? "INTERSECT"
-                                                     : "EXCEPT";
+  const std::string what = select.contains(kValuesUnion) ? "VALUES"
+                           : op == "SETOP_UNION"         ? "UNION"
+                           : op == "SETOP_INTERSECT"     ? "INTERSECT"
+                                                         : "EXCEPT";
   const json& larg = select.at("larg").contains("SelectStmt") ? select.at("larg").at("SelectStmt")
                                                               : select.at("larg");
   const json& rarg = select.at("rarg").contains("SelectStmt") ? select.at("rarg").at("SelectStmt")
@@ -3590,8 +3653,11 @@ arrow::Result<Relation> Binder::BindSetOperation(const json& select, bool top) {
       return Error(rarg, what + " " + common.status().message() + " (column " +
                              std::to_string(i + 1) + ", \"" + names[i] + "\")");
     }
-    // Only NULLs on both sides: PostgreSQL resolves the unknown type as text.
-    types.push_back((*common)->id() == arrow::Type::NA ? arrow::utf8() : *common);
+    // Only NULLs on both sides: PostgreSQL resolves the unknown type as text (inside VALUES,
+    // once all its rows are seen).
+    const bool unresolved =
+        (*common)->id() == arrow::Type::NA && !select.contains(kValuesUnionInner);
+    types.push_back(unresolved ? arrow::utf8() : *common);
   }
   auto cast_side = [&](Relation* side) {
     auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(side->plan));
@@ -3698,7 +3764,11 @@ arrow::Result<Relation> Binder::BindSetOperation(const json& select, bool top) {
 arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
   const bool top = parent_ == nullptr && cte_parent_ == nullptr;
   if (select.contains("windowClause")) return Unsupported(select.at("windowClause"), "WINDOW");
-  if (select.contains("valuesLists")) return Unsupported(select.at("valuesLists"), "VALUES");
+  if (select.contains("valuesLists")) {
+    ARROW_ASSIGN_OR_RAISE(json as_union, ValuesAsUnion(select));
+    synthesized_.push_back(std::move(as_union));
+    return Bind(synthesized_.back(), purpose);
+  }
   if (select.contains("intoClause")) return Unsupported(select, "SELECT INTO");
   if (select.contains("withClause")) {
     const auto& with = select.at("withClause");

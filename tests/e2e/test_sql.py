@@ -1236,6 +1236,14 @@ USING_JOINS = [
     "(select n_nationkey, n_regionkey, n_name from nation where n_nationkey > 5) b",
 ]
 
+# VALUES lists joined to tables and aggregated (in-process under --workers: a notice says so).
+VALUES_LISTS = [
+    "select n_name, v from nation join (values (0, 'zero'), (1, 'one'), (30, 'none')) t(k, v) "
+    "on n_nationkey = k order by 1",
+    "select t.k, count(o_orderkey) from (values ('F'), ('O'), ('X'), (null)) t(k) "
+    "left join orders on o_orderstatus = t.k group by t.k order by 1",
+]
+
 NULL_AWARE_IN = [
     "select count(*) from nation where n_nationkey not in "
     "(select case when r_regionkey < 2 then null else r_regionkey end from region)",
@@ -1255,7 +1263,7 @@ NULL_AWARE_IN = [
 @pytest.mark.parametrize(
     "sql",
     CONSTANT_KEYS + DISTINCT_AGGREGATES + NULLS_AND_CASTS + NULL_AWARE_IN + BOOLEAN_AGGREGATES
-    + QUANTIFIED + USING_JOINS)
+    + QUANTIFIED + USING_JOINS + VALUES_LISTS)
 @pytest.mark.parametrize("workers", [0, 2])
 def test_grouped_queries_match_duckdb_in_process_and_distributed(tpch, sql, workers, tmp_path):
     sluice, con, _ = tpch
