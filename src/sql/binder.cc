@@ -1370,6 +1370,13 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     // NULL = NULL is unknown; Arrow has no comparison of two null-typed values.
     return UnknownAsBoolean(l);
   }
+  if (op == "^") {
+    // Exponentiation, in double precision as power() computes it.
+    auto to_double = [](const cp::Expression& x) {
+      return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
+    };
+    return cp::call("power_checked", {to_double(l), to_double(r)});
+  }
   if (kComparisons.count(op) || op == "+" || op == "-" || op == "*" || op == "/" || op == "%") {
     const auto schema = SchemaFor(scope);
     ARROW_ASSIGN_OR_RAISE(l, NumberLiteral(l, r, *schema, e));
@@ -2475,7 +2482,12 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
   if (name == "left" || name == "right") {
     ARROW_RETURN_NOT_OK(arity(2, 2));
     ARROW_ASSIGN_OR_RAISE(int64_t n, integer(1, "length"));
-    if (n < 0) return Unsupported(call, name + "() with a negative length");
+    // A negative length keeps all but that many characters: at the end for left, at the start
+    // for right.
+    if (n < 0) {
+      return cp::call("utf8_slice_codeunits", {bound[0]},
+                      name == "left" ? cp::SliceOptions(0, n) : cp::SliceOptions(-n));
+    }
     if (name == "left" || n == 0) {
       return cp::call("utf8_slice_codeunits", {bound[0]}, cp::SliceOptions(0, n));
     }
