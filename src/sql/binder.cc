@@ -251,6 +251,31 @@ cp::Expression DaysToDate(const cp::Expression& days) {
                   cp::CastOptions::Safe(arrow::date32()));
 }
 
+// ts +/- an interval (`sign` 1 or -1) for a timestamp of `type`: the months move its date as
+// they move a date (a month's last day where the day does not exist), keeping the time of day;
+// then the days move it by 24 hours each, as PostgreSQL adds an interval.
+[[gnu::noinline]] cp::Expression TimestampPlusInterval(cp::Expression ts,
+                                                       const std::shared_ptr<arrow::DataType>& type,
+                                                       int32_t months, int32_t days, int sign) {
+  const auto unit = static_cast<const arrow::TimestampType&>(*type).unit();
+  if (months != 0) {
+    const cp::Expression date = cp::call("cast", {ts}, cp::CastOptions::Safe(arrow::date32()));
+    const cp::Expression time_of_day =
+        cp::call("subtract_checked", {ts, cp::call("cast", {date}, cp::CastOptions::Safe(type))});
+    const cp::Expression moved = cp::call(plan::kAddMonthsFunction,
+                                          {date, cp::literal(static_cast<int64_t>(sign) * months)});
+    ts = cp::call("add_checked",
+                  {cp::call("cast", {moved}, cp::CastOptions::Safe(type)), time_of_day});
+  }
+  if (days == 0) return ts;
+  const int64_t per_day = unit == arrow::TimeUnit::SECOND  ? 86400
+                          : unit == arrow::TimeUnit::MILLI ? int64_t{86400} * 1000
+                          : unit == arrow::TimeUnit::MICRO ? int64_t{86400} * 1000000
+                                                           : int64_t{86400} * 1000000000;
+  auto shift = std::make_shared<arrow::DurationScalar>(int64_t{days} * per_day, unit);
+  return cp::call(sign > 0 ? "add_checked" : "subtract_checked", {ts, cp::literal(shift)});
+}
+
 class Binder {
  public:
   // `parent` is the query a subquery may correlate with; `cte_parent` is where WITH names are
@@ -1505,8 +1530,12 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
       if (l.literal() == nullptr) {
         // A date column moves by whole days as day numbers; months need the calendar.
         auto typed = l.Bind(*SchemaFor(scope));
+        if (typed.ok() && typed->type()->id() == arrow::Type::TIMESTAMP) {
+          return TimestampPlusInterval(l, typed->type()->GetSharedPtr(), iv.months, iv.days,
+                                       op == "+" ? 1 : -1);
+        }
         if (!typed.ok() || typed->type()->id() != arrow::Type::DATE32) {
-          return Error(e, "operator " + op + " takes a date and an interval");
+          return Error(e, "operator " + op + " takes a date or timestamp and an interval");
         }
         // Months first, then days, as PostgreSQL adds an interval.
         const int sign = op == "+" ? 1 : -1;
@@ -1519,8 +1548,12 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
         return DaysToDate(cp::call(op == "+" ? "add_checked" : "subtract_checked",
                                    {DateToDays(moved), cp::literal(iv.days)}));
       }
+      if (l.literal()->type()->id() == arrow::Type::TIMESTAMP) {
+        return FoldConstantSubtrees(TimestampPlusInterval(l, l.literal()->type()->GetSharedPtr(),
+                                                          iv.months, iv.days, op == "+" ? 1 : -1));
+      }
       if (l.literal()->type()->id() != arrow::Type::DATE32) {
-        return Error(e, "operator " + op + " takes a date and an interval");
+        return Error(e, "operator " + op + " takes a date or timestamp and an interval");
       }
       const int32_t date = static_cast<const arrow::Date32Scalar&>(*l.literal()->scalar()).value;
       return cp::literal(

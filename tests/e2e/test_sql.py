@@ -1496,6 +1496,8 @@ TIMESTAMP_QUERIES = [
     "select id, cast(ts as date) = day from events where id % 250 = 3 order by id",
     "select count(*) from events where ts in ('2024-01-01 00:01:00.000001', "
     "'2023-12-30 07:37:00.000001')",
+    "select max(ts + interval '1' day), min(ts - interval '1' month), count(*) from events "
+    "where ts + interval '2' day > '2024-01-10'",
 ]
 
 
