@@ -246,6 +246,20 @@ arrow::Result<const plan::JoinSetResult*> Ordered(const plan::JoinSetResult& res
 cp::Expression DateToDays(const cp::Expression& date) {
   return cp::call("cast", {date}, cp::CastOptions::Safe(arrow::int32()));
 }
+// `s` with its UTF-8 characters in reverse order (each character's bytes kept in order).
+std::string ReverseUtf8(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t end = s.size();
+  while (end > 0) {
+    size_t begin = end - 1;
+    while (begin > 0 && (static_cast<unsigned char>(s[begin]) & 0xC0) == 0x80) --begin;
+    out.append(s, begin, end - begin);
+    end = begin;
+  }
+  return out;
+}
+
 cp::Expression DaysToDate(const cp::Expression& days) {
   return cp::call("cast", {cp::call("cast", {days}, cp::CastOptions::Safe(arrow::int32()))},
                   cp::CastOptions::Safe(arrow::date32()));
@@ -2211,7 +2225,8 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
                                                "reverse",     "left",
                                                "right",       "concat",
                                                "char_length", "character_length",
-                                               "initcap",     "split_part"};
+                                               "initcap",     "split_part",
+                                               "repeat",      "div"};
   if (!IsAggregateName(name) && !kKnown.count(name)) {
     if (ctx_.functions) {
       ARROW_ASSIGN_OR_RAISE(auto library_function, ctx_.functions(name));
@@ -2234,10 +2249,10 @@ arrow::Result<cp::Expression> Binder::Function(const json& call, Scope scope) {
   if (name == "grouping") return Grouping(call, scope);
   // Functions of text whose text argument may be a bare NULL (upper(NULL) is NULL).
   static const std::set<std::string> kText = {
-      "lower",      "upper",       "length",           "btrim",         "ltrim",    "rtrim",
-      "substring",  "substr",      "replace",          "reverse",       "lpad",     "rpad",
-      "left",       "right",       "initcap",          "strpos",        "position", "starts_with",
-      "split_part", "char_length", "character_length", "regexp_replace"};
+      "lower",      "upper",       "length",           "btrim",          "ltrim",    "rtrim",
+      "substring",  "substr",      "replace",          "reverse",        "lpad",     "rpad",
+      "left",       "right",       "initcap",          "strpos",         "position", "starts_with",
+      "split_part", "char_length", "character_length", "regexp_replace", "repeat"};
   std::vector<cp::Expression> bound;
   for (const auto& a : args) {
     ARROW_ASSIGN_OR_RAISE(auto e, Expr(a, scope));
@@ -2361,18 +2376,21 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
     return arrow::Status::OK();
   };
   // A text argument that must be a constant (Arrow takes it as an option).
+  // Constant arguments, folded first: right(s, 1 - 3) has the length -2.
   auto text = [&](size_t i, const char* what) -> arrow::Result<std::string> {
-    if (bound[i].literal() == nullptr || !bound[i].literal()->scalar()->is_valid ||
-        bound[i].literal()->type()->id() != arrow::Type::STRING) {
+    ARROW_ASSIGN_OR_RAISE(const cp::Expression c, FoldConstantSubtrees(bound[i]));
+    if (c.literal() == nullptr || !c.literal()->scalar()->is_valid ||
+        c.literal()->type()->id() != arrow::Type::STRING) {
       return Unsupported(call, name + "() with a non-constant " + what);
     }
-    return bound[i].literal()->scalar()->ToString();
+    return c.literal()->scalar()->ToString();
   };
   auto integer = [&](size_t i, const char* what) -> arrow::Result<int64_t> {
-    if (bound[i].literal() == nullptr || !arrow::is_integer(bound[i].literal()->type()->id())) {
+    ARROW_ASSIGN_OR_RAISE(const cp::Expression c, FoldConstantSubtrees(bound[i]));
+    if (c.literal() == nullptr || !arrow::is_integer(c.literal()->type()->id())) {
       return Unsupported(call, name + "() with a non-constant " + what);
     }
-    ARROW_ASSIGN_OR_RAISE(auto v, bound[i].literal()->scalar()->CastTo(arrow::int64()));
+    ARROW_ASSIGN_OR_RAISE(auto v, c.literal()->scalar()->CastTo(arrow::int64()));
     return static_cast<const arrow::Int64Scalar&>(*v).value;
   };
   auto type_of = [&](const cp::Expression& e) -> arrow::Result<arrow::Type::type> {
@@ -2540,18 +2558,54 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
     ARROW_ASSIGN_OR_RAISE(auto delimiter, text(1, "delimiter"));
     ARROW_ASSIGN_OR_RAISE(int64_t n, integer(2, "field number"));
     if (n == 0) return Error(call, "field position must not be zero");
-    if (n < 0) return Unsupported(call, "split_part() counting fields from the end");
-    if (delimiter.empty()) return n == 1 ? bound[0] : cp::literal(std::string());
-    if (n > 1000) return Unsupported(call, "split_part() beyond field 1000");
-    // n delimiters appended make field n exist (empty where the text has fewer fields), so that
-    // list_element never reads past a list's end.
+    if (delimiter.empty()) return n == 1 || n == -1 ? bound[0] : cp::literal(std::string());
+    if (n > 1000 || n < -1000) return Unsupported(call, "split_part() beyond field 1000");
+    // Counted from the end (n < 0): field -n of the text reversed, split by the delimiter
+    // reversed, itself reversed back.
+    const bool from_end = n < 0;
+    const std::string by = from_end ? ReverseUtf8(delimiter) : delimiter;
+    const cp::Expression source = from_end ? cp::call("utf8_reverse", {bound[0]}) : bound[0];
+    const int64_t field = from_end ? -n : n;
+    // `field` delimiters appended make that field exist (empty where the text has fewer
+    // fields), so that list_element never reads past a list's end.
     std::string padding;
-    for (int64_t i = 0; i < n; ++i) padding += delimiter;
+    for (int64_t i = 0; i < field; ++i) padding += by;
     auto padded =
-        cp::call("binary_join_element_wise", {bound[0], cp::literal(padding), cp::literal("")});
-    return cp::call("list_element",
-                    {cp::call("split_pattern", {padded}, cp::SplitPatternOptions(delimiter)),
-                     cp::literal(n - 1)});
+        cp::call("binary_join_element_wise", {source, cp::literal(padding), cp::literal("")});
+    auto part = cp::call(
+        "list_element",
+        {cp::call("split_pattern", {padded}, cp::SplitPatternOptions(by)), cp::literal(field - 1)});
+    return from_end ? cp::call("utf8_reverse", {part}) : part;
+  }
+  if (name == "repeat") {
+    // A count below one repeats nothing, as in PostgreSQL; a NULL count is NULL.
+    ARROW_RETURN_NOT_OK(arity(2, 2));
+    ARROW_ASSIGN_OR_RAISE(auto count_type, type_of(bound[1]));
+    if (!arrow::is_integer(count_type) && count_type != arrow::Type::NA) {
+      return Error(call, "function repeat takes an integer count");
+    }
+    auto count = cp::call("max_element_wise",
+                          {cp::call("cast", {bound[1]}, cp::CastOptions::Safe(arrow::int64())),
+                           cp::literal(int64_t{0})},
+                          cp::ElementWiseAggregateOptions(/*skip_nulls=*/false));
+    return cp::call("binary_repeat", {bound[0], count});
+  }
+  if (name == "div") {
+    // The quotient truncated toward zero: integer division for integers, else the quotient's
+    // whole part.
+    ARROW_RETURN_NOT_OK(arity(2, 2));
+    ARROW_ASSIGN_OR_RAISE(auto a, type_of(bound[0]));
+    ARROW_ASSIGN_OR_RAISE(auto b, type_of(bound[1]));
+    ARROW_ASSIGN_OR_RAISE(auto quotient, BinaryOperator("/", call, bound[0], bound[1], scope));
+    if (arrow::is_integer(a) && arrow::is_integer(b)) return quotient;
+    auto whole = cp::call("round", {quotient}, cp::RoundOptions(0, cp::RoundMode::TOWARDS_ZERO));
+    ARROW_ASSIGN_OR_RAISE(auto typed, whole.Bind(*SchemaFor(scope)));
+    if (typed.type()->id() != arrow::Type::DECIMAL128) return whole;
+    // A numeric of no places, as PostgreSQL's div returns.
+    const auto& d = static_cast<const arrow::Decimal128Type&>(*typed.type());
+    return cp::call(
+        "cast", {whole},
+        cp::CastOptions::Safe(arrow::decimal128(std::max(1, d.precision() - d.scale()), 0)));
   }
   if (name == "concat") {
     // NULL arguments count as empty text, unlike ||.
