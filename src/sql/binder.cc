@@ -376,6 +376,7 @@ class Binder {
   void AddColumns(const Relation& r) {
     for (const auto& c : r.columns) {
       columns_.push_back(c);
+      columns_.back().ordinal = columns_.size();
       row_fields_.push_back(c.field);
     }
     row_schema_ = nullptr;
@@ -626,7 +627,14 @@ class Binder {
   arrow::Result<cp::Expression> TimestampFromText(const std::string& text,
                                                   const std::shared_ptr<arrow::DataType>& type,
                                                   const json& node) const {
-    auto value = arrow::Scalar::Parse(type, Trim(text));
+    std::string trimmed = Trim(text);
+    if (static_cast<const arrow::TimestampType&>(*type).timezone().empty() && trimmed.size() > 10) {
+      // A timestamp without a time zone ignores a zone written after the time, as PostgreSQL's
+      // does: '2020-01-01 00:00:00+02' is midnight.
+      const size_t zone = trimmed.find_first_of("+-Zz", 11);
+      if (zone != std::string::npos) trimmed = Trim(trimmed.substr(0, zone));
+    }
+    auto value = arrow::Scalar::Parse(type, trimmed);
     if (!value.ok()) {
       return Error(node, "invalid input syntax for type timestamp: \"" + text + "\"");
     }
@@ -1327,6 +1335,11 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     auto typed = arg.Bind(*SchemaFor(scope));
     if (typed.ok() && arrow::is_string(typed->type()->id())) {
       arg = cp::call("utf8_trim_whitespace", {arg});
+      if (arrow::is_integer(to->id())) {
+        // And with a sign of +, which Arrow's integer parse refuses.
+        arg = cp::call("replace_substring_regex", {arg},
+                       cp::ReplaceSubstringOptions("^\\+", "", /*max_replacements=*/1));
+      }
     }
   }
   if (to->id() == arrow::Type::DECIMAL128) {
@@ -1434,6 +1447,15 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     auto rt = r.Bind(*schema);
     if (lt.ok() && rt.ok()) {
       const auto lid = lt->type()->id(), rid = rt->type()->id();
+      const bool l_time = lid == arrow::Type::TIMESTAMP || lid == arrow::Type::DATE32;
+      const bool r_time = rid == arrow::Type::TIMESTAMP || rid == arrow::Type::DATE32;
+      if (op == "-" && l_time && r_time &&
+          (lid == arrow::Type::TIMESTAMP || rid == arrow::Type::TIMESTAMP)) {
+        // PostgreSQL's answer is an interval, which sluice has no type for.
+        return Unsupported(e,
+                           "subtracting timestamps (an interval); cast both to date for the "
+                           "days between them");
+      }
       if (op == "-" && lid == arrow::Type::DATE32 && rid == arrow::Type::DATE32) {
         return cp::call("subtract_checked", {DateToDays(l), DateToDays(r)});
       }
@@ -2376,6 +2398,16 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
     return arrow::Status::OK();
   };
   // A text argument that must be a constant (Arrow takes it as an option).
+  // These functions are strict: a NULL constant argument (CAST(NULL AS int) too) makes NULL.
+  if (name == "left" || name == "right" || name == "lpad" || name == "rpad" ||
+      name == "split_part") {
+    for (const auto& b : bound) {
+      ARROW_ASSIGN_OR_RAISE(const cp::Expression c, FoldConstantSubtrees(b));
+      if (c.literal() != nullptr && !c.literal()->scalar()->is_valid) {
+        return cp::literal(arrow::MakeNullScalar(arrow::utf8()));
+      }
+    }
+  }
   // Constant arguments, folded first: right(s, 1 - 3) has the length -2.
   auto text = [&](size_t i, const char* what) -> arrow::Result<std::string> {
     ARROW_ASSIGN_OR_RAISE(const cp::Expression c, FoldConstantSubtrees(bound[i]));
@@ -3529,7 +3561,8 @@ arrow::Result<cp::Expression> Binder::SubqueryTest(const json& link, Scope scope
   auto [tkind, tbody] = Node(link.at("testexpr"));
   if (tkind != "ColumnRef") {
     return Unsupported(link.at("testexpr"),
-                       "IN (subquery) inside an expression on something other than a column");
+                       "IN, NOT IN, = ANY or <> ALL (subquery) inside an expression on something "
+                       "other than a column");
   }
   // x IN (q): true where q has x, NULL where it does not but has a NULL or x is NULL (and q has
   // rows), else false: the count of matches, and q's counts of rows and of values.
@@ -4112,11 +4145,20 @@ arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
         if (!qualifier.empty() && !KnowsQualifier(qualifier)) {
           return Error(*vbody, "missing FROM-clause entry for table \"" + qualifier + "\"");
         }
+        std::vector<const ColumnInfo*> listed;
         for (const auto& c : columns_) {
           if (!qualifier.empty() && c.qualifier != qualifier) continue;
           if (qualifier.empty() && c.merged_away) continue;
-          outputs.push_back(cp::field_ref(c.id()));
-          names.push_back(c.name);
+          listed.push_back(&c);
+        }
+        if (!qualifier.empty()) {
+          std::stable_sort(
+              listed.begin(), listed.end(),
+              [](const ColumnInfo* a, const ColumnInfo* b) { return a->ordinal < b->ordinal; });
+        }
+        for (const ColumnInfo* c : listed) {
+          outputs.push_back(cp::field_ref(c->id()));
+          names.push_back(c->name);
         }
         continue;
       }

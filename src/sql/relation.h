@@ -22,6 +22,9 @@ struct ColumnInfo {
   // A USING (or NATURAL) join's column of the side whose value the join's column is not: only
   // its qualified name reads it, and SELECT * leaves it out.
   bool merged_away = false;
+  // The order the query's FROM items added it in: `t.*` lists t's columns so, whatever order
+  // a USING join gave SELECT * (its columns first).
+  size_t ordinal = 0;
   const std::string& id() const { return field->name(); }
 };
 
