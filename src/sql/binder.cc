@@ -2397,7 +2397,6 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
     }
     return arrow::Status::OK();
   };
-  // A text argument that must be a constant (Arrow takes it as an option).
   // These functions are strict: a NULL constant argument (CAST(NULL AS int) too) makes NULL.
   if (name == "left" || name == "right" || name == "lpad" || name == "rpad" ||
       name == "split_part") {
@@ -2408,7 +2407,8 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
       }
     }
   }
-  // Constant arguments, folded first: right(s, 1 - 3) has the length -2.
+  // Arguments that must be constants (Arrow takes them as options), folded first: right(s, 1 - 3)
+  // has the length -2.
   auto text = [&](size_t i, const char* what) -> arrow::Result<std::string> {
     ARROW_ASSIGN_OR_RAISE(const cp::Expression c, FoldConstantSubtrees(bound[i]));
     if (c.literal() == nullptr || !c.literal()->scalar()->is_valid ||
