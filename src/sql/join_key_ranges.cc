@@ -105,6 +105,23 @@ bool Clustered(const TableSource& table, const std::string& column) {
   return groups >= 2 && spans < kClusteredSpanRatio * (static_cast<double>(hi) - lo + 1);
 }
 
+// The least and greatest value of file column `column` over every row group of `table`, from
+// their statistics; nothing where a row group has none.
+std::optional<std::pair<int64_t, int64_t>> ColumnSpan(const TableSource& table,
+                                                      const std::string& column) {
+  const auto it = table.row_group_int_ranges.find(column);
+  if (it == table.row_group_int_ranges.end()) return std::nullopt;
+  std::optional<std::pair<int64_t, int64_t>> span;
+  for (const auto& file : it->second) {
+    for (const auto& [min, max] : file) {
+      if (min > max) return std::nullopt;
+      span = span ? std::pair{std::min(span->first, min), std::max(span->second, max)}
+                  : std::pair{min, max};
+    }
+  }
+  return span;
+}
+
 // Whether some row group of `table` holds no value of file column `column` in [lo, hi].
 bool LeavesOutARowGroup(const TableSource& table, const std::string& column, int64_t lo,
                         int64_t hi) {
@@ -301,6 +318,21 @@ arrow::Status BoundJoin(PlanNode* join, RangeMemo* memo) {
     if (!bound) continue;
     scan->scan_filter =
         scan->scan_filter.Equals(cp::literal(true)) ? *bound : cp::and_(scan->scan_filter, *bound);
+    // Where the range is a small part of the column's values, the rows of the row groups read
+    // that fall outside it are dropped by a filter on the scan, not by the join, which would hash
+    // and probe each of them.
+    const auto span = ColumnSpan(*scan->table, column);
+    if (span &&
+        static_cast<double>(range->hi) - range->lo + 1 <=
+            kKeyRangeRowFilterShare * (static_cast<double>(span->second) - span->first + 1)) {
+      auto read = std::make_unique<PlanNode>();
+      auto& fields = static_cast<plan::PlanNodeFields&>(*scan);
+      static_cast<plan::PlanNodeFields&>(*read) = std::move(fields);
+      fields = plan::PlanNodeFields{};
+      scan->kind = Kind::kFilter;
+      scan->predicate = *bound;
+      scan->input = std::move(read);
+    }
   }
   return arrow::Status::OK();
 }

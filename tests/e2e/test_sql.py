@@ -2026,6 +2026,10 @@ def test_a_clustered_fact_scan_reads_only_the_row_groups_of_its_key_range(cluste
                           "and d_year = 2 and d_moy = 3")
     assert rows == 1000, out
     assert re.search(r"Scan cfacts .*pushdown=\(\(fk#\d+ >= 208\) and \(fk#\d+ <= 215\)\)", out), out
+    # The range is 8 of the 400 keys: the rows of that row group outside it are filtered on the
+    # scan, before the join (keys 208..215 are 400 rows, of which 10 have a NULL key).
+    kept = re.search(r"Filter \(\(fk#\d+ >= 208\) and \(fk#\d+ <= 215\)\)  \[rows=(\d+)", out)
+    assert kept and int(kept.group(1)) == 390, out
     rows, out = rows_read("select count(*) from cfacts, cdates where fk = d_sk "
                           "and d_q in ('1Q2', '1Q3', '1Q4')")
     assert rows == 4000, out  # keys 125..199 are rows 6250..9999: groups 6 to 9
