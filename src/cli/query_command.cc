@@ -6,6 +6,9 @@
 #include <arrow/memory_pool.h>
 #include <parquet/arrow/writer.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -223,6 +226,20 @@ class Destination {
   std::unique_ptr<storage::PendingObject> pending_;
 };
 
+// The output format that a file name's extension names (`out.parquet`), CSV for any other.
+std::string FormatOfPath(const std::string& path) {
+  const auto dot = path.rfind('.');
+  const auto slash = path.rfind('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "csv";
+  std::string ext = path.substr(dot + 1);
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (ext == "parquet") return "parquet";
+  if (ext == "arrow" || ext == "arrows" || ext == "ipc") return "arrow";
+  if (ext == "json" || ext == "jsonl" || ext == "ndjson") return "json";
+  return "csv";
+}
+
 arrow::Status WriteBinary(arrow::RecordBatchReader* rows, const std::string& format,
                           Destination* out) {
   if (out->is_stdout() && isatty(STDOUT_FILENO)) {
@@ -231,9 +248,11 @@ arrow::Status WriteBinary(arrow::RecordBatchReader* rows, const std::string& for
   }
   // Batch by batch, as they come: the writer holds one row group (Parquet) or nothing (IPC).
   if (format == "parquet") {
+    // With page CRCs, which sluice verifies when it reads the file back as a table.
     ARROW_ASSIGN_OR_RAISE(
-        auto writer, parquet::arrow::FileWriter::Open(*rows->schema(), arrow::default_memory_pool(),
-                                                      out->stream()));
+        auto writer, parquet::arrow::FileWriter::Open(
+                         *rows->schema(), arrow::default_memory_pool(), out->stream(),
+                         parquet::WriterProperties::Builder().enable_page_checksum()->build()));
     for (auto batch : *rows) {
       ARROW_ASSIGN_OR_RAISE(auto b, std::move(batch));
       ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*b));
@@ -326,9 +345,11 @@ arrow::Status RunQueryCommand(QueryOptions o) {
   }
   std::shared_ptr<arrow::RecordBatchReader> rows = result.stream;
   if (rows == nullptr) rows = std::make_shared<arrow::TableBatchReader>(result.table);
-  // With no --format: a table for a person at a terminal, CSV for a pipe or a file.
+  // With no --format: a table for a person at a terminal, the format a file's extension names,
+  // CSV for a pipe or another file.
   const bool to_terminal = (o.output.empty() || o.output == "-") && isatty(STDOUT_FILENO);
-  const std::string format = o.format.empty() ? (to_terminal ? "table" : "csv") : o.format;
+  const std::string format =
+      !o.format.empty() ? o.format : (to_terminal ? "table" : FormatOfPath(o.output));
   ARROW_ASSIGN_OR_RAISE(Destination out, Destination::Open(o));
   if (format == "parquet" || format == "arrow") return WriteBinary(rows.get(), format, &out);
   if (format != "table") return WriteText(rows.get(), format, &out);
@@ -349,11 +370,16 @@ void AddQueryCommand(CLI::App& app, Action& action) {
   auto* query = app.add_subcommand("query", "Run one SQL statement");
   query->add_option("sql", options->sql, "The statement; '-' or none reads standard input");
   query->add_option("-f,--file", options->file, "Read the statement from a file");
-  query->add_option("--format", options->format, "table, csv, json, parquet or arrow")
+  query
+      ->add_option("--format", options->format,
+                   "table, csv, json, parquet or arrow (default: table on a terminal, else "
+                   "the format the --output file's extension names, else csv)")
       ->check(CLI::IsMember({"table", "csv", "json", "parquet", "arrow"}));
-  query->add_option("-o,--output", options->output,
-                    "Write the result to this file, in any format; it appears only when the "
-                    "query succeeds (written under a temporary name, then renamed)");
+  query->add_option(
+      "-o,--output", options->output,
+      "Write the result to this file (out.parquet is Parquet, out.json JSON lines); it "
+      "appears only when the "
+      "query succeeds (written under a temporary name, then renamed)");
   query
       ->add_option("--workers", options->workers,
                    "Run aggregates across this many worker processes; 0 (the default) runs "

@@ -98,13 +98,18 @@ class ScanObjectsNode : public ac::ExecNode {
         chunk->batches.push_back(batch);
       }
     } else {
-      auto reader = parquet::arrow::OpenFile(std::make_shared<arrow::io::BufferReader>(bytes),
-                                             arrow::default_memory_pool());
-      if (!reader.ok()) {
-        return arrow::Status::Invalid("object '", key,
-                                      "': not a Parquet file: ", reader.status().message());
+      // Pages that carry a CRC are checked against it.
+      parquet::ReaderProperties properties(arrow::default_memory_pool());
+      properties.set_page_checksum_verification(true);
+      parquet::arrow::FileReaderBuilder builder;
+      std::unique_ptr<parquet::arrow::FileReader> reader;
+      arrow::Status opened =
+          builder.Open(std::make_shared<arrow::io::BufferReader>(bytes), properties);
+      if (opened.ok()) opened = builder.Build(&reader);
+      if (!opened.ok()) {
+        return arrow::Status::Invalid("object '", key, "': not a Parquet file: ", opened.message());
       }
-      auto read = (*reader)->ReadTable();
+      auto read = reader->ReadTable();
       if (!read.ok())
         return arrow::Status::Invalid("object '", key, "': ", read.status().message());
       std::shared_ptr<arrow::Table> table = *read;

@@ -23,9 +23,11 @@ arrow::Result<OutputFile> WriteSinkPart(storage::ObjectStore* store, const std::
   ARROW_ASSIGN_OR_RAISE(auto object, HashedObjectWriter::Open(store, key));
   const std::shared_ptr<arrow::io::OutputStream>& sink = object->stream();
   if (format == "parquet") {
+    // Page CRCs let a reader tell a damaged page from data (exec/plan_executor.cc verifies them).
     auto props = parquet::WriterProperties::Builder()
                      .compression(parquet::Compression::ZSTD)
                      ->max_row_group_length(128 * 1024)
+                     ->enable_page_checksum()
                      ->build();
     auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
     SLUICE_RETURN_NOT_OK_CTX(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink,

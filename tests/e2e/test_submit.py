@@ -108,6 +108,15 @@ def test_example_job_matches_an_independent_computation(ready, tmp_path):
         "select count(*), count(distinct primary_key) from read_parquet(?)",
         [[str(f) for f in files]]).fetchone()
     assert n == distinct == len(expected)
+    # Every page carries a CRC: a damaged byte inside the pages is an error, not wrong values.
+    data = bytearray(files[0].read_bytes())
+    middle = len(data) // 2
+    for i in range(middle, middle + 8):
+        data[i] ^= 0x5A
+    damaged = tmp_path / "damaged.parquet"
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(OSError, match="CRC checksum verification failed"):
+        pq.read_table(damaged, page_checksum_verification=True)
     m = re.search(r"(\d+) rows out, (\d+) duplicates dropped", out)
     assert int(m.group(1)) == len(expected)
     total_messages = sum(1 for _ in expected)  # distinct
