@@ -44,6 +44,9 @@ constexpr char kSumDistinct[] = "sum_distinct";
 // on those below the top one.
 constexpr char kValuesUnion[] = "sluice_values";
 constexpr char kValuesUnionInner[] = "sluice_values_inner";
+// The column ValuesAsUnion adds last to each row of several: its number, which the top UNION ALL
+// sorts by and drops (the rows come out in the order written, as in PostgreSQL).
+constexpr char kValuesRow[] = "sluice_values_row";
 
 // Parse-tree nodes as libpg_query writes them, for the queries the binder writes itself, each
 // at the SQL position `loc` of what it stands for (errors in them point there).
@@ -3440,6 +3443,13 @@ arrow::Result<json> Binder::ValuesAsUnion(const json& values) {
                                  {"val", rows[begin]->at(c)},
                                  {"location", tree.loc}}}});
       }
+      if (rows.size() > 1) {
+        json number = {
+            {"A_Const",
+             {{"ival", {{"ival", static_cast<int64_t>(begin)}}}, {"location", tree.loc}}}};
+        targets.push_back(
+            json{{"ResTarget", {{"name", kValuesRow}, {"val", number}, {"location", tree.loc}}}});
+      }
       return json{{"targetList", std::move(targets)}, {"op", "SETOP_NONE"}};
     }
     const size_t middle = begin + (end - begin) / 2;
@@ -3875,8 +3885,26 @@ arrow::Result<Relation> Binder::BindSetOperation(const json& select, bool top) {
     out_ids = left_ids;
     cardinality = left_card;
   }
+  std::vector<std::string> out_names = names;
+  if (select.contains(kValuesUnion) && !select.contains(kValuesUnionInner)) {
+    // VALUES rows in the order written: sorted by their numbers, which then go.
+    if (out_names.empty() || out_names.back() != kValuesRow) {
+      return arrow::Status::Invalid("internal: VALUES rows without their numbers");
+    }
+    auto sort = plan::MakeNode(PlanNode::Kind::kSort, std::move(plan));
+    sort->sort_keys.emplace_back(arrow::FieldRef(out_ids.back()), cp::SortOrder::Ascending);
+    out_ids.pop_back();
+    out_names.pop_back();
+    auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(sort));
+    for (size_t i = 0; i < out_ids.size(); ++i) {
+      project->expressions.push_back(cp::field_ref(out_ids[i]));
+      project->names.push_back(ctx_.NewId(out_names[i]));
+    }
+    out_ids = project->names;
+    plan = std::move(project);
+  }
   ARROW_ASSIGN_OR_RAISE(
-      plan, OrderAndLimit(select, std::move(plan), names, out_ids, top, Scope::kRow, nullptr,
+      plan, OrderAndLimit(select, std::move(plan), out_names, out_ids, top, Scope::kRow, nullptr,
                           "ORDER BY on a UNION, INTERSECT or EXCEPT result must "
                           "name one of its columns or their positions"));
   Relation out;
@@ -3886,10 +3914,10 @@ arrow::Result<Relation> Binder::BindSetOperation(const json& select, bool top) {
     auto field = schema->GetFieldByName(out_ids[i]);
     if (field == nullptr)
       return arrow::Status::Invalid("internal: set operation output ", out_ids[i]);
-    out.columns.push_back({"", names[i], field});
+    out.columns.push_back({"", out_names[i], field});
   }
   out.cardinality = std::move(cardinality);
-  output_names_ = names;
+  output_names_ = out_names;
   return out;
 }
 
