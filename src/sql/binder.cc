@@ -15,6 +15,7 @@
 #include "plan/compute_init.h"
 #include "plan/library_functions.h"
 #include "sluice/schemas/codec.hpp"
+#include "sql/interval_text.h"
 #include "sql/optimizer/cardinality.h"
 #include "sql/optimizer/conjuncts.h"
 #include "sql/optimizer/constant_folding.h"
@@ -134,11 +135,6 @@ size_t EditDistance(const std::string& a, const std::string& b) {
 
 // A date ± interval literal is folded here: PostgreSQL interval arithmetic on dates
 // (months clamp to the month's last day) is not an Arrow kernel.
-struct Interval {
-  int32_t months = 0;
-  int32_t days = 0;
-};
-
 using schemas::internal::CivilFromDays;
 using schemas::internal::DaysFromCivil;
 
@@ -273,8 +269,10 @@ cp::Expression DaysToDate(const cp::Expression& days) {
 // then the days move it by 24 hours each, as PostgreSQL adds an interval.
 [[gnu::noinline]] cp::Expression TimestampPlusInterval(cp::Expression ts,
                                                        const std::shared_ptr<arrow::DataType>& type,
-                                                       int32_t months, int32_t days, int sign) {
+                                                       const Interval& iv, int sign) {
   const auto unit = static_cast<const arrow::TimestampType&>(*type).unit();
+  const int32_t months = iv.months;
+  const int32_t days = iv.days;
   if (months != 0) {
     const cp::Expression date = cp::call("cast", {ts}, cp::CastOptions::Safe(arrow::date32()));
     const cp::Expression time_of_day =
@@ -284,13 +282,20 @@ cp::Expression DaysToDate(const cp::Expression& days) {
     ts = cp::call("add_checked",
                   {cp::call("cast", {moved}, cp::CastOptions::Safe(type)), time_of_day});
   }
-  if (days == 0) return ts;
+  // Then the days and the time, in the timestamp's unit (a second's fraction is dropped for a
+  // timestamp in seconds or milliseconds that cannot hold it, as a cast would).
   const int64_t per_day = unit == arrow::TimeUnit::SECOND  ? 86400
                           : unit == arrow::TimeUnit::MILLI ? int64_t{86400} * 1000
                           : unit == arrow::TimeUnit::MICRO ? int64_t{86400} * 1000000
                                                            : int64_t{86400} * 1000000000;
-  auto shift = std::make_shared<arrow::DurationScalar>(int64_t{days} * per_day, unit);
-  return cp::call(sign > 0 ? "add_checked" : "subtract_checked", {ts, cp::literal(shift)});
+  const int64_t time = unit == arrow::TimeUnit::SECOND  ? iv.micros / 1000000
+                       : unit == arrow::TimeUnit::MILLI ? iv.micros / 1000
+                       : unit == arrow::TimeUnit::MICRO ? iv.micros
+                                                        : iv.micros * 1000;
+  const int64_t shift = int64_t{days} * per_day + time;
+  if (shift == 0) return ts;
+  return cp::call(sign > 0 ? "add_checked" : "subtract_checked",
+                  {ts, cp::literal(std::make_shared<arrow::DurationScalar>(shift, unit))});
 }
 
 class Binder {
@@ -1244,36 +1249,20 @@ arrow::Result<Interval> Binder::IntervalLiteral(const json& cast) {
     return Unsupported(cast, "a non-constant interval");
   }
   const std::string text = (*body).at("sval").value("sval", "");
-  int64_t n = 0;
-  std::string unit;
-  {
-    size_t pos = 0;
-    try {
-      n = std::stoll(text, &pos);
-    } catch (...) {
-      return Error(cast, "invalid interval '" + text + "'");
-    }
-    unit = text.substr(pos);
-    unit.erase(0, unit.find_first_not_of(' '));
-  }
-  if (unit.empty()) {
-    // interval '90' day: the unit is a typmod bit mask (PostgreSQL: MONTH=2, YEAR=4, DAY=8).
-    const auto& mods = ListMember(cast.at("typeName"), "typmods");
-    const int mask = mods.empty() ? 0 : mods.at(0).at("A_Const").at("ival").value("ival", 0);
-    unit = mask == 4 ? "year" : mask == 2 ? "month" : mask == 8 ? "day" : "";
-  }
-  if (!unit.empty() && unit.back() == 's') unit.pop_back();
-  Interval iv;
-  if (unit == "day") {
-    iv.days = static_cast<int32_t>(n);
-  } else if (unit == "month") {
-    iv.months = static_cast<int32_t>(n);
-  } else if (unit == "year") {
-    iv.months = static_cast<int32_t>(12 * n);
-  } else {
-    return Unsupported(cast, "interval unit '" + unit + "' (use day, month or year)");
-  }
-  return iv;
+  // interval '90' day: the unit is a typmod bit mask (PostgreSQL: MONTH=2, YEAR=4, DAY=8,
+  // HOUR=1024, MINUTE=2048, SECOND=4096).
+  const auto& mods = ListMember(cast.at("typeName"), "typmods");
+  const int mask = mods.empty() ? 0 : mods.at(0).at("A_Const").at("ival").value("ival", 0);
+  const std::string unit = mask == 4      ? "year"
+                           : mask == 2    ? "month"
+                           : mask == 8    ? "day"
+                           : mask == 1024 ? "hour"
+                           : mask == 2048 ? "minute"
+                           : mask == 4096 ? "second"
+                                          : "";
+  auto iv = ParseInterval(text, unit);
+  if (!iv.ok()) return Error(cast, iv.status().message());
+  return *iv;
 }
 
 arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
@@ -1566,15 +1555,20 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
         LastName((*rbody).at("typeName").at("names")) == "interval") {
       ARROW_ASSIGN_OR_RAISE(auto l, Expr(e.at("lexpr"), scope));
       ARROW_ASSIGN_OR_RAISE(Interval iv, IntervalLiteral(*rbody));
+      // A date and an interval with a time of day make a timestamp, as in PostgreSQL.
+      const auto micro_ts = arrow::timestamp(arrow::TimeUnit::MICRO);
       if (l.literal() == nullptr) {
         // A date column moves by whole days as day numbers; months need the calendar.
         auto typed = l.Bind(*SchemaFor(scope));
         if (typed.ok() && typed->type()->id() == arrow::Type::TIMESTAMP) {
-          return TimestampPlusInterval(l, typed->type()->GetSharedPtr(), iv.months, iv.days,
-                                       op == "+" ? 1 : -1);
+          return TimestampPlusInterval(l, typed->type()->GetSharedPtr(), iv, op == "+" ? 1 : -1);
         }
         if (!typed.ok() || typed->type()->id() != arrow::Type::DATE32) {
           return Error(e, "operator " + op + " takes a date or timestamp and an interval");
+        }
+        if (iv.micros != 0) {
+          return TimestampPlusInterval(cp::call("cast", {l}, cp::CastOptions::Safe(micro_ts)),
+                                       micro_ts, iv, op == "+" ? 1 : -1);
         }
         // Months first, then days, as PostgreSQL adds an interval.
         const int sign = op == "+" ? 1 : -1;
@@ -1588,11 +1582,16 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
                                    {DateToDays(moved), cp::literal(iv.days)}));
       }
       if (l.literal()->type()->id() == arrow::Type::TIMESTAMP) {
-        return FoldConstantSubtrees(TimestampPlusInterval(l, l.literal()->type()->GetSharedPtr(),
-                                                          iv.months, iv.days, op == "+" ? 1 : -1));
+        return FoldConstantSubtrees(
+            TimestampPlusInterval(l, l.literal()->type()->GetSharedPtr(), iv, op == "+" ? 1 : -1));
       }
       if (l.literal()->type()->id() != arrow::Type::DATE32) {
         return Error(e, "operator " + op + " takes a date or timestamp and an interval");
+      }
+      if (iv.micros != 0) {
+        return FoldConstantSubtrees(
+            TimestampPlusInterval(cp::call("cast", {l}, cp::CastOptions::Safe(micro_ts)), micro_ts,
+                                  iv, op == "+" ? 1 : -1));
       }
       const int32_t date = static_cast<const arrow::Date32Scalar&>(*l.literal()->scalar()).value;
       return cp::literal(
