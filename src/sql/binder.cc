@@ -2308,6 +2308,32 @@ arrow::Result<cp::Expression> Binder::ScalarFunction(const json& call, const std
     if (field == "isodow") {
       return cp::call("day_of_week", {bound[1]}, cp::DayOfWeekOptions(false, 1));
     }
+    if (field == "epoch") {
+      // Seconds since 1970-01-01 00:00 (UTC for a timestamptz), in double precision as DuckDB
+      // gives them (PostgreSQL's numeric has the same value).
+      auto typed = bound[1].Bind(*SchemaFor(scope));
+      if (!typed.ok()) return typed.status();
+      const arrow::DataType& type = *typed->type();
+      if (type.id() == arrow::Type::DATE32) {
+        return cp::call("multiply", {cp::call("cast", {DateToDays(bound[1])},
+                                              cp::CastOptions::Safe(arrow::float64())),
+                                     cp::literal(86400.0)});
+      }
+      if (type.id() == arrow::Type::TIMESTAMP) {
+        const auto unit = static_cast<const arrow::TimestampType&>(type).unit();
+        const double per_second = unit == arrow::TimeUnit::SECOND  ? 1
+                                  : unit == arrow::TimeUnit::MILLI ? 1e3
+                                  : unit == arrow::TimeUnit::MICRO ? 1e6
+                                                                   : 1e9;
+        const cp::Expression ticks =
+            cp::call("cast", {bound[1]}, cp::CastOptions::Safe(arrow::int64()));
+        return cp::call("divide",
+                        {cp::call("cast", {ticks}, cp::CastOptions::Safe(arrow::float64())),
+                         cp::literal(per_second)});
+      }
+      return Error(call,
+                   "EXTRACT(epoch FROM ...) takes a date or a timestamp, not " + type.ToString());
+    }
     return Unsupported(call, "EXTRACT(" + field + ")");
   }
   if (name == "mod") {
