@@ -16,6 +16,7 @@
 #include "plan/library_functions.h"
 #include "sluice/schemas/codec.hpp"
 #include "sql/interval_text.h"
+#include "sql/named_windows.h"
 #include "sql/optimizer/cardinality.h"
 #include "sql/optimizer/conjuncts.h"
 #include "sql/optimizer/constant_folding.h"
@@ -2088,7 +2089,9 @@ arrow::Result<cp::Expression> Binder::WindowFunction(const json& call, Scope sco
   }
   const json& over = call.at("over");
   if (over.contains("name") || over.contains("refname")) {
-    return Unsupported(over, "named windows (WINDOW w AS ...)");
+    // Named windows are substituted before binding (named_windows.h): a name left is unknown.
+    const std::string name = over.value("name", over.value("refname", ""));
+    return Error(over, "window \"" + name + "\" does not exist");
   }
   if (call.contains("agg_filter") && call.at("agg_filter").is_object()) {
     return Unsupported(call, "FILTER on a window function");
@@ -3948,7 +3951,15 @@ arrow::Result<Relation> Binder::BindSetOperation(const json& select, bool top) {
 
 arrow::Result<Relation> Binder::Bind(const json& select, Purpose purpose) {
   const bool top = parent_ == nullptr && cte_parent_ == nullptr;
-  if (select.contains("windowClause")) return Unsupported(select.at("windowClause"), "WINDOW");
+  if (select.contains("windowClause")) {
+    ARROW_ASSIGN_OR_RAISE(
+        json resolved,
+        WithNamedWindows(select, [this](const json& node, const std::string& message) {
+          return Error(node, message);
+        }));
+    synthesized_.push_back(std::move(resolved));
+    return Bind(synthesized_.back(), purpose);
+  }
   if (select.contains("valuesLists")) {
     ARROW_ASSIGN_OR_RAISE(json as_union, ValuesAsUnion(select));
     synthesized_.push_back(std::move(as_union));
