@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <utility>
 
@@ -698,9 +699,19 @@ class Binder {
   // A date as PostgreSQL reads 'Y-M-D' (months and days need not have two digits).
   arrow::Result<cp::Expression> DateFromText(const std::string& text, const json& node) const {
     int y, m, d, end = 0;
-    if (std::sscanf(text.c_str(), " %d-%d-%d %n", &y, &m, &d, &end) != 3 ||
-        static_cast<size_t>(end) != text.size() || m < 1 || m > 12 || d < 1 || d > 31) {
+    const bool ymd = std::sscanf(text.c_str(), " %d-%d-%d%n", &y, &m, &d, &end) == 3;
+    // A time of day after the date (and a zone after it) is read and dropped, as PostgreSQL's
+    // date input drops it: '1995-01-01 12:00:00' is 1995-01-01.
+    static const std::regex kTimeOfDay(
+        R"(^(?:[ T]([0-9]{1,2}):([0-9]{2})(?::([0-9]{2})(?:\.[0-9]+)?)?\s*(?:Z|[+-][0-9]{1,2}(?::?[0-9]{2})?)?)?\s*$)");
+    std::smatch time;
+    const std::string rest = ymd ? text.substr(static_cast<size_t>(end)) : text;
+    if (!ymd || !std::regex_match(rest, time, kTimeOfDay) || m < 1 || m > 12 || d < 1 || d > 31) {
       return Error(node, "invalid input syntax for type date: \"" + text + "\"");
+    }
+    if (time[1].matched && (std::stoi(time[1].str()) > 24 || std::stoi(time[2].str()) > 59 ||
+                            (time[3].matched && std::stoi(time[3].str()) > 60))) {
+      return Error(node, "date/time field value out of range: \"" + text + "\"");
     }
     // A day the month does not have (2020-02-30) is an error, not the next month.
     const int64_t days = DaysFromCivil(y, static_cast<unsigned>(m), static_cast<unsigned>(d));
