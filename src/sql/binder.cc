@@ -1261,18 +1261,11 @@ arrow::Result<Interval> Binder::IntervalLiteral(const json& cast) {
     return Unsupported(cast, "a non-constant interval");
   }
   const std::string text = (*body).at("sval").value("sval", "");
-  // interval '90' day: the unit is a typmod bit mask (PostgreSQL: MONTH=2, YEAR=4, DAY=8,
-  // HOUR=1024, MINUTE=2048, SECOND=4096).
+  // interval '90' day, '2' day to hour: the fields are a typmod bit mask.
   const auto& mods = ListMember(cast.at("typeName"), "typmods");
-  const int mask = mods.empty() ? 0 : mods.at(0).at("A_Const").at("ival").value("ival", 0);
-  const std::string unit = mask == 4      ? "year"
-                           : mask == 2    ? "month"
-                           : mask == 8    ? "day"
-                           : mask == 1024 ? "hour"
-                           : mask == 2048 ? "minute"
-                           : mask == 4096 ? "second"
-                                          : "";
-  auto iv = ParseInterval(text, unit);
+  const int64_t mask =
+      mods.empty() ? 0 : mods.at(0).at("A_Const").at("ival").value("ival", int64_t{0});
+  auto iv = ParseInterval(text, IntervalFieldsOfMask(mask));
   if (!iv.ok()) return Error(cast, iv.status().message());
   return *iv;
 }
@@ -1511,6 +1504,24 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     };
     l = to_double(l);
     r = to_double(r);
+  }
+  if (kComparisons.count(op)) {
+    // A timestamp with a zone beside one without (now() beside a column) compares as
+    // PostgreSQL's with its session in UTC: both as UTC wall times, in the finer unit.
+    const auto schema = SchemaFor(scope);
+    auto lt = l.Bind(*schema);
+    auto rt = r.Bind(*schema);
+    if (lt.ok() && rt.ok() && lt->type()->id() == arrow::Type::TIMESTAMP &&
+        rt->type()->id() == arrow::Type::TIMESTAMP) {
+      const auto& a = static_cast<const arrow::TimestampType&>(*lt->type());
+      const auto& b = static_cast<const arrow::TimestampType&>(*rt->type());
+      if (a.timezone().empty() != b.timezone().empty()) {
+        const auto unit = std::max(a.unit(), b.unit());  // SECOND < MILLI < MICRO < NANO
+        const auto naive = arrow::timestamp(unit);
+        l = cp::call("cast", {l}, cp::CastOptions::Safe(naive));
+        r = cp::call("cast", {r}, cp::CastOptions::Safe(naive));
+      }
+    }
   }
   static const std::map<std::string, std::string> kOps = {{"+", "add_checked"},
                                                           {"-", "subtract_checked"},
@@ -2311,6 +2322,15 @@ arrow::Result<cp::Expression> Binder::ScalarFunction(const json& call, const std
       return Error(call, "EXTRACT(field FROM date)");
     std::string field = bound[0].literal()->scalar()->ToString();
     for (char& c : field) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (field == "second") {
+      // With its fraction, as PostgreSQL gives it (Arrow's second is whole).
+      auto typed = bound[1].Bind(*SchemaFor(scope));
+      if (typed.ok() && typed->type()->id() == arrow::Type::TIMESTAMP) {
+        return cp::call("add", {cp::call("cast", {cp::call("second", {bound[1]})},
+                                         cp::CastOptions::Safe(arrow::float64())),
+                                cp::call("subsecond", {bound[1]})});
+      }
+    }
     if (field == "year" || field == "month" || field == "day" || field == "quarter" ||
         field == "hour" || field == "minute" || field == "second") {
       return cp::call(field, {bound[1]});
@@ -2800,7 +2820,13 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
   }
   if (kind == "SQLValueFunction") {
     const std::string op = body->value("op", "");
-    if (op == "SVFOP_CURRENT_TIMESTAMP" || op == "SVFOP_LOCALTIMESTAMP") return Now();
+    if (op == "SVFOP_CURRENT_TIMESTAMP") return Now();
+    if (op == "SVFOP_LOCALTIMESTAMP") {
+      // The time without a zone: the UTC wall time, the session's zone being UTC.
+      return cp::literal(std::make_shared<arrow::TimestampScalar>(
+          static_cast<const arrow::TimestampScalar&>(*Now().literal()->scalar()).value,
+          arrow::timestamp(arrow::TimeUnit::MICRO)));
+    }
     if (op == "SVFOP_CURRENT_DATE") {
       const auto days = std::chrono::duration_cast<std::chrono::hours>(
                             std::chrono::system_clock::now().time_since_epoch())

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -122,8 +123,9 @@ std::optional<std::pair<int64_t, double>> Number(const std::string& s) {
   return std::pair{negative ? -whole : whole, negative ? -fraction : fraction};
 }
 
-// `[+-]hh:mm[:ss[.ffffff]]` in microseconds; nothing where `s` is not one.
-std::optional<int64_t> TimeOfDay(const std::string& s) {
+// `[+-]hh:mm[:ss[.ffffff]]` in microseconds (`mm:ss` for two parts where `minutes_first`);
+// nothing where `s` is not one. `*out_of_range`: a minute or second past 59.
+std::optional<int64_t> TimeOfDay(const std::string& s, bool minutes_first, bool* out_of_range) {
   size_t i = 0;
   bool negative = false;
   if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
@@ -141,22 +143,48 @@ std::optional<int64_t> TimeOfDay(const std::string& s) {
   if (parts.size() < 2 || parts.size() > 3) return std::nullopt;
   int64_t micros = 0;
   const int64_t sizes[] = {3600 * kMicrosPerSecond, 60 * kMicrosPerSecond, kMicrosPerSecond};
+  const size_t first = minutes_first && parts.size() == 2 ? 1 : 0;
   for (size_t p = 0; p < parts.size(); ++p) {
     if (parts[p].empty() || parts[p][0] == '+' || parts[p][0] == '-') return std::nullopt;
     auto n = Number(parts[p]);
     // Only the seconds may have a fraction.
     if (!n || (p + 1 < parts.size() && n->second != 0)) return std::nullopt;
-    micros += n->first * sizes[p] + static_cast<int64_t>(std::llround(n->second * sizes[p]));
+    if (p > 0 && n->first > 59) *out_of_range = true;
+    const int64_t size = sizes[first + p];
+    micros += n->first * size + static_cast<int64_t>(std::llround(n->second * size));
   }
   return negative ? -micros : micros;
 }
 
 }  // namespace
 
-arrow::Result<Interval> ParseInterval(const std::string& text, const std::string& default_unit) {
+IntervalFields IntervalFieldsOfMask(int64_t mask) {
+  // From the largest field to the smallest, with PostgreSQL's bit for each.
+  static const std::pair<const char*, int64_t> kBits[] = {
+      {"year", 4}, {"month", 2}, {"day", 8}, {"hour", 1024}, {"minute", 2048}, {"second", 4096}};
+  IntervalFields out;
+  int64_t known = 0;
+  for (const auto& [name, bit] : kBits) {
+    known |= bit;
+    if (!(mask & bit)) continue;
+    if (out.largest.empty()) out.largest = name;
+    out.smallest = name;
+  }
+  if (mask & ~known) return {};  // the full range (0x7FFF) and anything else: no qualifier
+  return out;
+}
+
+arrow::Result<Interval> ParseInterval(const std::string& text, const IntervalFields& fields) {
   const auto invalid = [&] {
     return arrow::Status::Invalid("invalid input syntax for type interval: \"", text, "\"");
   };
+  const auto out_of_range = [&] {
+    return arrow::Status::Invalid("interval field value out of range: \"", text, "\"");
+  };
+  // Each unit once, as PostgreSQL: a unit by its field and size (a time sets hour, minute and
+  // second).
+  std::set<std::pair<int, int64_t>> seen;
+  const auto once = [&](int field, int64_t size) { return seen.insert({field, size}).second; };
   std::vector<std::string> words = Words(text);
   bool ago = false;
   if (!words.empty() && (words.back() == "ago" || words.back() == "AGO")) {
@@ -176,8 +204,14 @@ arrow::Result<Interval> ParseInterval(const std::string& text, const std::string
   double micros = 0;
   for (size_t i = 0; i < words.size(); ++i) {
     if (words[i].find(':') != std::string::npos) {
-      auto t = TimeOfDay(words[i]);
+      bool range_error = false;
+      auto t = TimeOfDay(words[i], fields.largest == "minute" && fields.smallest == "second",
+                         &range_error);
       if (!t) return invalid();
+      if (range_error) return out_of_range();
+      for (int64_t size : {3600 * kMicrosPerSecond, 60 * kMicrosPerSecond, kMicrosPerSecond}) {
+        if (!once(Unit::kMicros, size)) return invalid();
+      }
       micros += static_cast<double>(*t);
       continue;
     }
@@ -195,13 +229,13 @@ arrow::Result<Interval> ParseInterval(const std::string& text, const std::string
     } else if (i + 1 < words.size() && UnitNamed(words[i + 1])) {
       unit_name = words[++i];
     } else if (i + 1 == words.size()) {
-      unit_name = default_unit.empty() ? "second" : default_unit;
+      unit_name = fields.smallest.empty() ? "second" : fields.smallest;
     } else {
       return invalid();
     }
     auto n = Number(number);
     auto unit = UnitNamed(unit_name);
-    if (!n || !unit) return invalid();
+    if (!n || !unit || !once(unit->field, unit->size)) return invalid();
     switch (unit->field) {
       case Unit::kMonths:
         months += n->first * unit->size;
@@ -229,10 +263,19 @@ arrow::Result<Interval> ParseInterval(const std::string& text, const std::string
         break;
     }
   }
+  // A qualifier drops what is below its smallest field (toward zero).
+  const std::string& smallest = fields.smallest;
+  if (smallest == "year") months = months / 12 * 12;
+  if (smallest == "year" || smallest == "month") days = 0;
+  if (smallest == "year" || smallest == "month" || smallest == "day") micros = 0;
+  if (smallest == "hour" || smallest == "minute") {
+    const double size = smallest == "hour" ? 3600.0 * kMicrosPerSecond : 60.0 * kMicrosPerSecond;
+    micros = std::trunc(micros / size) * size;
+  }
   const double rounded = std::nearbyint(micros);
   if (std::abs(months) > std::numeric_limits<int32_t>::max() ||
       std::abs(days) > std::numeric_limits<int32_t>::max() || std::abs(rounded) > 9.2e18) {
-    return arrow::Status::Invalid("interval field value out of range: \"", text, "\"");
+    return out_of_range();
   }
   Interval out{static_cast<int32_t>(months), static_cast<int32_t>(days),
                static_cast<int64_t>(rounded)};

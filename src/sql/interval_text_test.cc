@@ -12,8 +12,8 @@ constexpr int64_t kMinute = int64_t{60} * 1000000;
 constexpr int64_t kHour = 60 * kMinute;
 
 void ExpectInterval(const std::string& text, int32_t months, int32_t days, int64_t micros,
-                    const std::string& unit = "") {
-  auto iv = ParseInterval(text, unit);
+                    const std::string& unit = "", const std::string& largest = "") {
+  auto iv = ParseInterval(text, {largest.empty() ? unit : largest, unit});
   ASSERT_TRUE(iv.ok()) << text << ": " << iv.status().ToString();
   EXPECT_EQ(iv->months, months) << text;
   EXPECT_EQ(iv->days, days) << text;
@@ -54,6 +54,38 @@ TEST(IntervalTextTest, SignsAgoAndBareNumbers) {
   ExpectInterval("90", 0, 90, 0, "day");         // interval '90' day
   ExpectInterval("2", 0, 0, 2 * kHour, "hour");  // interval '2' hour
   ExpectInterval("1 day 2", 0, 1, 2'000'000);    // the last bare number is seconds
+}
+
+TEST(IntervalTextTest, QualifiersAsPostgreSQLReadsThem) {
+  ExpectInterval("2", 0, 0, 2 * kHour, "hour", "day");           // '2' DAY TO HOUR
+  ExpectInterval("3", 3, 0, 0, "month", "year");                 // '3' YEAR TO MONTH
+  ExpectInterval("1:30", 0, 0, 90'000'000, "second", "minute");  // MINUTE TO SECOND: mm:ss
+  ExpectInterval("1:30", 0, 0, 90 * kMinute, "minute", "hour");  // HOUR TO MINUTE: hh:mm
+  ExpectInterval("1.5", 0, 0, kHour, "hour");                    // below an hour dropped
+  ExpectInterval("1.5", 0, 1, 0, "day");
+  ExpectInterval("1.5", 1, 0, 0, "month");
+  ExpectInterval("2 hours 30 minutes", 0, 0, 2 * kHour, "hour");
+  ExpectInterval("2 hours 30 minutes", 0, 0, 0, "day");
+  ExpectInterval("1 year 6 months", 12, 0, 0, "year");
+  EXPECT_EQ(IntervalFieldsOfMask(8 | 1024).largest, "day");
+  EXPECT_EQ(IntervalFieldsOfMask(8 | 1024).smallest, "hour");
+  EXPECT_EQ(IntervalFieldsOfMask(0x7FFF).smallest, "");
+}
+
+TEST(IntervalTextTest, AUnitOnceAndTimeFieldsInRange) {
+  for (const char* text :
+       {"1 day 1 day", "1 hour 1 hour", "1 year 1 years", "1 minute 1 min", "1 hour 10:00"}) {
+    auto iv = ParseInterval(text);
+    ASSERT_FALSE(iv.ok()) << text;
+    EXPECT_NE(iv.status().message().find("invalid input syntax"), std::string::npos) << text;
+  }
+  for (const char* text : {"00:90:00", "1:60"}) {
+    auto iv = ParseInterval(text);
+    ASSERT_FALSE(iv.ok()) << text;
+    EXPECT_EQ(iv.status().message(),
+              std::string("interval field value out of range: \"") + text + "\"");
+  }
+  ExpectInterval("1 week 1 day", 0, 8, 0);
 }
 
 TEST(IntervalTextTest, BadTextIsPostgreSQLsError) {

@@ -71,6 +71,19 @@ arrow::Result<std::shared_ptr<arrow::DataType>> CommonType(
   const bool a_num = a_int || a_dec || arrow::is_floating(a->id());
   const bool b_num = b_int || b_dec || arrow::is_floating(b->id());
   if (a_num && b_num) return arrow::float64();
+  // A date beside a timestamp is midnight of its day; two timestamps meet in the finer unit,
+  // with a zone where either has one (PostgreSQL's timestamptz).
+  const bool a_time = a->id() == arrow::Type::TIMESTAMP, b_time = b->id() == arrow::Type::TIMESTAMP;
+  if ((a_time || a->id() == arrow::Type::DATE32) && (b_time || b->id() == arrow::Type::DATE32)) {
+    const auto* ta = a_time ? &static_cast<const arrow::TimestampType&>(*a) : nullptr;
+    const auto* tb = b_time ? &static_cast<const arrow::TimestampType&>(*b) : nullptr;
+    const auto unit = std::max(ta ? ta->unit() : arrow::TimeUnit::MICRO,
+                               tb ? tb->unit() : arrow::TimeUnit::MICRO);
+    const std::string zone = ta && !ta->timezone().empty()   ? ta->timezone()
+                             : tb && !tb->timezone().empty() ? tb->timezone()
+                                                             : "";
+    return arrow::timestamp(unit, zone);
+  }
   return arrow::Status::TypeError("types ", a->ToString(), " and ", b->ToString(),
                                   " cannot be matched");
 }

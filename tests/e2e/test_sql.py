@@ -1498,6 +1498,11 @@ TIMESTAMP_QUERIES = [
     "'2023-12-30 07:37:00.000001')",
     "select max(ts + interval '1' day), min(ts - interval '1' month), count(*) from events "
     "where ts + interval '2' day > '2024-01-10'",
+    # intervals with a time of day, and now() (a timestamp with a zone) beside the column
+    "select count(*), max(ts - interval '90 minutes'), min(ts + interval '1 day 02:30:00') "
+    "from events where ts + interval '36 hours' < '2024-01-05'",
+    "select count(*) from events where ts < now() and ts > now() - interval '100 years'",
+    "select id, extract(epoch from ts) from events where id % 500 = 1 order by id",
 ]
 
 
