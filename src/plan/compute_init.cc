@@ -11,6 +11,7 @@
 #include "plan/dictionary_kernels.h"
 #include "plan/like_kernels.h"
 #include "plan/null_unless.h"
+#include "plan/string_agg.h"
 #include "sluice/schemas/codec.hpp"
 
 namespace sluice::plan {
@@ -98,6 +99,7 @@ arrow::Status RegisterSluiceFunctions() {
       {cp::InputType(arrow::date32()), cp::InputType(arrow::int64())}, arrow::date32(), AddMonths));
   ARROW_RETURN_NOT_OK(cp::GetFunctionRegistry()->AddFunction(std::move(add_months)));
   ARROW_RETURN_NOT_OK(RegisterDecimalKernels(cp::GetFunctionRegistry()));
+  ARROW_RETURN_NOT_OK(RegisterStringAgg(cp::GetFunctionRegistry()));
   ARROW_RETURN_NOT_OK(RegisterDictionaryKernels(cp::GetFunctionRegistry()));
   ARROW_RETURN_NOT_OK(RegisterLikeKernels(cp::GetFunctionRegistry()));
   ARROW_RETURN_NOT_OK(RegisterNullUnless(cp::GetFunctionRegistry()));

@@ -12,6 +12,7 @@
 #include "plan/expression_codec.h"
 #include "plan/library_functions.h"
 #include "plan/session_spec.h"
+#include "plan/string_agg.h"
 #include "plan/table_provider.h"
 
 namespace sluice::plan {
@@ -449,8 +450,8 @@ arrow::Status DecodeWindow(const json& v, PlanNode* n) {
     ARROW_ASSIGN_OR_RAISE(n->keys, TextList(v, "keys"));
     ARROW_ASSIGN_OR_RAISE(const json* aggregates, Field(v, "aggregates"));
     if (!aggregates->is_array()) return arrow::Status::Invalid("plan: aggregates not a list");
-    static const std::set<std::string> kFunctions = {"sum", "count", "count_all",
-                                                     "min", "max",   "count_distinct"};
+    static const std::set<std::string> kFunctions = {
+        "sum", "count", "count_all", "min", "max", "count_distinct", kStringAggFunction};
     for (const auto& a : *aggregates) {
       AggregateCall call;
       ARROW_ASSIGN_OR_RAISE(call.function, Text(a, "function"));

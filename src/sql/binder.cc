@@ -15,6 +15,7 @@
 
 #include "plan/compute_init.h"
 #include "plan/library_functions.h"
+#include "plan/string_agg.h"
 #include "sluice/schemas/codec.hpp"
 #include "sql/interval_text.h"
 #include "sql/named_windows.h"
@@ -36,8 +37,8 @@ namespace cp = arrow::compute;
 using json = nlohmann::json;
 
 constexpr const char* kAggregates[] = {
-    "sum",        "avg",      "count",    "min",     "max",      "stddev",  "stddev_samp",
-    "stddev_pop", "variance", "var_samp", "var_pop", "bool_and", "bool_or", "every"};
+    "sum",      "avg",      "count",   "min",      "max",     "stddev", "stddev_samp", "stddev_pop",
+    "variance", "var_samp", "var_pop", "bool_and", "bool_or", "every",  "string_agg"};
 
 // A final step's function in the binder only: the sum of a group's distinct values, which
 // DistinctAggregates plans as a sum over the values made distinct below it.
@@ -483,6 +484,8 @@ class Binder {
   arrow::Result<cp::Expression> Cast(const json& cast, Scope scope);
   arrow::Result<Interval> IntervalLiteral(const json& cast);
   arrow::Result<cp::Expression> Aggregate(const json& call);
+  // string_agg's ORDER BY: 0 for none, 1 or 2 for its value ascending or descending.
+  arrow::Result<int64_t> StringAggOrder(const json& call, const json& value);
   // A call of a function library's scalar or aggregate function: arguments cast to the
   // declared types, the call named by library digest (plan/library_functions.h).
   arrow::Result<cp::Expression> CallLibraryFunction(const json& call, const LibraryFunction& fn,
@@ -1734,6 +1737,20 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
   return Unsupported(e, "expression kind " + kind);
 }
 
+arrow::Result<int64_t> Binder::StringAggOrder(const json& call, const json& value) {
+  if (!call.contains("agg_order")) return 0;
+  const auto& keys = ListMember(call, "agg_order");
+  if (keys.size() != 1) {
+    return Unsupported(call, "string_agg(... ORDER BY) on several keys");
+  }
+  const json& by = keys.at(0).at("SortBy");
+  if (WithoutLocations(by.at("node")) != WithoutLocations(value)) {
+    return Unsupported(by.at("node"),
+                       "string_agg(... ORDER BY) on another expression than its value");
+  }
+  return by.value("sortby_dir", "") == "SORTBY_DESC" ? 2 : 1;
+}
+
 arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
   const std::string name = LastName(call.at("funcname"));
   if (in_aggregate_) return Error(call, "aggregate function calls cannot be nested");
@@ -1745,14 +1762,52 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
                         name != "bool_and" && name != "bool_or" && name != "every";
   std::string text_key = name + (distinct ? " distinct " : " ") + (star ? "*" : "");
   cp::Expression arg;
+  // string_agg's delimiter, and its order: 0 as consumed, 1 ascending, 2 descending.
+  cp::Expression delimiter;
+  int64_t order = 0;
   if (!star) {
     const auto& args = ListMember(call, "args");
-    if (args.size() != 1) return Error(call, "function " + name + " takes one argument");
+    if (name == "string_agg") {
+      if (args.size() != 2) {
+        return Error(call, "function string_agg of " + std::to_string(args.size()) +
+                               " arguments does not exist; it is string_agg(value, delimiter)");
+      }
+      ARROW_ASSIGN_OR_RAISE(order, StringAggOrder(call, args[0]));
+      in_aggregate_ = true;
+      auto bound = Expr(args[1], Scope::kRow);
+      in_aggregate_ = false;
+      ARROW_RETURN_NOT_OK(bound.status());
+      ARROW_ASSIGN_OR_RAISE(delimiter, FoldConstantSubtrees(*bound));
+      if (delimiter.literal() == nullptr) {
+        return Unsupported(args[1], "a string_agg delimiter that is not a constant");
+      }
+      if (!delimiter.literal()->scalar()->is_valid) {
+        // A NULL delimiter joins with nothing between, as in PostgreSQL.
+        delimiter = cp::literal(std::string());
+      } else if (delimiter.literal()->type()->id() != arrow::Type::STRING) {
+        return Error(args[1], "function string_agg's delimiter must be text, not " +
+                                  delimiter.literal()->type()->ToString());
+      }
+      text_key += delimiter.ToString() + " order " + std::to_string(order) + " ";
+    } else if (args.size() != 1) {
+      return Error(call, "function " + name + " takes one argument");
+    } else if (call.contains("agg_order")) {
+      return Unsupported(call, "ORDER BY inside " + name + "()");
+    }
     in_aggregate_ = true;
     auto bound = Expr(args[0], Scope::kRow);
     in_aggregate_ = false;
     ARROW_RETURN_NOT_OK(bound.status());
     ARROW_ASSIGN_OR_RAISE(arg, Typecheck(*bound, args[0], RowSchema()));
+    if (name == "string_agg") {
+      ARROW_ASSIGN_OR_RAISE(auto typed, arg.Bind(RowSchema()));
+      if (typed.type()->id() == arrow::Type::NA) {
+        arg = cp::literal(arrow::MakeNullScalar(arrow::utf8()));
+      } else if (typed.type()->id() != arrow::Type::STRING) {
+        return Error(args[0], "function string_agg(" + typed.type()->ToString() +
+                                  ", text) does not exist; cast the value to text");
+      }
+    }
   } else if (name != "count") {
     return Error(call, name + "(*) is not valid; only count(*)");
   }
@@ -1827,6 +1882,7 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
     if (name != "count" && name != "sum" && name != "avg") {
       return Unsupported(call, name + "(DISTINCT ...)");
     }
+    if (call.contains("agg_order")) return Unsupported(call, "ORDER BY inside " + name + "()");
     // A distinct count or sum cannot be merged from partial ones: the distinct values become
     // group keys below (DistinctAggregates, or the partial step's keys for one distinct count),
     // and only a final step counts or sums them. These final steps read the input itself.
@@ -1857,6 +1913,11 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
     }
     const std::string fn = name == "bool_or" ? "max" : "min";
     out = cp::field_ref(step(fn, fn, ""));
+  } else if (name == "string_agg") {
+    // The group's strings as a list, whose partial lists a final step merges; then joined.
+    const std::string strings = step(plan::kStringAggFunction, plan::kStringAggFunction, "");
+    out = cp::call(plan::kStringJoinFunction,
+                   {cp::field_ref(strings), delimiter, cp::literal(order)});
   } else if (name == "count") {
     out = cp::field_ref(step("count", "sum", ""));
   } else if (name == "avg") {

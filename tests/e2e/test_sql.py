@@ -1244,6 +1244,23 @@ VALUES_LISTS = [
     "left join orders on o_orderstatus = t.k group by t.k order by 1",
 ]
 
+STRING_AGG = [
+    "select n_regionkey, string_agg(n_name, ', ' order by n_name), "
+    "string_agg(n_name, '|' order by n_name desc) from nation group by 1 order by 1",
+    # many strings per group, merged from the partial steps of several tasks: their order is
+    # any, their length and count are not
+    "select o_orderstatus, length(string_agg(o_orderpriority, ',')), count(*) from orders "
+    "group by 1 order by 1",
+    "select string_agg(r_name, ';' order by r_name) from region",
+    "select c_mktsegment, string_agg(case when c_acctbal > 9990 then c_name end, ',' "
+    "order by case when c_acctbal > 9990 then c_name end) from customer group by 1 order by 1",
+    "select n_regionkey, string_agg(n_name, ',' order by n_name) filter (where n_nationkey < 10) "
+    "from nation group by 1 order by 1",
+    # a group per customer: the partial step passes rows through where grouping does not shrink
+    "select s, count(*) from (select o_custkey, string_agg(o_orderstatus, '' order by "
+    "o_orderstatus) s from orders group by 1) t group by 1 order by 2 desc, 1 limit 10",
+]
+
 NULL_AWARE_IN = [
     "select count(*) from nation where n_nationkey not in "
     "(select case when r_regionkey < 2 then null else r_regionkey end from region)",
@@ -1263,7 +1280,7 @@ NULL_AWARE_IN = [
 @pytest.mark.parametrize(
     "sql",
     CONSTANT_KEYS + DISTINCT_AGGREGATES + NULLS_AND_CASTS + NULL_AWARE_IN + BOOLEAN_AGGREGATES
-    + QUANTIFIED + USING_JOINS + VALUES_LISTS)
+    + QUANTIFIED + USING_JOINS + VALUES_LISTS + STRING_AGG)
 @pytest.mark.parametrize("workers", [0, 2])
 def test_grouped_queries_match_duckdb_in_process_and_distributed(tpch, sql, workers, tmp_path):
     sluice, con, _ = tpch
