@@ -496,7 +496,7 @@ StagePlan PlanStages(const PlanNode& root, const StageOptions& options) {
     // split.
     StagePlan out;
     out.workers = options.workers;
-    out.not_cut_reason = "the query reads SELECT without FROM's row";
+    out.not_cut_reason = "the query reads constant rows (a VALUES list or a SELECT without FROM)";
     return out;
   }
   return Planner(options).Plan(root);
