@@ -269,19 +269,24 @@ cp::Expression DaysToDate(const cp::Expression& days) {
 
 // ts +/- an interval (`sign` 1 or -1) for a timestamp of `type`: the months move its date as
 // they move a date (a month's last day where the day does not exist), keeping the time of day;
-// then the days move it by 24 hours each, as PostgreSQL adds an interval.
-[[gnu::noinline]] cp::Expression TimestampPlusInterval(cp::Expression ts,
-                                                       const std::shared_ptr<arrow::DataType>& type,
-                                                       const Interval& iv, int sign) {
+// then the days move it by 24 hours each, as PostgreSQL adds an interval. `times`, where given,
+// is an int64 expression that multiplies every field of the interval (ts + n * interval).
+[[gnu::noinline]] cp::Expression TimestampPlusInterval(
+    cp::Expression ts, const std::shared_ptr<arrow::DataType>& type, const Interval& iv, int sign,
+    const std::optional<cp::Expression>& times = std::nullopt) {
   const auto unit = static_cast<const arrow::TimestampType&>(*type).unit();
   const int32_t months = iv.months;
   const int32_t days = iv.days;
+  // `n` times a constant, as an int64 expression.
+  auto scaled = [&](int64_t n) {
+    return times ? cp::call("multiply_checked", {*times, cp::literal(n)}) : cp::literal(n);
+  };
   if (months != 0) {
     const cp::Expression date = cp::call("cast", {ts}, cp::CastOptions::Safe(arrow::date32()));
     const cp::Expression time_of_day =
         cp::call("subtract_checked", {ts, cp::call("cast", {date}, cp::CastOptions::Safe(type))});
-    const cp::Expression moved = cp::call(plan::kAddMonthsFunction,
-                                          {date, cp::literal(static_cast<int64_t>(sign) * months)});
+    const cp::Expression moved =
+        cp::call(plan::kAddMonthsFunction, {date, scaled(static_cast<int64_t>(sign) * months)});
     ts = cp::call("add_checked",
                   {cp::call("cast", {moved}, cp::CastOptions::Safe(type)), time_of_day});
   }
@@ -297,6 +302,11 @@ cp::Expression DaysToDate(const cp::Expression& days) {
                                                         : iv.micros * 1000;
   const int64_t shift = int64_t{days} * per_day + time;
   if (shift == 0) return ts;
+  if (times) {
+    const cp::Expression duration =
+        cp::call("cast", {scaled(shift)}, cp::CastOptions::Safe(arrow::duration(unit)));
+    return cp::call(sign > 0 ? "add_checked" : "subtract_checked", {ts, duration});
+  }
   return cp::call(sign > 0 ? "add_checked" : "subtract_checked",
                   {ts, cp::literal(std::make_shared<arrow::DurationScalar>(shift, unit))});
 }
@@ -483,6 +493,12 @@ class Binder {
   }
   arrow::Result<cp::Expression> Cast(const json& cast, Scope scope);
   arrow::Result<Interval> IntervalLiteral(const json& cast);
+  // `l` +/- `iv` (op "+" or "-"), a date or timestamp, with every field of the interval times
+  // `times` where given; `e` is the expression, for errors.
+  arrow::Result<cp::Expression> PlusInterval(const json& e, const std::string& op, cp::Expression l,
+                                             const Interval& iv,
+                                             const std::optional<cp::Expression>& times,
+                                             Scope scope);
   arrow::Result<cp::Expression> Aggregate(const json& call);
   // string_agg's ORDER BY: 0 for none, 1 or 2 for its value ascending or descending.
   arrow::Result<int64_t> StringAggOrder(const json& call, const json& value);
@@ -1257,6 +1273,50 @@ arrow::Result<cp::Expression> Binder::Constant(const json& c) {
   return Unsupported(c, "this kind of constant");
 }
 
+arrow::Result<cp::Expression> Binder::PlusInterval(const json& e, const std::string& op,
+                                                   cp::Expression l, const Interval& iv,
+                                                   const std::optional<cp::Expression>& times,
+                                                   Scope scope) {
+  const int sign = op == "+" ? 1 : -1;
+  // A date and an interval with a time of day make a timestamp, as in PostgreSQL.
+  const auto micro_ts = arrow::timestamp(arrow::TimeUnit::MICRO);
+  if (l.literal() != nullptr && l.literal()->type()->id() == arrow::Type::NA) {
+    return cp::literal(arrow::MakeNullScalar(micro_ts));  // NULL + interval
+  }
+  auto typed = l.Bind(*SchemaFor(scope));
+  if (!typed.ok() || (typed->type()->id() != arrow::Type::TIMESTAMP &&
+                      typed->type()->id() != arrow::Type::DATE32)) {
+    return Error(e, "operator " + op + " takes a date or timestamp and an interval");
+  }
+  cp::Expression out;
+  if (typed->type()->id() == arrow::Type::TIMESTAMP) {
+    out = TimestampPlusInterval(l, typed->type()->GetSharedPtr(), iv, sign, times);
+  } else if (iv.micros != 0) {
+    out = TimestampPlusInterval(cp::call("cast", {l}, cp::CastOptions::Safe(micro_ts)), micro_ts,
+                                iv, sign, times);
+  } else if (l.literal() != nullptr && !times) {
+    // A constant date folds here: PostgreSQL's month arithmetic is no Arrow kernel.
+    const int32_t date = static_cast<const arrow::Date32Scalar&>(*l.literal()->scalar()).value;
+    return cp::literal(std::make_shared<arrow::Date32Scalar>(AddInterval(date, iv, sign)));
+  } else {
+    // A date moves by whole days as day numbers; months need the calendar. Months first, then
+    // days, as PostgreSQL adds an interval.
+    auto scaled = [&](int64_t k) {
+      return times ? cp::call("multiply_checked", {*times, cp::literal(k)}) : cp::literal(k);
+    };
+    out = l;
+    if (iv.months != 0) {
+      out = cp::call(plan::kAddMonthsFunction, {out, scaled(int64_t{sign} * iv.months)});
+    }
+    if (iv.days != 0) {
+      const cp::Expression days =
+          cp::call("cast", {DateToDays(out)}, cp::CastOptions::Safe(arrow::int64()));
+      out = DaysToDate(cp::call("add_checked", {days, scaled(int64_t{sign} * iv.days)}));
+    }
+  }
+  return l.literal() != nullptr ? FoldConstantSubtrees(out) : out;
+}
+
 arrow::Result<Interval> Binder::IntervalLiteral(const json& cast) {
   const json& arg = cast.at("arg");
   auto [kind, body] = Node(arg);
@@ -1575,53 +1635,53 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
       if (op == "+") return r;
       return Unsupported(e, "unary operator " + op);
     }
-    // date +/- interval between constants folds here.
-    auto [rkind, rbody] = Node(e.at("rexpr"));
-    if ((op == "+" || op == "-") && rkind == "TypeCast" &&
-        LastName((*rbody).at("typeName").at("names")) == "interval") {
-      ARROW_ASSIGN_OR_RAISE(auto l, Expr(e.at("lexpr"), scope));
-      ARROW_ASSIGN_OR_RAISE(Interval iv, IntervalLiteral(*rbody));
-      // A date and an interval with a time of day make a timestamp, as in PostgreSQL.
-      const auto micro_ts = arrow::timestamp(arrow::TimeUnit::MICRO);
-      if (l.literal() == nullptr) {
-        // A date column moves by whole days as day numbers; months need the calendar.
-        auto typed = l.Bind(*SchemaFor(scope));
-        if (typed.ok() && typed->type()->id() == arrow::Type::TIMESTAMP) {
-          return TimestampPlusInterval(l, typed->type()->GetSharedPtr(), iv, op == "+" ? 1 : -1);
-        }
-        if (!typed.ok() || typed->type()->id() != arrow::Type::DATE32) {
-          return Error(e, "operator " + op + " takes a date or timestamp and an interval");
-        }
-        if (iv.micros != 0) {
-          return TimestampPlusInterval(cp::call("cast", {l}, cp::CastOptions::Safe(micro_ts)),
-                                       micro_ts, iv, op == "+" ? 1 : -1);
-        }
-        // Months first, then days, as PostgreSQL adds an interval.
-        const int sign = op == "+" ? 1 : -1;
-        cp::Expression moved = l;
-        if (iv.months != 0) {
-          moved = cp::call(plan::kAddMonthsFunction,
-                           {moved, cp::literal(static_cast<int64_t>(sign) * iv.months)});
-        }
-        if (iv.days == 0) return moved;
-        return DaysToDate(cp::call(op == "+" ? "add_checked" : "subtract_checked",
-                                   {DateToDays(moved), cp::literal(iv.days)}));
+    // x +/- interval (an interval literal, or one times a number, on either side of +).
+    const json* interval = nullptr;
+    const json* times = nullptr;
+    const json* base = &e.at("lexpr");
+    auto is_interval = [&](const json& node) {
+      auto [k, b] = Node(node);
+      return k == "TypeCast" && LastName((*b).at("typeName").at("names")) == "interval";
+    };
+    // `node` is an interval, or a product of one and something else (then `*other`).
+    auto interval_of = [&](const json& node, const json** other) -> const json* {
+      if (is_interval(node)) return &node;
+      auto [k, b] = Node(node);
+      if (k != "A_Expr" || (*b).value("kind", "") != "AEXPR_OP" || !b->contains("lexpr") ||
+          LastName(ListMember(*b, "name")) != "*") {
+        return nullptr;
       }
-      if (l.literal()->type()->id() == arrow::Type::TIMESTAMP) {
-        return FoldConstantSubtrees(
-            TimestampPlusInterval(l, l.literal()->type()->GetSharedPtr(), iv, op == "+" ? 1 : -1));
+      if (is_interval(b->at("rexpr"))) {
+        *other = &b->at("lexpr");
+        return &b->at("rexpr");
       }
-      if (l.literal()->type()->id() != arrow::Type::DATE32) {
-        return Error(e, "operator " + op + " takes a date or timestamp and an interval");
+      if (is_interval(b->at("lexpr"))) {
+        *other = &b->at("rexpr");
+        return &b->at("lexpr");
       }
-      if (iv.micros != 0) {
-        return FoldConstantSubtrees(
-            TimestampPlusInterval(cp::call("cast", {l}, cp::CastOptions::Safe(micro_ts)), micro_ts,
-                                  iv, op == "+" ? 1 : -1));
+      return nullptr;
+    };
+    if (op == "+" || op == "-") {
+      interval = interval_of(e.at("rexpr"), &times);
+      if (interval == nullptr && op == "+") {
+        interval = interval_of(e.at("lexpr"), &times);
+        base = &e.at("rexpr");
       }
-      const int32_t date = static_cast<const arrow::Date32Scalar&>(*l.literal()->scalar()).value;
-      return cp::literal(
-          std::make_shared<arrow::Date32Scalar>(AddInterval(date, iv, op == "+" ? 1 : -1)));
+    }
+    if (interval != nullptr) {
+      auto [ikind, ibody] = Node(*interval);
+      ARROW_ASSIGN_OR_RAISE(Interval iv, IntervalLiteral(*ibody));
+      ARROW_ASSIGN_OR_RAISE(auto l, Expr(*base, scope));
+      std::optional<cp::Expression> n;
+      if (times != nullptr) {
+        ARROW_ASSIGN_OR_RAISE(auto bound, Expr(*times, scope));
+        auto typed = bound.Bind(*SchemaFor(scope));
+        if (!typed.ok() || !arrow::is_integer(typed->type()->id())) {
+          return Unsupported(*times, "an interval multiplied by anything but an integer");
+        }
+        n = cp::call("cast", {bound}, cp::CastOptions::Safe(arrow::int64()));
+      }
+      return PlusInterval(e, op, std::move(l), iv, n, scope);
     }
     ARROW_ASSIGN_OR_RAISE(auto l, Expr(e.at("lexpr"), scope));
     ARROW_ASSIGN_OR_RAISE(auto r, Expr(e.at("rexpr"), scope));
