@@ -461,7 +461,7 @@ class Binder {
   arrow::Result<cp::Expression> Constant(const json& a_const);
   // CASE branches and COALESCE arguments: a NULL or integer literal takes the others' type
   // (case_when and coalesce want one type).
-  void UnifyBranches(std::vector<cp::Expression>* values, Scope scope);
+  arrow::Status UnifyBranches(std::vector<cp::Expression>* values, Scope scope, const json& node);
   // An integer A_Const's value. libpg_query 15-4.0's JSON writes zero and negative integers as
   // an empty "ival" object (-5 reads as {}), so those are read back from the SQL text.
   arrow::Result<int64_t> IntConstant(const json& a_const) const;
@@ -500,8 +500,10 @@ class Binder {
                                              const std::optional<cp::Expression>& times,
                                              Scope scope);
   arrow::Result<cp::Expression> Aggregate(const json& call);
+  // Whether an ORDER BY key (a SortBy body) sorts descending: DESC, or USING >.
+  arrow::Result<bool> Descending(const json& by) const;
   // string_agg's ORDER BY: 0 for none, 1 or 2 for its value ascending or descending.
-  arrow::Result<int64_t> StringAggOrder(const json& call, const json& value);
+  arrow::Result<int64_t> StringAggOrder(const json& call, const cp::Expression& value);
   // A call of a function library's scalar or aggregate function: arguments cast to the
   // declared types, the call named by library digest (plan/library_functions.h).
   arrow::Result<cp::Expression> CallLibraryFunction(const json& call, const LibraryFunction& fn,
@@ -722,15 +724,21 @@ class Binder {
     // A time of day after the date (and a zone after it) is read and dropped, as PostgreSQL's
     // date input drops it: '1995-01-01 12:00:00' is 1995-01-01.
     static const std::regex kTimeOfDay(
-        R"(^(?:[ T]([0-9]{1,2}):([0-9]{2})(?::([0-9]{2})(?:\.[0-9]+)?)?\s*(?:Z|[+-][0-9]{1,2}(?::?[0-9]{2})?)?)?\s*$)");
+        R"(^(?:[ T]([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2})(?:\.[0-9]+)?)?\s*(?:Z|[+-]([0-9]{1,2})(?::?[0-9]{2})?)?)?\s*$)");
     std::smatch time;
     const std::string rest = ymd ? text.substr(static_cast<size_t>(end)) : text;
     if (!ymd || !std::regex_match(rest, time, kTimeOfDay) || m < 1 || m > 12 || d < 1 || d > 31) {
       return Error(node, "invalid input syntax for type date: \"" + text + "\"");
     }
-    if (time[1].matched && (std::stoi(time[1].str()) > 24 || std::stoi(time[2].str()) > 59 ||
-                            (time[3].matched && std::stoi(time[3].str()) > 60))) {
-      return Error(node, "date/time field value out of range: \"" + text + "\"");
+    if (time[1].matched) {
+      const int hour = std::stoi(time[1].str()), minute = std::stoi(time[2].str());
+      const int second = time[3].matched ? std::stoi(time[3].str()) : 0;
+      if (hour > 24 || minute > 59 || second > 60 || (hour == 24 && minute + second > 0)) {
+        return Error(node, "date/time field value out of range: \"" + text + "\"");
+      }
+      if (time[4].matched && std::stoi(time[4].str()) > 15) {
+        return Error(node, "time zone displacement out of range: \"" + text + "\"");
+      }
     }
     // A day the month does not have (2020-02-30) is an error, not the next month.
     const int64_t days = DaysFromCivil(y, static_cast<unsigned>(m), static_cast<unsigned>(d));
@@ -1180,7 +1188,8 @@ cp::Expression UnknownAsBoolean(const cp::Expression& e) {
   return IsUntypedNull(e) ? cp::literal(arrow::MakeNullScalar(arrow::boolean())) : e;
 }
 
-void Binder::UnifyBranches(std::vector<cp::Expression>* values, Scope scope) {
+arrow::Status Binder::UnifyBranches(std::vector<cp::Expression>* values, Scope scope,
+                                    const json& node) {
   const auto scope_schema = SchemaFor(scope);
   const arrow::Schema& schema = *scope_schema;
   for (auto& v : *values) {
@@ -1205,11 +1214,19 @@ void Binder::UnifyBranches(std::vector<cp::Expression>* values, Scope scope) {
       }
     }
   }
-  if (common == nullptr) return;
+  if (common == nullptr) return arrow::Status::OK();
   for (auto& v : *values) {
     const auto* lit = v.literal();
     if (lit != nullptr && (lit->type()->id() == arrow::Type::NA || !lit->scalar()->is_valid)) {
       v = cp::literal(arrow::MakeNullScalar(common));
+    } else if (lit != nullptr && lit->type()->id() == arrow::Type::STRING &&
+               (common->id() == arrow::Type::DATE32 || common->id() == arrow::Type::TIMESTAMP)) {
+      // Text beside a date or timestamp is one, as PostgreSQL reads an untyped literal
+      // (COALESCE(d, '2024-01-05')).
+      const std::string text = lit->scalar()->ToString();
+      ARROW_ASSIGN_OR_RAISE(v, common->id() == arrow::Type::DATE32
+                                   ? DateFromText(text, node)
+                                   : TimestampFromText(text, common, node));
     } else if (lit != nullptr && common->id() == arrow::Type::DECIMAL128) {
       for (const auto& other : *values) {
         if (other.literal() == nullptr) {
@@ -1219,6 +1236,7 @@ void Binder::UnifyBranches(std::vector<cp::Expression>* values, Scope scope) {
       }
     }
   }
+  return arrow::Status::OK();
 }
 
 arrow::Result<int64_t> Binder::IntConstant(const json& c) const {
@@ -1400,6 +1418,16 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
         arg = cp::call("replace_substring_regex", {arg},
                        cp::ReplaceSubstringOptions("^\\+", "", /*max_replacements=*/1));
       }
+    }
+  }
+  if (to->id() == arrow::Type::DATE32) {
+    // Text with a time of day after the date reads as the date, as PostgreSQL's date input
+    // drops the time (CAST('2024-01-01 10:00:00' AS date)); Arrow's parse takes the date alone.
+    auto typed = arg.Bind(*SchemaFor(scope));
+    if (typed.ok() && arrow::is_string(typed->type()->id())) {
+      arg = cp::call("replace_substring_regex", {arg},
+                     cp::ReplaceSubstringOptions(R"(^\s*([0-9]+-[0-9]+-[0-9]+)(?:[ T].*)?\s*$)",
+                                                 "\\1", /*max_replacements=*/1));
     }
   }
   if (to->id() == arrow::Type::DECIMAL128) {
@@ -1797,18 +1825,36 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
   return Unsupported(e, "expression kind " + kind);
 }
 
-arrow::Result<int64_t> Binder::StringAggOrder(const json& call, const json& value) {
+arrow::Result<bool> Binder::Descending(const json& by) const {
+  const std::string dir = by.value("sortby_dir", "");
+  if (dir != "SORTBY_USING") return dir == "SORTBY_DESC";
+  // ORDER BY x USING op: < and > are ascending and descending; PostgreSQL takes no other
+  // operator of sluice's types as an ordering one.
+  const std::string op = LastName(ListMember(by, "useOp"));
+  if (op == "<") return false;
+  if (op == ">") return true;
+  return Error(by.at("node"), "operator " + op + " is not a valid ordering operator");
+}
+
+arrow::Result<int64_t> Binder::StringAggOrder(const json& call, const cp::Expression& value) {
   if (!call.contains("agg_order")) return 0;
   const auto& keys = ListMember(call, "agg_order");
   if (keys.size() != 1) {
     return Unsupported(call, "string_agg(... ORDER BY) on several keys");
   }
   const json& by = keys.at(0).at("SortBy");
-  if (WithoutLocations(by.at("node")) != WithoutLocations(value)) {
+  // The same expression, however written (t.s and s).
+  in_aggregate_ = true;
+  auto key = Expr(by.at("node"), Scope::kRow);
+  in_aggregate_ = false;
+  ARROW_RETURN_NOT_OK(key.status());
+  ARROW_ASSIGN_OR_RAISE(auto typed_key, Typecheck(*key, by.at("node"), RowSchema()));
+  if (!typed_key.Equals(value)) {
     return Unsupported(by.at("node"),
                        "string_agg(... ORDER BY) on another expression than its value");
   }
-  return by.value("sortby_dir", "") == "SORTBY_DESC" ? 2 : 1;
+  ARROW_ASSIGN_OR_RAISE(const bool desc, Descending(by));
+  return desc ? 2 : 1;
 }
 
 arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
@@ -1832,7 +1878,6 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
         return Error(call, "function string_agg of " + std::to_string(args.size()) +
                                " arguments does not exist; it is string_agg(value, delimiter)");
       }
-      ARROW_ASSIGN_OR_RAISE(order, StringAggOrder(call, args[0]));
       in_aggregate_ = true;
       auto bound = Expr(args[1], Scope::kRow);
       in_aggregate_ = false;
@@ -1848,7 +1893,7 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
         return Error(args[1], "function string_agg's delimiter must be text, not " +
                                   delimiter.literal()->type()->ToString());
       }
-      text_key += delimiter.ToString() + " order " + std::to_string(order) + " ";
+      text_key += delimiter.ToString() + " ";
     } else if (args.size() != 1) {
       return Error(call, "function " + name + " takes one argument");
     } else if (call.contains("agg_order")) {
@@ -1860,6 +1905,8 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
     ARROW_RETURN_NOT_OK(bound.status());
     ARROW_ASSIGN_OR_RAISE(arg, Typecheck(*bound, args[0], RowSchema()));
     if (name == "string_agg") {
+      ARROW_ASSIGN_OR_RAISE(order, StringAggOrder(call, arg));
+      text_key += "order " + std::to_string(order) + " ";
       ARROW_ASSIGN_OR_RAISE(auto typed, arg.Bind(RowSchema()));
       if (typed.type()->id() == arrow::Type::NA) {
         arg = cp::literal(arrow::MakeNullScalar(arrow::utf8()));
@@ -2335,7 +2382,7 @@ arrow::Result<cp::Expression> Binder::WindowFunction(const json& call, Scope sco
   for (const auto& o : ListMember(over, "orderClause")) {
     const auto& by = o.at("SortBy");
     ARROW_ASSIGN_OR_RAISE(auto key, WindowInput(by.at("node"), scope, nullptr));
-    const bool desc = by.value("sortby_dir", "") == "SORTBY_DESC";
+    ARROW_ASSIGN_OR_RAISE(const bool desc, Descending(by));
     const std::string nulls = by.value("sortby_nulls", "SORTBY_NULLS_DEFAULT");
     const bool nulls_first = nulls == "SORTBY_NULLS_DEFAULT" ? desc : nulls == "SORTBY_NULLS_FIRST";
     w.order_keys.emplace_back(arrow::FieldRef(key),
@@ -2443,6 +2490,12 @@ arrow::Result<cp::Expression> Binder::ScalarFunction(const json& call, const std
       return Error(call, "EXTRACT(field FROM date)");
     std::string field = bound[0].literal()->scalar()->ToString();
     for (char& c : field) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (field == "hour" || field == "minute" || field == "second") {
+      auto typed = bound[1].Bind(*SchemaFor(scope));
+      if (typed.ok() && typed->type()->id() == arrow::Type::DATE32) {
+        return Error(call, "unit \"" + field + "\" not supported for type date");
+      }
+    }
     if (field == "second") {
       // With its fraction, as PostgreSQL gives it (Arrow's second is whole).
       auto typed = bound[1].Bind(*SchemaFor(scope));
@@ -2904,7 +2957,7 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
       ARROW_ASSIGN_OR_RAISE(auto d, bind_branch(body->at("defresult"), none_before));
       values.push_back(d);
     }
-    UnifyBranches(&values, scope);
+    ARROW_RETURN_NOT_OK(UnifyBranches(&values, scope, *body));
     std::vector<cp::Expression> args = {
         cp::call("make_struct", conditions, cp::MakeStructOptions(names))};
     args.insert(args.end(), values.begin(), values.end());
@@ -2917,7 +2970,7 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
       ARROW_ASSIGN_OR_RAISE(auto x, Expr(a, scope));
       args.push_back(std::move(x));
     }
-    UnifyBranches(&args, scope);
+    ARROW_RETURN_NOT_OK(UnifyBranches(&args, scope, *body));
     // Arrow's element-wise min and max want one type: each argument cast to the common one.
     const auto schema = SchemaFor(scope);
     std::shared_ptr<arrow::DataType> common = arrow::null();
@@ -2963,7 +3016,7 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
       ARROW_ASSIGN_OR_RAISE(auto x, Expr(a, scope));
       args.push_back(std::move(x));
     }
-    UnifyBranches(&args, scope);
+    ARROW_RETURN_NOT_OK(UnifyBranches(&args, scope, *body));
     return cp::call("coalesce", std::move(args));
   }
   if (kind == "SubLink") {
@@ -3371,7 +3424,7 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
     std::vector<ColumnInfo> merged;
     for (const auto& [l, r] : using_pairs) {
       std::vector<cp::Expression> both = {cp::field_ref(l.id()), cp::field_ref(r.id())};
-      UnifyBranches(&both, Scope::kRow);
+      ARROW_RETURN_NOT_OK(UnifyBranches(&both, Scope::kRow, json::object()));
       const cp::Expression value = cp::call("coalesce", std::move(both));
       ARROW_ASSIGN_OR_RAISE(auto typed, value.Bind(RowSchema()));
       ColumnInfo c;
@@ -3897,7 +3950,7 @@ arrow::Result<std::unique_ptr<PlanNode>> Binder::OrderAndLimit(
         hidden.push_back(target_expr);
         hidden_ids.push_back(target);
       }
-      const bool desc = by.value("sortby_dir", "") == "SORTBY_DESC";
+      ARROW_ASSIGN_OR_RAISE(const bool desc, Descending(by));
       const std::string nulls = by.value("sortby_nulls", "SORTBY_NULLS_DEFAULT");
       // PostgreSQL puts NULLs last ascending and first descending, each key on its own (Arrow's
       // sort keys carry their NULL placement, so no extra key column is needed).
