@@ -177,12 +177,20 @@ nlohmann::ordered_json JsonCell(const arrow::Array& column, int64_t row) {
 }
 
 void PrintJson(const arrow::Table& table, std::ostream& out) {
+  // Written key by key, not through a JSON object: two columns of one name (SELECT 1 AS a,
+  // 2 AS a) both appear, as in PostgreSQL's row_to_json.
+  const auto dump = [](const nlohmann::ordered_json& v) {
+    return v.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  };
+  std::vector<std::string> keys;
+  for (int c = 0; c < table.num_columns(); ++c) keys.push_back(dump(table.field(c)->name()));
   for (int64_t r = 0; r < table.num_rows(); ++r) {
-    nlohmann::ordered_json row = nlohmann::ordered_json::object();
+    std::string line = "{";
     for (int c = 0; c < table.num_columns(); ++c) {
-      row[table.field(c)->name()] = JsonCell(*table.column(c)->chunk(0), r);
+      if (c > 0) line += ',';
+      line += keys[static_cast<size_t>(c)] + ':' + dump(JsonCell(*table.column(c)->chunk(0), r));
     }
-    out << row.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    out << line << "}\n";
   }
 }
 
@@ -235,7 +243,10 @@ std::string FormatOfPath(const std::string& path) {
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (ext == "parquet") return "parquet";
-  if (ext == "arrow" || ext == "arrows" || ext == "ipc") return "arrow";
+  // An IPC file for the names Arrow gives files (which CREATE EXTERNAL TABLE ... STORED AS IPC
+  // reads), the IPC stream of --format arrow for a stream's.
+  if (ext == "arrow" || ext == "feather" || ext == "ipc") return "arrow-file";
+  if (ext == "arrows") return "arrow";
   if (ext == "json" || ext == "jsonl" || ext == "ndjson") return "json";
   return "csv";
 }
@@ -243,7 +254,7 @@ std::string FormatOfPath(const std::string& path) {
 arrow::Status WriteBinary(arrow::RecordBatchReader* rows, const std::string& format,
                           Destination* out) {
   if (out->is_stdout() && isatty(STDOUT_FILENO)) {
-    return arrow::Status::Invalid("--format ", format,
+    return arrow::Status::Invalid("--format ", format == "arrow-file" ? "arrow" : format,
                                   " writes binary data: give --output FILE or redirect stdout");
   }
   // Batch by batch, as they come: the writer holds one row group (Parquet) or nothing (IPC).
@@ -259,7 +270,12 @@ arrow::Status WriteBinary(arrow::RecordBatchReader* rows, const std::string& for
     }
     ARROW_RETURN_NOT_OK(writer->Close());
   } else {
-    ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(out->stream(), rows->schema()));
+    std::shared_ptr<arrow::ipc::RecordBatchWriter> writer;
+    if (format == "arrow-file") {
+      ARROW_ASSIGN_OR_RAISE(writer, arrow::ipc::MakeFileWriter(out->stream(), rows->schema()));
+    } else {
+      ARROW_ASSIGN_OR_RAISE(writer, arrow::ipc::MakeStreamWriter(out->stream(), rows->schema()));
+    }
     for (auto batch : *rows) {
       ARROW_ASSIGN_OR_RAISE(auto b, std::move(batch));
       ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*b));
@@ -351,7 +367,9 @@ arrow::Status RunQueryCommand(QueryOptions o) {
   const std::string format =
       !o.format.empty() ? o.format : (to_terminal ? "table" : FormatOfPath(o.output));
   ARROW_ASSIGN_OR_RAISE(Destination out, Destination::Open(o));
-  if (format == "parquet" || format == "arrow") return WriteBinary(rows.get(), format, &out);
+  if (format == "parquet" || format == "arrow" || format == "arrow-file") {
+    return WriteBinary(rows.get(), format, &out);
+  }
   if (format != "table") return WriteText(rows.get(), format, &out);
   // A table is laid out to its widest cell: it needs every row first.
   ARROW_ASSIGN_OR_RAISE(auto table, rows->ToTable());
@@ -377,7 +395,8 @@ void AddQueryCommand(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"table", "csv", "json", "parquet", "arrow"}));
   query->add_option(
       "-o,--output", options->output,
-      "Write the result to this file (out.parquet is Parquet, out.json JSON lines); it "
+      "Write the result to this file (out.parquet is Parquet, out.json JSON lines, out.arrow "
+      "an Arrow IPC file); it "
       "appears only when the "
       "query succeeds (written under a temporary name, then renamed)");
   query

@@ -194,8 +194,17 @@ def test_query_output_by_extension_carries_page_crcs(sluice, tmp_path):
     sluice.run("query", few, "-o", str(tmp_path / "out.JSON"), check=True)
     assert [json.loads(line) for line in (tmp_path / "out.JSON").read_text().splitlines()] == [
         {"k": 0}, {"k": 1}, {"k": 2}]
-    sluice.run("query", few, "-o", str(tmp_path / "out.arrow"), check=True)
-    with pa.ipc.open_stream((tmp_path / "out.arrow").read_bytes()) as reader:
+    # .arrow is an IPC file, which sluice reads back as a table; .arrows the IPC stream.
+    ipc = tmp_path / "ipc"
+    ipc.mkdir()
+    sluice.run("query", few, "-o", str(ipc / "out.arrow"), check=True)
+    with pa.ipc.open_file(ipc / "out.arrow") as reader:
+        assert reader.read_all().column("k").to_pylist() == [0, 1, 2]
+    sluice.run("query", f"CREATE EXTERNAL TABLE ipc STORED AS IPC LOCATION '{ipc}'", check=True)
+    back = sluice.run("query", "select sum(k) from ipc", "--format", "csv", check=True)
+    assert back.stdout.decode().splitlines()[1] == "3"
+    sluice.run("query", few, "-o", str(tmp_path / "out.arrows"), check=True)
+    with pa.ipc.open_stream((tmp_path / "out.arrows").read_bytes()) as reader:
         assert reader.read_all().column("k").to_pylist() == [0, 1, 2]
     sluice.run("query", few, "-o", str(tmp_path / "out.txt"), check=True)
     assert (tmp_path / "out.txt").read_text().splitlines() == ['"k"', "0", "1", "2"]

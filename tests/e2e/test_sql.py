@@ -242,6 +242,10 @@ def test_output_formats_and_explain(tpch, tmp_path):
         {"i": "Infinity", "m": "-Infinity", "n": "NaN", "f": 0.1, "s": 1, "k": 1, "d": "1.50",
          "dt": "2020-01-02", "b": False, "t": '"x\n'},
     ]
+    # Two columns of one name are both written, as PostgreSQL's row_to_json writes them.
+    dup = sluice.run("query", "--format", "json", "select 1 as a, 2 as a, n_name from nation "
+                     "where n_nationkey = 0", check=True).stdout.decode()
+    assert json.loads(dup, object_pairs_hook=list) == [("a", 1), ("a", 2), ("n_name", "ALGERIA")]
     table = sluice.run("query", "--format", "table", sql, check=True).stdout.decode()
     assert "(3 rows)" in table
     # A value's newlines and tabs cannot break the table's lines; widths count characters.
