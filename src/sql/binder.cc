@@ -1420,16 +1420,6 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
       }
     }
   }
-  if (to->id() == arrow::Type::DATE32) {
-    // Text with a time of day after the date reads as the date, as PostgreSQL's date input
-    // drops the time (CAST('2024-01-01 10:00:00' AS date)); Arrow's parse takes the date alone.
-    auto typed = arg.Bind(*SchemaFor(scope));
-    if (typed.ok() && arrow::is_string(typed->type()->id())) {
-      arg = cp::call("replace_substring_regex", {arg},
-                     cp::ReplaceSubstringOptions(R"(^\s*([0-9]+-[0-9]+-[0-9]+)(?:[ T].*)?\s*$)",
-                                                 "\\1", /*max_replacements=*/1));
-    }
-  }
   if (to->id() == arrow::Type::DECIMAL128) {
     // Arrow refuses an integer to decimal(p, s) cast unless p holds every value of the integer
     // type (19 + s digits for int64); PostgreSQL checks the values. Through decimal(38, s), the
