@@ -267,6 +267,12 @@ cp::Expression DaysToDate(const cp::Expression& days) {
                   cp::CastOptions::Safe(arrow::date32()));
 }
 
+// `k` times `times` (an int64 expression), or `k` where there is none: an interval's field
+// scaled by its multiplier (ts + n * interval).
+cp::Expression Scaled(const std::optional<cp::Expression>& times, int64_t k) {
+  return times ? cp::call("multiply_checked", {*times, cp::literal(k)}) : cp::literal(k);
+}
+
 // ts +/- an interval (`sign` 1 or -1) for a timestamp of `type`: the months move its date as
 // they move a date (a month's last day where the day does not exist), keeping the time of day;
 // then the days move it by 24 hours each, as PostgreSQL adds an interval. `times`, where given,
@@ -278,9 +284,7 @@ cp::Expression DaysToDate(const cp::Expression& days) {
   const int32_t months = iv.months;
   const int32_t days = iv.days;
   // `n` times a constant, as an int64 expression.
-  auto scaled = [&](int64_t n) {
-    return times ? cp::call("multiply_checked", {*times, cp::literal(n)}) : cp::literal(n);
-  };
+  auto scaled = [&](int64_t n) { return Scaled(times, n); };
   if (months != 0) {
     const cp::Expression date = cp::call("cast", {ts}, cp::CastOptions::Safe(arrow::date32()));
     const cp::Expression time_of_day =
@@ -1319,9 +1323,7 @@ arrow::Result<cp::Expression> Binder::PlusInterval(const json& e, const std::str
   } else {
     // A date moves by whole days as day numbers; months need the calendar. Months first, then
     // days, as PostgreSQL adds an interval.
-    auto scaled = [&](int64_t k) {
-      return times ? cp::call("multiply_checked", {*times, cp::literal(k)}) : cp::literal(k);
-    };
+    auto scaled = [&](int64_t k) { return Scaled(times, k); };
     out = l;
     if (iv.months != 0) {
       out = cp::call(plan::kAddMonthsFunction, {out, scaled(int64_t{sign} * iv.months)});
