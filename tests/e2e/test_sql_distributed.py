@@ -314,6 +314,24 @@ def test_groupings_regroup_the_finest_once_and_survive_a_killed_task(mixed, tmp_
     assert shuffle_files(data) == []
 
 
+def test_string_agg_splits_across_workers_and_survives_a_killed_task(mixed, tmp_path):
+    """string_agg's partial lists (NULL strings in them, NULL group keys) are merged by its final
+    step after the shuffle; a map task that dies once is retried; the rows are DuckDB's and the
+    in-process ones."""
+    sluice, con, data = mixed
+    sql = ("select g, string_agg(s, ',' order by s), string_agg(s, '|' order by s desc), "
+           "count(s) from t group by g")
+    plan = explain(sluice, sql, 3)
+    assert "distributed plan:" in plan and "stages on 3 workers" in plan, plan
+    ours, err = query(sluice, sql, tmp_path / "d.arrow", 3,
+                      env={"SLUICE_FAILPOINT": "kill:s1p0:1"})
+    assert "task s1p0 attempt 1 was killed" in err, err
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    assert_same_rows(ours, duckdb_rows(con, sql), False, what="string_agg vs DuckDB")
+    assert_same_rows(ours, local, False, what="string_agg vs --workers 0")
+    assert shuffle_files(data) == []
+
+
 def test_distinct_aggregates_of_several_expressions_run_in_process_and_say_so(mixed, tmp_path):
     """Distinct counts, a distinct sum and a distinct average beside other aggregates (NULLs in
     the keys and values; string, integer and decimal values), grouped and not. Their rows' copies
