@@ -39,6 +39,28 @@ Int128 Load(const uint8_t* p) {
 
 void Store(uint8_t* p, Int128 v) { std::memcpy(p, &v, sizeof(v)); }
 
+// A decimal64's unscaled value, widened.
+Int128 Load64(const uint8_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// Whether `id` is a decimal these kernels read: decimal128, or decimal64 (the executor reads
+// Parquet decimals of up to 18 digits as decimal64 where only these kernels see them:
+// exec/narrow_decimals.h). Results are decimal128 either way.
+bool IsDecimal(arrow::Type::type id) {
+  return id == arrow::Type::DECIMAL128 || id == arrow::Type::DECIMAL64;
+}
+
+// The bytes of one value of a decimal type these kernels read.
+int ValueWidth(const arrow::DataType& type) { return type.id() == arrow::Type::DECIMAL64 ? 8 : 16; }
+
+// The value at `i` of a decimal array's values of `width` bytes each.
+Int128 LoadAt(const uint8_t* values, int width, int64_t i) {
+  return width == 8 ? Load64(values + i * 8) : Load(values + i * 16);
+}
+
 Int128 FromDecimal(const arrow::Decimal128& d) {
   return static_cast<Int128>((static_cast<unsigned __int128>(d.high_bits()) << 64) | d.low_bits());
 }
@@ -69,18 +91,18 @@ const char* OpName(Op op) {
 
 // The places a quotient's dividend is scaled up by: Arrow's implicit cast of the dividend of a
 // decimal division, to scale max(4, s1 + p2 - s2 + 1) + s2. Always more than p2.
-int32_t DividendShift(const arrow::Decimal128Type& l, const arrow::Decimal128Type& r) {
+int32_t DividendShift(const arrow::DecimalType& l, const arrow::DecimalType& r) {
   return std::max(4, l.scale() + r.precision() - r.scale() + 1) + r.scale() - l.scale();
 }
 
 arrow::Result<std::shared_ptr<arrow::DataType>> ResultType(Op op, const arrow::DataType& a,
                                                            const arrow::DataType& b) {
-  if (a.id() != arrow::Type::DECIMAL128 || b.id() != arrow::Type::DECIMAL128) {
+  if (!IsDecimal(a.id()) || !IsDecimal(b.id())) {
     return arrow::Status::TypeError("internal: decimal kernel of ", a.ToString(), " and ",
                                     b.ToString());
   }
-  const auto& l = static_cast<const arrow::Decimal128Type&>(a);
-  const auto& r = static_cast<const arrow::Decimal128Type&>(b);
+  const auto& l = static_cast<const arrow::DecimalType&>(a);
+  const auto& r = static_cast<const arrow::DecimalType&>(b);
   int32_t precision, scale;
   if (op == Op::kMultiply) {
     precision = l.precision() + r.precision() + 1;
@@ -131,21 +153,27 @@ bool Apply(Int128 a, Int128 b, Int128* out) {
 // One operand: an array's values, or a scalar's one value for every row.
 struct Operand {
   const uint8_t* values = nullptr;  // null for a scalar
+  int width = 16;                   // bytes per value: 16, or 8 for decimal64
   Int128 scalar = 0;
   const arrow::ArraySpan* array = nullptr;
   bool scalar_valid = true;
 
   explicit Operand(const cp::ExecValue& v) {
     if (v.is_scalar()) {
-      const auto& s = static_cast<const arrow::Decimal128Scalar&>(*v.scalar);
-      scalar_valid = s.is_valid;
-      if (s.is_valid) scalar = FromDecimal(s.value);
+      scalar_valid = v.scalar->is_valid;
+      if (!scalar_valid) return;
+      if (v.scalar->type->id() == arrow::Type::DECIMAL64) {
+        scalar = static_cast<const arrow::Decimal64Scalar&>(*v.scalar).value.value();
+      } else {
+        scalar = FromDecimal(static_cast<const arrow::Decimal128Scalar&>(*v.scalar).value);
+      }
     } else {
       array = &v.array;
-      values = v.array.buffers[1].data + v.array.offset * 16;
+      width = ValueWidth(*v.array.type);
+      values = v.array.buffers[1].data + v.array.offset * width;
     }
   }
-  Int128 At(int64_t i) const { return values != nullptr ? Load(values + i * 16) : scalar; }
+  Int128 At(int64_t i) const { return values != nullptr ? LoadAt(values, width, i) : scalar; }
   bool Valid(int64_t i) const { return array != nullptr ? array->IsValid(i) : scalar_valid; }
 };
 
@@ -165,8 +193,8 @@ inline bool Quotient(Int128 a, Int128 factor, Int128 b, Int128* q) {
 arrow::Status ExecDivide(cp::KernelContext*, const cp::ExecSpan& batch, cp::ExecResult* out) {
   const Operand a(batch[0]), b(batch[1]);
   const Int128 factor =
-      PowerOfTen(DividendShift(static_cast<const arrow::Decimal128Type&>(*batch[0].type()),
-                               static_cast<const arrow::Decimal128Type&>(*batch[1].type())));
+      PowerOfTen(DividendShift(static_cast<const arrow::DecimalType&>(*batch[0].type()),
+                               static_cast<const arrow::DecimalType&>(*batch[1].type())));
   arrow::ArraySpan* result = out->array_span_mutable();
   uint8_t* dest = result->buffers[1].data + result->offset * 16;
   bool failed = false;
@@ -204,18 +232,29 @@ arrow::Status ExecArithmetic(cp::KernelContext*, const cp::ExecSpan& batch, cp::
       Store(dest + i * 16, v);
     }
   };
-  auto array = [](const Operand& o) {
+  auto wide = [](const Operand& o) {
     return [p = o.values](int64_t i) { return Load(p + i * 16); };
   };
+  auto narrow = [](const Operand& o) {
+    return [p = o.values](int64_t i) { return Load64(p + i * 8); };
+  };
   auto scalar = [](const Operand& o) { return [v = o.scalar](int64_t) { return v; }; };
-  if (a.values == nullptr && b.values == nullptr) {
-    run(scalar(a), scalar(b));
-  } else if (a.values == nullptr) {
-    run(scalar(a), array(b));
-  } else if (b.values == nullptr) {
-    run(array(a), scalar(b));
+  // Each operand as a scalar, 16-byte or 8-byte values, so that no row asks which.
+  auto with_left = [&](auto left) {
+    if (b.values == nullptr) {
+      run(left, scalar(b));
+    } else if (b.width == 8) {
+      run(left, narrow(b));
+    } else {
+      run(left, wide(b));
+    }
+  };
+  if (a.values == nullptr) {
+    with_left(scalar(a));
+  } else if (a.width == 8) {
+    with_left(narrow(a));
   } else {
-    run(array(a), array(b));
+    with_left(wide(a));
   }
   if (overflow) {
     // A null slot's bytes are arbitrary: only a valid row's overflow is an error.
@@ -238,11 +277,15 @@ arrow::Status AddArithmetic(cp::FunctionRegistry* registry, const char* name) {
       cp::FunctionDoc(std::string("decimal128 ") + OpName(kOp),
                       "Arrow's checked decimal arithmetic on native 128-bit integers.",
                       {"x", "y"}));
-  cp::ScalarKernel kernel(
-      {cp::InputType(arrow::Type::DECIMAL128), cp::InputType(arrow::Type::DECIMAL128)},
-      cp::OutputType(ResolveArithmetic<kOp>),
-      kOp == Op::kDivide ? cp::ArrayKernelExec(ExecDivide) : ExecArithmetic<kOp>);
-  ARROW_RETURN_NOT_OK(function->AddKernel(std::move(kernel)));
+  for (const auto left : {arrow::Type::DECIMAL128, arrow::Type::DECIMAL64}) {
+    for (const auto right : {arrow::Type::DECIMAL128, arrow::Type::DECIMAL64}) {
+      cp::ScalarKernel kernel({cp::InputType(left), cp::InputType(right)},
+                              cp::OutputType(ResolveArithmetic<kOp>),
+                              kOp == Op::kDivide ? cp::ArrayKernelExec(ExecDivide)
+                                                 : cp::ArrayKernelExec(ExecArithmetic<kOp>));
+      ARROW_RETURN_NOT_OK(function->AddKernel(std::move(kernel)));
+    }
+  }
   return registry->AddFunction(std::move(function));
 }
 
@@ -280,9 +323,12 @@ arrow::Status AddCompare(cp::FunctionRegistry* registry, const char* name) {
       name, cp::Arity::Binary(),
       cp::FunctionDoc("decimal128 comparison of one scale",
                       "Arrow's decimal comparison on native 128-bit integers.", {"x", "y"}));
-  ARROW_RETURN_NOT_OK(function->AddKernel(
-      {cp::InputType(arrow::Type::DECIMAL128), cp::InputType(arrow::Type::DECIMAL128)},
-      arrow::boolean(), ExecCompare<kCmp>));
+  for (const auto left : {arrow::Type::DECIMAL128, arrow::Type::DECIMAL64}) {
+    for (const auto right : {arrow::Type::DECIMAL128, arrow::Type::DECIMAL64}) {
+      ARROW_RETURN_NOT_OK(function->AddKernel({cp::InputType(left), cp::InputType(right)},
+                                              arrow::boolean(), ExecCompare<kCmp>));
+    }
+  }
   return registry->AddFunction(std::move(function));
 }
 
@@ -309,9 +355,7 @@ int32_t IntegerDigits(arrow::Type::type id) {
 
 // The scale of a decimal128 or an integer type (0); nullopt for other types.
 std::optional<int32_t> ScaleOf(const arrow::DataType& type) {
-  if (type.id() == arrow::Type::DECIMAL128) {
-    return static_cast<const arrow::Decimal128Type&>(type).scale();
-  }
+  if (IsDecimal(type.id())) return static_cast<const arrow::DecimalType&>(type).scale();
   if (arrow::is_integer(type.id())) return 0;
   return std::nullopt;
 }
@@ -353,11 +397,11 @@ arrow::Result<arrow::TypeHolder> ResolveFit(cp::KernelContext* ctx,
 
 // `value` of type `from` (a decimal128 at its scale, or an integer) has too many digits for `to`.
 arrow::Status FitError(Int128 value, const arrow::DataType& from, const arrow::DataType& to) {
-  if (from.id() != arrow::Type::DECIMAL128) {
+  if (!IsDecimal(from.id())) {
     return arrow::Status::Invalid("value ", ToDecimal(value).ToString(0), " of type ",
                                   from.ToString(), " does not fit in ", to.ToString());
   }
-  const auto& t = static_cast<const arrow::Decimal128Type&>(from);
+  const auto& t = static_cast<const arrow::DecimalType&>(from);
   return arrow::Status::Invalid("decimal value ", ToDecimal(value).ToString(t.scale()),
                                 " does not fit in ", to.ToString());
 }
@@ -443,9 +487,15 @@ arrow::Status ExecFit(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::Exe
     default:
       break;
   }
-  const auto& from = static_cast<const arrow::Decimal128Type&>(*batch[0].type());
+  const auto& from = static_cast<const arrow::DecimalType&>(*batch[0].type());
   const int32_t from_precision = from.precision();
   const int32_t shift = static_cast<const arrow::Decimal128Type&>(*to).scale() - from.scale();
+  if (a.type->id() == arrow::Type::DECIMAL64) {
+    // Widened into a new buffer, times 10^shift (which may be 1).
+    const uint8_t* values = a.buffers[1].data + a.offset * 8;
+    return ExecRescale(
+        ctx, a, [values](int64_t i) { return Load64(values + i * 8); }, shift, limit, to, out);
+  }
   if (shift > 0) {
     const uint8_t* values = a.buffers[1].data + a.offset * 16;
     return ExecRescale(
@@ -478,9 +528,10 @@ arrow::Status AddFit(cp::FunctionRegistry* registry) {
       cp::FunctionDoc("decimal128 or integer cast to decimal128 of the same or a larger scale",
                       "Checks each value's digits; of one scale, shares the input's buffers.",
                       {"x"}, "CastOptions", /*options_required=*/true));
-  for (const auto id : {arrow::Type::DECIMAL128, arrow::Type::INT8, arrow::Type::INT16,
-                        arrow::Type::INT32, arrow::Type::INT64, arrow::Type::UINT8,
-                        arrow::Type::UINT16, arrow::Type::UINT32, arrow::Type::UINT64}) {
+  for (const auto id :
+       {arrow::Type::DECIMAL128, arrow::Type::DECIMAL64, arrow::Type::INT8, arrow::Type::INT16,
+        arrow::Type::INT32, arrow::Type::INT64, arrow::Type::UINT8, arrow::Type::UINT16,
+        arrow::Type::UINT32, arrow::Type::UINT64}) {
     cp::ScalarKernel kernel({cp::InputType(id)}, cp::OutputType(ResolveFit), ExecFit, InitFit);
     kernel.null_handling = cp::NullHandling::COMPUTED_NO_PREALLOCATE;
     kernel.mem_allocation = cp::MemAllocation::NO_PREALLOCATE;
@@ -499,7 +550,7 @@ const cp::ScalarAggregateOptions& SumOptions(const cp::FunctionOptions* options)
 
 arrow::Result<arrow::TypeHolder> ResolveSum(cp::KernelContext*,
                                             const std::vector<arrow::TypeHolder>& types) {
-  const auto& t = static_cast<const arrow::Decimal128Type&>(*types[0].type);
+  const auto& t = static_cast<const arrow::DecimalType&>(*types[0].type);
   return arrow::TypeHolder(arrow::decimal128(kMaxPrecision, t.scale()));
 }
 
@@ -538,8 +589,19 @@ struct SumState : cp::KernelState {
     return sums.size() <= kFewGroups && length >= kMinStripedRows;
   }
 
+  // The value at `i` of values of kWidth bytes each (16, or 8 for decimal64).
+  template <int kWidth>
+  static Int128 Value(const uint8_t* values, int64_t i) {
+    if constexpr (kWidth == 8) {
+      return Load64(values + i * 8);
+    } else {
+      return Load(values + i * 16);
+    }
+  }
+
+  template <int kWidth>
   void ConsumeFewGroups(const arrow::ArraySpan& a, int64_t length, const uint32_t* groups) {
-    const uint8_t* values = a.buffers[1].data + a.offset * 16;
+    const uint8_t* values = a.buffers[1].data + a.offset * kWidth;
     const uint8_t* validity = a.GetNullCount() > 0 ? a.buffers[0].data : nullptr;
     const size_t n = sums.size();
     Int128 lane_sums[kLanes][kFewGroups];
@@ -551,7 +613,7 @@ struct SumState : cp::KernelState {
     bool lane_overflow = false;
     auto add = [&](int lane, int64_t i, bool valid) {
       const uint32_t g = groups[i];
-      const Int128 v = valid ? Load(values + i * 16) : 0;
+      const Int128 v = valid ? Value<kWidth>(values, i) : 0;
       lane_overflow |= __builtin_add_overflow(lane_sums[lane][g], v, &lane_sums[lane][g]);
       lane_counts[lane][g] += valid ? 1 : 0;
     };
@@ -585,35 +647,43 @@ struct SumState : cp::KernelState {
   // values[i] into groups[i], or into group 0 where `groups` is null.
   void Consume(const cp::ExecValue& input, int64_t length, const uint32_t* groups) {
     if (input.is_scalar()) {
-      const auto& s = static_cast<const arrow::Decimal128Scalar&>(*input.scalar);
+      const Operand s(input);
       for (int64_t i = 0; i < length; ++i) {
         const uint32_t g = groups != nullptr ? groups[i] : 0;
-        if (!s.is_valid) {
+        if (!s.scalar_valid) {
           saw_null[g] = 1;
         } else {
-          Add(g, FromDecimal(s.value), 1);
+          Add(g, s.scalar, 1);
         }
       }
       return;
     }
-    const arrow::ArraySpan& a = input.array;
-    const uint8_t* values = a.buffers[1].data + a.offset * 16;
+    if (input.array.type->id() == arrow::Type::DECIMAL64) {
+      ConsumeArray<8>(input.array, length, groups);
+    } else {
+      ConsumeArray<16>(input.array, length, groups);
+    }
+  }
+
+  template <int kWidth>
+  void ConsumeArray(const arrow::ArraySpan& a, int64_t length, const uint32_t* groups) {
+    const uint8_t* values = a.buffers[1].data + a.offset * kWidth;
     if (a.GetNullCount() == 0) {
       if (groups == nullptr) {
         Int128 total = 0;
         for (int64_t i = 0; i < length; ++i) {
-          overflow |= __builtin_add_overflow(total, Load(values + i * 16), &total);
+          overflow |= __builtin_add_overflow(total, Value<kWidth>(values, i), &total);
         }
         Add(0, total, length);
       } else if (FewGroups(length)) {
-        ConsumeFewGroups(a, length, groups);
+        ConsumeFewGroups<kWidth>(a, length, groups);
       } else {
-        for (int64_t i = 0; i < length; ++i) Add(groups[i], Load(values + i * 16), 1);
+        for (int64_t i = 0; i < length; ++i) Add(groups[i], Value<kWidth>(values, i), 1);
       }
       return;
     }
     if (options.skip_nulls && groups != nullptr && FewGroups(length)) {
-      ConsumeFewGroups(a, length, groups);
+      ConsumeFewGroups<kWidth>(a, length, groups);
       return;
     }
     if (options.skip_nulls && groups != nullptr) {
@@ -622,7 +692,7 @@ struct SumState : cp::KernelState {
       const uint8_t* validity = a.buffers[0].data;
       for (int64_t i = 0; i < length; ++i) {
         const bool valid = arrow::bit_util::GetBit(validity, a.offset + i);
-        const Int128 v = Load(values + i * 16);
+        const Int128 v = Value<kWidth>(values, i);
         Add(groups[i], valid ? v : 0, valid ? 1 : 0);
       }
       return;
@@ -630,7 +700,7 @@ struct SumState : cp::KernelState {
     for (int64_t i = 0; i < length; ++i) {
       const uint32_t g = groups != nullptr ? groups[i] : 0;
       if (a.IsValid(i)) {
-        Add(g, Load(values + i * 16), 1);
+        Add(g, Value<kWidth>(values, i), 1);
       } else {
         saw_null[g] = 1;
       }
@@ -749,17 +819,17 @@ arrow::Status AddSum(cp::FunctionRegistry* registry) {
                             {"x"}, "ScalarAggregateOptions");
   auto scalar = std::make_shared<cp::ScalarAggregateFunction>(kDecimalSumFunction,
                                                               cp::Arity::Unary(), doc, defaults);
-  ARROW_RETURN_NOT_OK(scalar->AddKernel(cp::ScalarAggregateKernel(
-      {cp::InputType(arrow::Type::DECIMAL128)}, cp::OutputType(ResolveSum), InitSum,
-      ScalarSumConsume, ScalarSumMerge, ScalarSumFinalize,
-      /*ordered=*/false)));
-  ARROW_RETURN_NOT_OK(registry->AddFunction(std::move(scalar)));
   auto hash = std::make_shared<cp::HashAggregateFunction>(
       std::string("hash_") + kDecimalSumFunction, cp::Arity::Binary(), doc, defaults);
-  ARROW_RETURN_NOT_OK(hash->AddKernel(cp::HashAggregateKernel(
-      {cp::InputType(arrow::Type::DECIMAL128), cp::InputType(arrow::uint32())},
-      cp::OutputType(ResolveSum), InitSum, HashSumConsume, HashSumResize, HashSumMerge,
-      HashSumFinalize, /*ordered=*/false)));
+  for (const auto id : {arrow::Type::DECIMAL128, arrow::Type::DECIMAL64}) {
+    ARROW_RETURN_NOT_OK(scalar->AddKernel(cp::ScalarAggregateKernel(
+        {cp::InputType(id)}, cp::OutputType(ResolveSum), InitSum, ScalarSumConsume, ScalarSumMerge,
+        ScalarSumFinalize, /*ordered=*/false)));
+    ARROW_RETURN_NOT_OK(hash->AddKernel(cp::HashAggregateKernel(
+        {cp::InputType(id), cp::InputType(arrow::uint32())}, cp::OutputType(ResolveSum), InitSum,
+        HashSumConsume, HashSumResize, HashSumMerge, HashSumFinalize, /*ordered=*/false)));
+  }
+  ARROW_RETURN_NOT_OK(registry->AddFunction(std::move(scalar)));
   return registry->AddFunction(std::move(hash));
 }
 
@@ -850,15 +920,15 @@ cp::Expression WithDecimalKernels(const cp::Expression& expression, const arrow:
   bool fitted[2] = {false, false};
   for (int i = 0; i < 2; ++i) {
     if (!arrow::is_integer(types[i]->id())) continue;
-    if (types[1 - i]->id() != arrow::Type::DECIMAL128) break;
+    if (!IsDecimal(types[1 - i]->id())) break;
     types[i] = arrow::decimal128(IntegerDigits(types[i]->id()), 0);
     fitted[i] = true;
   }
-  if (types[0]->id() != arrow::Type::DECIMAL128 || types[1]->id() != arrow::Type::DECIMAL128) {
+  if (!IsDecimal(types[0]->id()) || !IsDecimal(types[1]->id())) {
     return cp::call(std::move(name), std::move(args), call->options);
   }
-  const auto* lt = static_cast<const arrow::Decimal128Type*>(types[0].get());
-  const auto* rt = static_cast<const arrow::Decimal128Type*>(types[1].get());
+  const auto* lt = static_cast<const arrow::DecimalType*>(types[0].get());
+  const auto* rt = static_cast<const arrow::DecimalType*>(types[1].get());
   if ((op == Op::kAdd || op == Op::kSubtract || comparison) && lt->scale() != rt->scale()) {
     // As Arrow does: the operand of the smaller scale is widened to the larger, with as many
     // more digits.

@@ -267,6 +267,99 @@ TEST_F(DecimalKernels, SumsMatchArrowGroupedAndNot) {
   for (const auto& v : {with_nulls, no_nulls, runs}) ExpectSumsMatchArrow(v, 4, 999);
 }
 
+// `array` (decimal128 of at most 18 digits) as decimal64, as the executor reads Parquet decimals
+// (exec/narrow_decimals.h).
+arrow::Datum Narrow(const arrow::Datum& value) {
+  const auto& t = static_cast<const arrow::DecimalType&>(*value.type());
+  return cp::Cast(value, arrow::decimal64(t.precision(), t.scale())).ValueOrDie();
+}
+
+TEST_F(DecimalKernels, Decimal64OperandsGiveWhatTheirDecimal128ValuesGive) {
+  const arrow::Datum a = RandomDecimals(15, 2, 1000, 12, 11);
+  const arrow::Datum b = RandomDecimals(12, 2, 1000, 10, 12);
+  const arrow::Datum c = RandomDecimals(7, 4, 1000, 6, 13);
+  const arrow::Datum scalar(
+      std::make_shared<arrow::Decimal128Scalar>(arrow::Decimal128(-125), arrow::decimal128(3, 2)));
+  const arrow::Datum null_scalar(arrow::MakeNullScalar(arrow::decimal128(3, 2)));
+  const arrow::Datum sliced_a = a.make_array()->Slice(3, 900);
+  const arrow::Datum sliced_b = b.make_array()->Slice(7, 900);
+  // Each pair with either operand, or both, as decimal64.
+  const std::vector<std::pair<arrow::Datum, arrow::Datum>> same_scale = {
+      {a, b}, {sliced_a, sliced_b}, {scalar, a}, {b, scalar}, {a, null_scalar}};
+  for (const char* function :
+       {kDecimalAddFunction, kDecimalSubtractFunction, kDecimalMultiplyFunction,
+        kDecimalDivideFunction, kDecimalEqualFunction, kDecimalNotEqualFunction,
+        kDecimalLessFunction, kDecimalLessEqualFunction, kDecimalGreaterFunction,
+        kDecimalGreaterEqualFunction}) {
+    auto pairs = same_scale;
+    const std::string name = function;
+    if (name == kDecimalMultiplyFunction || name == kDecimalDivideFunction) {
+      pairs.push_back({a, c});
+      pairs.push_back({c, a});
+    }
+    for (const auto& [l, r] : pairs) {
+      auto want = cp::CallFunction(function, {l, r});
+      ASSERT_TRUE(want.ok()) << function << ": " << want.status().ToString();
+      for (const auto& [nl, nr] :
+           {std::pair{Narrow(l), r}, std::pair{l, Narrow(r)}, std::pair{Narrow(l), Narrow(r)}}) {
+        auto got = cp::CallFunction(function, {nl, nr});
+        ASSERT_TRUE(got.ok()) << function << ": " << got.status().ToString();
+        EXPECT_TRUE(got->type()->Equals(*want->type()))
+            << function << ": " << got->type()->ToString();
+        EXPECT_TRUE(got->Equals(*want)) << function;
+      }
+    }
+  }
+  // A cast to decimal128 widens, to a larger scale scales, and checks digits as of decimal128.
+  for (const auto& to : {arrow::decimal128(15, 2), arrow::decimal128(20, 4)}) {
+    const auto options = cp::CastOptions::Safe(to);
+    auto want = cp::CallFunction(kDecimalFitFunction, {a}, &options);
+    auto got = cp::CallFunction(kDecimalFitFunction, {Narrow(a)}, &options);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_TRUE(got->type()->Equals(*to));
+    EXPECT_TRUE(got->Equals(*want));
+  }
+  const auto wide = Json(arrow::decimal128(18, 0), R"(["100000000000000000", null, "-3"])");
+  const auto fit17 = cp::CastOptions::Safe(arrow::decimal128(17, 0));
+  auto too_long = cp::CallFunction(kDecimalFitFunction, {Narrow(wide)}, &fit17);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.status().message().find("decimal value 100000000000000000 does not fit in "
+                                             "decimal128(17, 0)"),
+            std::string::npos)
+      << too_long.status().ToString();
+  // Sums, grouped (few groups and many) and not, with NULLs and batches of odd lengths.
+  const auto v = a.make_array();
+  arrow::Int32Builder kb;
+  std::mt19937 rng(9);
+  for (int64_t i = 0; i < v->length(); ++i) {
+    ASSERT_TRUE(kb.Append(static_cast<int32_t>(rng() % 300)).ok());
+  }
+  const auto k = kb.Finish().ValueOrDie();
+  auto few = cp::CallFunction("bit_wise_and", {k, arrow::Datum(int32_t{3})}).ValueOrDie();
+  for (const auto& keys : {arrow::Datum(k), few}) {
+    for (const bool grouped : {false, true}) {
+      for (const int64_t batch_rows : {64, 999}) {
+        std::vector<arrow::FieldRef> by;
+        if (grouped) by.emplace_back("k");
+        auto table = [&](const arrow::Datum& values) {
+          return arrow::Table::Make(
+              arrow::schema({arrow::field("k", arrow::int32()), arrow::field("v", values.type())}),
+              {keys.make_array(), values.make_array()});
+        };
+        auto want = Aggregate(table(v), kDecimalSumFunction, by, 1, batch_rows);
+        auto got = Aggregate(table(Narrow(v)), kDecimalSumFunction, by, 1, batch_rows);
+        ASSERT_TRUE(want.ok() && got.ok()) << got.status().ToString();
+        auto sorted = [](const std::shared_ptr<arrow::Table>& t) {
+          if (t->num_columns() < 2) return t;
+          auto order = cp::SortIndices(t, cp::SortOptions({cp::SortKey("k")})).ValueOrDie();
+          return cp::Take(t, order).ValueOrDie().table();
+        };
+        EXPECT_TRUE(sorted(*got)->Equals(*sorted(*want))) << (*got)->ToString();
+      }
+    }
+  }
+}
+
 TEST_F(DecimalKernels, SumOfNoValidRowsIsNullAndOverflowFails) {
   const auto type = arrow::decimal128(15, 2);
   auto nulls = arrow::Table::Make(

@@ -1,0 +1,269 @@
+#include "exec/narrow_decimals.h"
+
+#include <arrow/api.h>
+#include <arrow/compute/expression.h>
+#include <arrow/dataset/scanner.h>
+#include <arrow/util/async_generator.h>
+#include <arrow/util/thread_pool.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/arrow/schema.h>
+#include <parquet/file_reader.h>
+#include <parquet/metadata.h>
+#include <parquet/schema.h>
+
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "plan/decimal_kernels.h"
+
+namespace sluice::exec {
+
+namespace {
+
+namespace cp = arrow::compute;
+namespace ds = arrow::dataset;
+using plan::PlanNode;
+
+constexpr int32_t kMaxNarrowPrecision = 18;
+
+// Whether `function` is one of plan/decimal_kernels.h's, which take decimal64 operands.
+bool TakesDecimal64(std::string_view function) { return function.starts_with("sluice_decimal_"); }
+
+// The columns that `expression` (as the executor rewrites it) reads other than as an operand of
+// a function that takes decimal64.
+void WideReferences(const cp::Expression& expression, bool operand_of_ours,
+                    std::set<std::string>* wide) {
+  if (const auto* ref = expression.field_ref()) {
+    if (!operand_of_ours && ref->name() != nullptr) wide->insert(*ref->name());
+    return;
+  }
+  const cp::Expression::Call* call = expression.call();
+  if (call == nullptr) return;
+  const bool ours = TakesDecimal64(call->function_name);
+  for (const auto& a : call->arguments) WideReferences(a, ours, wide);
+}
+
+// As WideReferences, for `expression` over `input`'s output; every column it reads where the
+// input's types are not known.
+void WideReferencesOver(const cp::Expression& expression, const PlanNode& input,
+                        std::set<std::string>* wide) {
+  auto schema = plan::OutputSchema(input);
+  if (!schema.ok()) {
+    for (const auto& ref : cp::FieldsInExpression(expression)) {
+      if (ref.name() != nullptr) wide->insert(*ref.name());
+    }
+    return;
+  }
+  WideReferences(plan::WithDecimalKernels(expression, **schema), false, wide);
+}
+
+// `wide`: the columns of `node`'s output that must keep the plan's type (all where `all_wide`).
+void Visit(const PlanNode& node, const std::set<std::string>& wide, bool all_wide,
+           NarrowDecimals* out) {
+  auto all = [&](const PlanNode* child) {
+    if (child != nullptr) Visit(*child, {}, true, out);
+  };
+  switch (node.kind) {
+    case PlanNode::Kind::kScan: {
+      if (all_wide || node.table == nullptr || node.table->format != "parquet" ||
+          node.table->schema == nullptr) {
+        return;
+      }
+      // A file column read under several names is narrow only where all of them are.
+      std::set<std::string> narrow, kept_wide;
+      for (size_t i = 0; i < node.columns.size() && i < node.names.size(); ++i) {
+        const auto field = node.table->schema->GetFieldByName(node.columns[i]);
+        const bool fits = field != nullptr && field->type()->id() == arrow::Type::DECIMAL128 &&
+                          static_cast<const arrow::Decimal128Type&>(*field->type()).precision() <=
+                              kMaxNarrowPrecision;
+        if (fits && !wide.count(node.names[i])) {
+          narrow.insert(node.columns[i]);
+        } else {
+          kept_wide.insert(node.columns[i]);
+        }
+      }
+      for (const auto& c : kept_wide) narrow.erase(c);
+      if (!narrow.empty()) (*out)[&node] = std::move(narrow);
+      return;
+    }
+    case PlanNode::Kind::kFilter: {
+      if (node.input == nullptr) return;
+      std::set<std::string> wide_in = wide;
+      WideReferencesOver(node.predicate, *node.input, &wide_in);
+      Visit(*node.input, wide_in, all_wide, out);
+      return;
+    }
+    case PlanNode::Kind::kProject: {
+      if (node.input == nullptr) return;
+      if (node.keep_input) return all(node.input.get());
+      std::set<std::string> wide_in;
+      for (size_t i = 0; i < node.expressions.size(); ++i) {
+        const auto* ref = node.expressions[i].field_ref();
+        if (ref != nullptr && ref->name() != nullptr) {
+          if (all_wide || i >= node.names.size() || wide.count(node.names[i])) {
+            wide_in.insert(*ref->name());
+          }
+        } else {
+          WideReferencesOver(node.expressions[i], *node.input, &wide_in);
+        }
+      }
+      Visit(*node.input, wide_in, false, out);
+      return;
+    }
+    case PlanNode::Kind::kAggregate: {
+      if (node.input == nullptr) return;
+      // Keys and every aggregate but a sum keep the plan's type; a sum's result is decimal128
+      // whatever its input.
+      std::set<std::string> wide_in(node.keys.begin(), node.keys.end());
+      for (const auto& a : node.aggregates) {
+        if (a.function != "sum" && !a.input.empty()) wide_in.insert(a.input);
+      }
+      Visit(*node.input, wide_in, false, out);
+      return;
+    }
+    default:
+      all(node.input.get());
+      all(node.right.get());
+      for (const auto& item : node.items) all(item.get());
+      return;
+  }
+}
+
+// Cuts a generator's batches into batches of at most `batch_rows` rows, as Arrow's Parquet
+// format does with the reader's row-group-sized ones.
+class SlicingGenerator {
+ public:
+  SlicingGenerator(ds::RecordBatchGenerator source, int64_t batch_rows)
+      : state_(std::make_shared<State>(std::move(source), batch_rows)) {}
+
+  arrow::Future<std::shared_ptr<arrow::RecordBatch>> operator()() {
+    if (state_->current != nullptr) return state_->Next();
+    auto state = state_;
+    return state_->source().Then([state](const std::shared_ptr<arrow::RecordBatch>& batch)
+                                     -> std::shared_ptr<arrow::RecordBatch> {
+      if (arrow::IsIterationEnd(batch)) return batch;
+      state->current = batch;
+      return state->Take();
+    });
+  }
+
+ private:
+  struct State {
+    State(ds::RecordBatchGenerator s, int64_t rows) : source(std::move(s)), batch_rows(rows) {}
+    std::shared_ptr<arrow::RecordBatch> Take() {
+      if (current->num_rows() <= batch_rows) return std::exchange(current, nullptr);
+      auto slice = current->Slice(0, batch_rows);
+      current = current->Slice(batch_rows);
+      return slice;
+    }
+    arrow::Future<std::shared_ptr<arrow::RecordBatch>> Next() {
+      return arrow::Future<std::shared_ptr<arrow::RecordBatch>>::MakeFinished(Take());
+    }
+    ds::RecordBatchGenerator source;
+    int64_t batch_rows;
+    std::shared_ptr<arrow::RecordBatch> current;
+  };
+  std::shared_ptr<State> state_;
+};
+
+// The leaf column indices of the fields of `manifest` that `options` materializes.
+std::vector<int> ColumnIndices(const parquet::arrow::SchemaManifest& manifest,
+                               const ds::ScanOptions& options) {
+  std::set<std::string> names;
+  for (const auto& ref : options.MaterializedFields()) {
+    if (ref.name() != nullptr) names.insert(*ref.name());
+  }
+  std::vector<int> indices;
+  std::vector<const parquet::arrow::SchemaField*> stack;
+  for (const auto& field : manifest.schema_fields) {
+    if (!names.count(field.field->name())) continue;
+    stack.push_back(&field);
+    while (!stack.empty()) {
+      const auto* f = stack.back();
+      stack.pop_back();
+      if (f->is_leaf()) indices.push_back(f->column_index);
+      for (auto it = f->children.rbegin(); it != f->children.rend(); ++it) stack.push_back(&*it);
+    }
+  }
+  return indices;
+}
+
+class NarrowFormat : public ds::ParquetFileFormat {
+ public:
+  explicit NarrowFormat(std::set<std::string> columns) : columns_(std::move(columns)) {}
+
+  arrow::Result<ds::RecordBatchGenerator> ScanBatchesAsync(
+      const std::shared_ptr<ds::ScanOptions>& options,
+      const std::shared_ptr<ds::FileFragment>& file) const override {
+    auto fragment = std::static_pointer_cast<ds::ParquetFileFragment>(file);
+    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<parquet::arrow::FileReader> reader,
+                          GetReader(fragment->source(), options, fragment->metadata()));
+    ARROW_RETURN_NOT_OK(fragment->EnsureCompleteMetadata(reader.get()));
+    const std::vector<int> row_groups = fragment->row_groups();
+    if (row_groups.empty()) return arrow::MakeEmptyGenerator<std::shared_ptr<arrow::RecordBatch>>();
+    Narrow(reader.get());
+    const std::vector<int> columns = ColumnIndices(reader->manifest(), *options);
+    ARROW_ASSIGN_OR_RAISE(auto generator,
+                          reader->GetRecordBatchGenerator(
+                              reader, row_groups, columns, arrow::internal::GetCpuThreadPool(),
+                              options->batch_readahead * options->batch_size));
+    ds::RecordBatchGenerator sliced = SlicingGenerator(std::move(generator), options->batch_size);
+    if (options->batch_readahead == 0) return sliced;
+    return arrow::MakeSerialReadaheadGenerator(std::move(sliced), options->batch_readahead);
+  }
+
+ private:
+  // The reader's Arrow types of columns_ set to decimal64 where the file holds 64- or 32-bit
+  // integers: its column readers take their types from the manifest, and its own rules restore
+  // the decimal128 of a stored Arrow schema (ArrowReaderProperties::smallest_decimal_enabled
+  // does not apply to such files, which tpchgen-cli's and Arrow's writers make).
+  void Narrow(parquet::arrow::FileReader* reader) const {
+    // The manifest is the reader's own member; Arrow offers no other way to choose a column's
+    // Arrow type.
+    auto& manifest = const_cast<parquet::arrow::SchemaManifest&>(reader->manifest());
+    for (auto& field : manifest.schema_fields) {
+      if (!field.is_leaf() || !columns_.count(field.field->name())) continue;
+      const auto& type = *field.field->type();
+      if (type.id() != arrow::Type::DECIMAL128) continue;
+      const auto& decimal = static_cast<const arrow::Decimal128Type&>(type);
+      const auto physical = manifest.descr->Column(field.column_index)->physical_type();
+      if (decimal.precision() > kMaxNarrowPrecision ||
+          (physical != parquet::Type::INT64 && physical != parquet::Type::INT32)) {
+        continue;
+      }
+      field.field = field.field->WithType(arrow::decimal64(decimal.precision(), decimal.scale()));
+    }
+  }
+
+  std::set<std::string> columns_;
+};
+
+thread_local const NarrowDecimals* current_narrow = nullptr;
+
+}  // namespace
+
+NarrowDecimals FindNarrowDecimals(const PlanNode& plan) {
+  NarrowDecimals out;
+  Visit(plan, {}, true, &out);
+  return out;
+}
+
+std::shared_ptr<ds::ParquetFileFormat> NarrowDecimalParquetFormat(std::set<std::string> columns) {
+  return std::make_shared<NarrowFormat>(std::move(columns));
+}
+
+ScopedNarrowDecimals::ScopedNarrowDecimals(const NarrowDecimals* narrow)
+    : previous_(current_narrow) {
+  current_narrow = narrow;
+}
+
+ScopedNarrowDecimals::~ScopedNarrowDecimals() { current_narrow = previous_; }
+
+std::set<std::string> ScopedNarrowDecimals::For(const PlanNode& scan) {
+  if (current_narrow == nullptr) return {};
+  auto it = current_narrow->find(&scan);
+  return it == current_narrow->end() ? std::set<std::string>{} : it->second;
+}
+
+}  // namespace sluice::exec
