@@ -44,40 +44,131 @@ void WideReferences(const cp::Expression& expression, bool operand_of_ours,
   for (const auto& a : call->arguments) WideReferences(a, ours, wide);
 }
 
-// As WideReferences, for `expression` over `input`'s output; every column it reads where the
-// input's types are not known.
-void WideReferencesOver(const cp::Expression& expression, const PlanNode& input,
-                        std::set<std::string>* wide) {
-  auto schema = plan::OutputSchema(input);
-  if (!schema.ok()) {
-    for (const auto& ref : cp::FieldsInExpression(expression)) {
-      if (ref.name() != nullptr) wide->insert(*ref.name());
-    }
-    return;
+// Whether the scan `node` may read its file column `column` as decimal64: a decimal128 of at most
+// kMaxNarrowPrecision digits in the plan that every file stores as an integer.
+bool Candidate(const PlanNode& node, const std::string& column) {
+  if (node.table == nullptr || node.table->format != "parquet" || node.table->schema == nullptr ||
+      !node.table->integer_decimal_columns.count(column)) {
+    return false;
   }
-  WideReferences(plan::WithDecimalKernels(expression, **schema), false, wide);
+  const auto field = node.table->schema->GetFieldByName(column);
+  return field != nullptr && field->type()->id() == arrow::Type::DECIMAL128 &&
+         static_cast<const arrow::Decimal128Type&>(*field->type()).precision() <=
+             kMaxNarrowPrecision;
 }
 
-// `wide`: the columns of `node`'s output that must keep the plan's type (all where `all_wide`).
-void Visit(const PlanNode& node, const std::set<std::string>& wide, bool all_wide,
-           NarrowDecimals* out) {
+// Whether `node` scans a column that Candidate admits.
+bool ReadsCandidates(const PlanNode& node) {
+  if (node.kind == PlanNode::Kind::kScan) {
+    for (const auto& c : node.columns) {
+      if (Candidate(node, c)) return true;
+    }
+    return false;
+  }
+  for (const PlanNode* child : {node.input.get(), node.right.get()}) {
+    if (child != nullptr && ReadsCandidates(*child)) return true;
+  }
+  for (const auto& item : node.items) {
+    if (ReadsCandidates(*item)) return true;
+  }
+  return false;
+}
+
+class Analysis {
+ public:
+  explicit Analysis(NarrowDecimals* out) : out_(out) {}
+
+  // `wide`: the columns of `node`'s output that must keep the plan's type (all where
+  // `all_wide`).
+  void Visit(const PlanNode& node, const std::set<std::string>& wide, bool all_wide);
+
+ private:
+  // `node`'s output schema, each node's computed once: plan::OutputSchema recomputes the whole
+  // subtree, which for every node of a large plan (TPC-DS q09's) cost milliseconds.
+  const arrow::Schema* SchemaOf(const PlanNode& node) {
+    auto it = schemas_.find(&node);
+    if (it != schemas_.end()) return it->second.get();
+    std::shared_ptr<arrow::Schema> in, right, schema;
+    bool known = node.items.empty();
+    if (node.input != nullptr) {
+      SchemaOf(*node.input);
+      in = schemas_[node.input.get()];
+      known &= in != nullptr;
+    }
+    if (node.right != nullptr) {
+      SchemaOf(*node.right);
+      right = schemas_[node.right.get()];
+      known &= right != nullptr;
+    }
+    if (known) {
+      auto computed = plan::NodeOutputSchema(node, in, right);
+      if (computed.ok()) schema = *computed;
+    }
+    return (schemas_[&node] = std::move(schema)).get();
+  }
+
+  // The columns that `expression` over `input`'s output reads other than as an operand of one
+  // of our decimal functions, as the executor rewrites it; every column it reads where the
+  // input's types are not known.
+  void WideReferencesOver(const cp::Expression& expression, const PlanNode& input,
+                          std::set<std::string>* wide) {
+    const arrow::Schema* schema = SchemaOf(input);
+    if (schema == nullptr) {
+      for (const auto& ref : cp::FieldsInExpression(expression)) {
+        if (ref.name() != nullptr) wide->insert(*ref.name());
+      }
+      return;
+    }
+    if (const auto* ref = expression.field_ref(); ref != nullptr && ref->name() != nullptr) {
+      wide->insert(*ref->name());
+      return;
+    }
+    WideOperands(expression, *schema, wide);
+  }
+
+  // The decimal columns that calls in `expression` take as direct operands, other than as one of
+  // our decimal functions takes them once the executor has rewritten the call. Each call is
+  // rewritten alone (the rewrite decides a call by its operands' types only): rewriting a whole
+  // expression binds each part again at every level.
+  static void WideOperands(const cp::Expression& expression, const arrow::Schema& schema,
+                           std::set<std::string>* wide) {
+    const cp::Expression::Call* call = expression.call();
+    if (call == nullptr) return;
+    std::vector<std::string> decimals;
+    for (const auto& a : call->arguments) {
+      const auto* ref = a.field_ref();
+      if (ref == nullptr || ref->name() == nullptr) continue;
+      const auto field = schema.GetFieldByName(*ref->name());
+      if (field == nullptr || field->type()->id() == arrow::Type::DECIMAL128) {
+        decimals.push_back(*ref->name());
+      }
+    }
+    if (!decimals.empty()) {
+      std::set<std::string> outside;
+      WideReferences(plan::WithDecimalKernels(expression, schema), false, &outside);
+      for (const auto& name : decimals) {
+        if (outside.count(name)) wide->insert(name);
+      }
+    }
+    for (const auto& a : call->arguments) WideOperands(a, schema, wide);
+  }
+
+  NarrowDecimals* out_;
+  std::map<const PlanNode*, std::shared_ptr<arrow::Schema>> schemas_;
+};
+
+void Analysis::Visit(const PlanNode& node, const std::set<std::string>& wide, bool all_wide) {
   auto all = [&](const PlanNode* child) {
-    if (child != nullptr) Visit(*child, {}, true, out);
+    if (child != nullptr) Visit(*child, {}, true);
   };
+  NarrowDecimals* out = out_;
   switch (node.kind) {
     case PlanNode::Kind::kScan: {
-      if (all_wide || node.table == nullptr || node.table->format != "parquet" ||
-          node.table->schema == nullptr) {
-        return;
-      }
+      if (all_wide) return;
       // A file column read under several names is narrow only where all of them are.
       std::set<std::string> narrow, kept_wide;
       for (size_t i = 0; i < node.columns.size() && i < node.names.size(); ++i) {
-        const auto field = node.table->schema->GetFieldByName(node.columns[i]);
-        const bool fits = field != nullptr && field->type()->id() == arrow::Type::DECIMAL128 &&
-                          static_cast<const arrow::Decimal128Type&>(*field->type()).precision() <=
-                              kMaxNarrowPrecision;
-        if (fits && !wide.count(node.names[i])) {
+        if (Candidate(node, node.columns[i]) && !wide.count(node.names[i])) {
           narrow.insert(node.columns[i]);
         } else {
           kept_wide.insert(node.columns[i]);
@@ -91,7 +182,7 @@ void Visit(const PlanNode& node, const std::set<std::string>& wide, bool all_wid
       if (node.input == nullptr) return;
       std::set<std::string> wide_in = wide;
       WideReferencesOver(node.predicate, *node.input, &wide_in);
-      Visit(*node.input, wide_in, all_wide, out);
+      Visit(*node.input, wide_in, all_wide);
       return;
     }
     case PlanNode::Kind::kProject: {
@@ -108,7 +199,7 @@ void Visit(const PlanNode& node, const std::set<std::string>& wide, bool all_wid
           WideReferencesOver(node.expressions[i], *node.input, &wide_in);
         }
       }
-      Visit(*node.input, wide_in, false, out);
+      Visit(*node.input, wide_in, false);
       return;
     }
     case PlanNode::Kind::kAggregate: {
@@ -119,7 +210,21 @@ void Visit(const PlanNode& node, const std::set<std::string>& wide, bool all_wid
       for (const auto& a : node.aggregates) {
         if (a.function != "sum" && !a.input.empty()) wide_in.insert(a.input);
       }
-      Visit(*node.input, wide_in, false, out);
+      Visit(*node.input, wide_in, false);
+      return;
+    }
+    case PlanNode::Kind::kJoin: {
+      // A column that a join passes on (not a key, not in its condition) keeps its width:
+      // Acero's hash join and ours copy fixed-width values of any width.
+      if (node.input == nullptr || node.right == nullptr) return;
+      std::set<std::string> wide_in = wide;
+      wide_in.insert(node.left_keys.begin(), node.left_keys.end());
+      wide_in.insert(node.right_keys.begin(), node.right_keys.end());
+      for (const auto& ref : cp::FieldsInExpression(node.join_filter)) {
+        if (ref.name() != nullptr) wide_in.insert(*ref.name());
+      }
+      Visit(*node.input, wide_in, all_wide);
+      Visit(*node.right, wide_in, all_wide);
       return;
     }
     default:
@@ -245,7 +350,7 @@ thread_local const NarrowDecimals* current_narrow = nullptr;
 
 NarrowDecimals FindNarrowDecimals(const PlanNode& plan) {
   NarrowDecimals out;
-  Visit(plan, {}, true, &out);
+  if (ReadsCandidates(plan)) Analysis(&out).Visit(plan, {}, true);
   return out;
 }
 

@@ -177,6 +177,35 @@ struct Operand {
   bool Valid(int64_t i) const { return array != nullptr ? array->IsValid(i) : scalar_valid; }
 };
 
+// Calls run(left, right) with a loader of each operand's value at a row: a scalar's, 16-byte
+// values or 8-byte ones, each its own type, so that a loop over rows asks none of that per row.
+template <typename Run>
+void WithLoaders(const Operand& a, const Operand& b, Run&& run) {
+  auto wide = [](const Operand& o) {
+    return [p = o.values](int64_t i) { return Load(p + i * 16); };
+  };
+  auto narrow = [](const Operand& o) {
+    return [p = o.values](int64_t i) { return Load64(p + i * 8); };
+  };
+  auto scalar = [](const Operand& o) { return [v = o.scalar](int64_t) { return v; }; };
+  auto with_left = [&](auto left) {
+    if (b.values == nullptr) {
+      run(left, scalar(b));
+    } else if (b.width == 8) {
+      run(left, narrow(b));
+    } else {
+      run(left, wide(b));
+    }
+  };
+  if (a.values == nullptr) {
+    with_left(scalar(a));
+  } else if (a.width == 8) {
+    with_left(narrow(a));
+  } else {
+    with_left(wide(a));
+  }
+}
+
 // a * 10^shift / b, truncated toward zero as Arrow's decimal division is; false (and 0) where b
 // is zero or the scaled dividend passes 128 bits, which a value within its type's digits never
 // does (one past them, from an untrusted file, may).
@@ -232,30 +261,7 @@ arrow::Status ExecArithmetic(cp::KernelContext*, const cp::ExecSpan& batch, cp::
       Store(dest + i * 16, v);
     }
   };
-  auto wide = [](const Operand& o) {
-    return [p = o.values](int64_t i) { return Load(p + i * 16); };
-  };
-  auto narrow = [](const Operand& o) {
-    return [p = o.values](int64_t i) { return Load64(p + i * 8); };
-  };
-  auto scalar = [](const Operand& o) { return [v = o.scalar](int64_t) { return v; }; };
-  // Each operand as a scalar, 16-byte or 8-byte values, so that no row asks which.
-  auto with_left = [&](auto left) {
-    if (b.values == nullptr) {
-      run(left, scalar(b));
-    } else if (b.width == 8) {
-      run(left, narrow(b));
-    } else {
-      run(left, wide(b));
-    }
-  };
-  if (a.values == nullptr) {
-    with_left(scalar(a));
-  } else if (a.width == 8) {
-    with_left(narrow(a));
-  } else {
-    with_left(wide(a));
-  }
+  WithLoaders(a, b, run);
   if (overflow) {
     // A null slot's bytes are arbitrary: only a valid row's overflow is an error.
     for (int64_t i = 0; i < n; ++i) {
@@ -308,11 +314,14 @@ template <Cmp kCmp>
 arrow::Status ExecCompare(cp::KernelContext*, const cp::ExecSpan& batch, cp::ExecResult* out) {
   const Operand a(batch[0]), b(batch[1]);
   arrow::ArraySpan* result = out->array_span_mutable();
-  int64_t i = 0;
-  arrow::internal::GenerateBitsUnrolled(result->buffers[1].data, result->offset, batch.length, [&] {
-    const bool v = Compare<kCmp>(a.At(i), b.At(i));
-    ++i;
-    return v;
+  WithLoaders(a, b, [&](auto left, auto right) {
+    int64_t i = 0;
+    arrow::internal::GenerateBitsUnrolled(result->buffers[1].data, result->offset, batch.length,
+                                          [&] {
+                                            const bool v = Compare<kCmp>(left(i), right(i));
+                                            ++i;
+                                            return v;
+                                          });
   });
   return arrow::Status::OK();
 }

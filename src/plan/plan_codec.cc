@@ -98,17 +98,20 @@ json RangesJson(const std::vector<std::pair<int32_t, int32_t>>& ranges) {
       }
       ARROW_ASSIGN_OR_RAISE(json file_schema, SchemaBytes(t.file_schema));
       ARROW_ASSIGN_OR_RAISE(json schema, SchemaBytes(t.schema));
-      out["table"] = {{"name", t.name},
-                      {"location", t.location},
-                      {"store_url", t.store_url},
-                      {"format", t.format},
-                      {"files", t.files},
-                      {"row_group_ranges", RangesJson(t.row_group_ranges)},
-                      {"file_schema", file_schema},
-                      {"schema", schema},
-                      {"dictionary_columns", std::vector<std::string>(t.dictionary_columns.begin(),
-                                                                      t.dictionary_columns.end())},
-                      {"provider", t.provider}};
+      out["table"] = {
+          {"name", t.name},
+          {"location", t.location},
+          {"store_url", t.store_url},
+          {"format", t.format},
+          {"files", t.files},
+          {"row_group_ranges", RangesJson(t.row_group_ranges)},
+          {"file_schema", file_schema},
+          {"schema", schema},
+          {"dictionary_columns",
+           std::vector<std::string>(t.dictionary_columns.begin(), t.dictionary_columns.end())},
+          {"integer_decimal_columns", std::vector<std::string>(t.integer_decimal_columns.begin(),
+                                                               t.integer_decimal_columns.end())},
+          {"provider", t.provider}};
       out["columns"] = n.columns;
       out["names"] = n.names;
       ARROW_ASSIGN_OR_RAISE(out["scan_filter"], EncodeExpression(n.scan_filter));
@@ -336,6 +339,8 @@ arrow::Result<std::shared_ptr<TableSource>> DecodeTable(const json& v, StoreSour
   }
   ARROW_ASSIGN_OR_RAISE(auto dictionary, TextList(v, "dictionary_columns"));
   t->dictionary_columns.insert(dictionary.begin(), dictionary.end());
+  ARROW_ASSIGN_OR_RAISE(auto integer_decimals, TextList(v, "integer_decimal_columns"));
+  t->integer_decimal_columns.insert(integer_decimals.begin(), integer_decimals.end());
   if (provider) {
     // The description is rebuilt here from the plan alone; its library must be loaded (from the
     // session spec, before the plan) and agree with the table's schema.

@@ -72,6 +72,21 @@ arrow::Status ReadParquetFooters(TableSource* table) {
       }
     }
     table->row_group_bytes.push_back(std::move(row_groups));
+    // Decimals stored as integers in every file (a top-level column each).
+    std::set<std::string> integer_decimals;
+    for (int c = 0; c < metadata->num_columns(); ++c) {
+      const auto* column = metadata->schema()->Column(c);
+      const auto logical = column->logical_type();
+      if (column->path()->ToDotVector().size() == 1 && logical != nullptr &&
+          logical->is_decimal() &&
+          static_cast<const parquet::DecimalLogicalType&>(*logical).precision() <= 18 &&
+          (column->physical_type() == parquet::Type::INT32 ||
+           column->physical_type() == parquet::Type::INT64) &&
+          (f == 0 || table->integer_decimal_columns.count(column->name()))) {
+        integer_decimals.insert(column->name());
+      }
+    }
+    table->integer_decimal_columns = std::move(integer_decimals);
     if (f == 0) {
       for (const auto& field : table->file_schema->fields()) {
         const auto id = field->type()->id();

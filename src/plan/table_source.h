@@ -70,6 +70,11 @@ struct TableSource {
   /// Not one whose dictionary pages take more than kMaxDictionaryBytesPerRow per row.
   std::set<std::string> dictionary_columns;
 
+  /// Decimal columns of at most 18 digits that every Parquet file stores as 32- or 64-bit
+  /// integers: the executor may read them as decimal64 (exec/narrow_decimals.h), where a column
+  /// stored as bytes would need a cast.
+  std::set<std::string> integer_decimal_columns;
+
   /// The units a scan of this table splits into among tasks: row groups where the footers
   /// gave them, else files.
   int64_t SplitUnits() const;

@@ -75,5 +75,42 @@ TEST_F(DictionaryColumnsTest, OnlyStringColumnsWithSmallDictionaries) {
   EXPECT_EQ((*table)->dictionary_columns, (std::set<std::string>{"code", "flag"}));
 }
 
+// Which decimals every file stores as integers: the ones the executor may read as decimal64.
+TEST_F(DictionaryColumnsTest, IntegerDecimalsAreThoseEveryFileStoresAsIntegers) {
+  arrow::Decimal128Builder p(arrow::decimal128(15, 2)), q(arrow::decimal128(7, 2)),
+      big(arrow::decimal128(20, 2));
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(p.Append(arrow::Decimal128(i * 101)).ok());
+    ASSERT_TRUE(q.Append(arrow::Decimal128(i)).ok());
+    ASSERT_TRUE(big.Append(arrow::Decimal128(i)).ok());
+  }
+  auto table = arrow::Table::Make(
+      arrow::schema({arrow::field("p", p.type()), arrow::field("q", q.type()),
+                     arrow::field("big", big.type())}),
+      {p.Finish().ValueOrDie(), q.Finish().ValueOrDie(), big.Finish().ValueOrDie()});
+  std::filesystem::create_directories(dir_ / "d");
+  auto write = [&](const std::string& name, bool as_integers) {
+    parquet::WriterProperties::Builder properties;
+    if (as_integers) properties.enable_store_decimal_as_integer();
+    auto out = arrow::io::FileOutputStream::Open((dir_ / name).string());
+    ASSERT_TRUE(out.ok());
+    ASSERT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), *out, 5,
+                                           properties.build())
+                    .ok());
+    ASSERT_TRUE((*out)->Close().ok());
+  };
+  write("d/a.parquet", true);
+  // INT64 and INT32 (7 digits); 20 digits do not fit 64 bits and stay bytes.
+  auto one = OpenTable(store_, "t", "d/a.parquet", "parquet");
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ((*one)->integer_decimal_columns, (std::set<std::string>{"p", "q"}));
+  // A second file that stores them as bytes: no longer every file.
+  write("d/b.parquet", false);
+  auto both = OpenTable(store_, "t", "d/", "parquet");
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  EXPECT_EQ((*both)->files.size(), 2u);
+  EXPECT_TRUE((*both)->integer_decimal_columns.empty());
+}
+
 }  // namespace
 }  // namespace sluice::plan
