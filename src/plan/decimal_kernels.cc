@@ -19,6 +19,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace sluice::plan {
@@ -610,19 +611,31 @@ struct SumState : cp::KernelState {
 
   template <int kWidth>
   void ConsumeFewGroups(const arrow::ArraySpan& a, int64_t length, const uint32_t* groups) {
+    // 8-byte values add in 64 bits, a lane of which overflows only past 9.2e18; then the batch is
+    // added again in 128 bits.
+    if constexpr (kWidth == 8) {
+      if (ConsumeFewGroupsIn<int64_t, kWidth>(a, length, groups)) return;
+    }
+    ConsumeFewGroupsIn<Int128, kWidth>(a, length, groups);
+  }
+
+  // ConsumeFewGroups with lanes of type Acc; false, having added nothing, where an int64 lane
+  // overflowed.
+  template <typename Acc, int kWidth>
+  bool ConsumeFewGroupsIn(const arrow::ArraySpan& a, int64_t length, const uint32_t* groups) {
     const uint8_t* values = a.buffers[1].data + a.offset * kWidth;
     const uint8_t* validity = a.GetNullCount() > 0 ? a.buffers[0].data : nullptr;
     const size_t n = sums.size();
-    Int128 lane_sums[kLanes][kFewGroups];
+    Acc lane_sums[kLanes][kFewGroups];
     int64_t lane_counts[kLanes][kFewGroups];
     for (int lane = 0; lane < kLanes; ++lane) {
-      std::fill_n(lane_sums[lane], n, Int128{0});
+      std::fill_n(lane_sums[lane], n, Acc{0});
       std::fill_n(lane_counts[lane], n, int64_t{0});
     }
     bool lane_overflow = false;
     auto add = [&](int lane, int64_t i, bool valid) {
       const uint32_t g = groups[i];
-      const Int128 v = valid ? Value<kWidth>(values, i) : 0;
+      const Acc v = valid ? static_cast<Acc>(Value<kWidth>(values, i)) : 0;
       lane_overflow |= __builtin_add_overflow(lane_sums[lane][g], v, &lane_sums[lane][g]);
       lane_counts[lane][g] += valid ? 1 : 0;
     };
@@ -645,12 +658,16 @@ struct SumState : cp::KernelState {
       }
       begin = end;
     }
+    if constexpr (std::is_same_v<Acc, int64_t>) {
+      if (lane_overflow) return false;
+    }
     overflow |= lane_overflow;
     for (int lane = 0; lane < kLanes; ++lane) {
       for (size_t g = 0; g < n; ++g) {
         Add(static_cast<uint32_t>(g), lane_sums[lane][g], lane_counts[lane][g]);
       }
     }
+    return true;
   }
 
   // values[i] into groups[i], or into group 0 where `groups` is null.

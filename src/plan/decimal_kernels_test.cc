@@ -358,6 +358,33 @@ TEST_F(DecimalKernels, Decimal64OperandsGiveWhatTheirDecimal128ValuesGive) {
       }
     }
   }
+  // Sums past 64 bits in few groups (which add 8-byte values in 64-bit lanes first), positive and
+  // negative: the batch is added again in 128 bits.
+  arrow::Decimal128Builder huge(arrow::decimal128(18, 0));
+  arrow::Int32Builder few_keys;
+  for (int i = 0; i < 2000; ++i) {
+    const int64_t v = (i % 3 == 0 ? -1 : 1) * 999'999'999'999'999'999LL;
+    ASSERT_TRUE(huge.Append(arrow::Decimal128(v)).ok());
+    ASSERT_TRUE(few_keys.Append(i % 2).ok());
+  }
+  const arrow::Datum huge_values = huge.Finish().ValueOrDie();
+  const auto huge_keys = few_keys.Finish().ValueOrDie();
+  auto huge_table = [&](const arrow::Datum& values) {
+    return arrow::Table::Make(
+        arrow::schema({arrow::field("k", arrow::int32()), arrow::field("v", values.type())}),
+        {huge_keys, values.make_array()});
+  };
+  auto want = Aggregate(huge_table(huge_values), kDecimalSumFunction, {"k"}, 1, 999);
+  auto got = Aggregate(huge_table(Narrow(huge_values)), kDecimalSumFunction, {"k"}, 1, 999);
+  ASSERT_TRUE(want.ok() && got.ok()) << got.status().ToString();
+  auto order = [](const std::shared_ptr<arrow::Table>& t) {
+    auto indices = cp::SortIndices(t, cp::SortOptions({cp::SortKey("k")})).ValueOrDie();
+    return cp::Take(t, indices).ValueOrDie().table();
+  };
+  EXPECT_TRUE(order(*got)->Equals(*order(*want))) << (*got)->ToString();
+  // Key 1: 667 rows of 10^18 - 1 and 333 of its negative, a total no int64 holds.
+  EXPECT_NE(order(*got)->ToString().find("333999999999999999666"), std::string::npos)
+      << (*got)->ToString();
 }
 
 TEST_F(DecimalKernels, SumOfNoValidRowsIsNullAndOverflowFails) {
