@@ -204,11 +204,13 @@ void Analysis::Visit(const PlanNode& node, const std::set<std::string>& wide, bo
     }
     case PlanNode::Kind::kAggregate: {
       if (node.input == nullptr) return;
-      // Keys and every aggregate but a sum keep the plan's type; a sum's result is decimal128
-      // whatever its input.
+      // Keys and every aggregate but a sum or a count keep the plan's type: a sum's result is
+      // decimal128 whatever its input, and a count reads validity only (AVG is both).
       std::set<std::string> wide_in(node.keys.begin(), node.keys.end());
       for (const auto& a : node.aggregates) {
-        if (a.function != "sum" && !a.input.empty()) wide_in.insert(a.input);
+        if (a.function != "sum" && a.function != "count" && !a.input.empty()) {
+          wide_in.insert(a.input);
+        }
       }
       Visit(*node.input, wide_in, false);
       return;

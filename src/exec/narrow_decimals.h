@@ -4,9 +4,9 @@
 // sums of 16-byte values were about a quarter of the query. The plan keeps decimal128 (plan
 // bytes and results do not change); the executor reads a column as decimal64 only where each use
 // of it above the scan is one of plan/decimal_kernels.h's functions (arithmetic, comparisons, a
-// cast to a decimal128, a sum), which take decimal64 and give decimal128, or a filter, project or
-// join passing it on to one. Any other use (a join or group key, min, a sort, an exchange, the
-// result) keeps the plan's type.
+// cast to a decimal128, a sum), which take decimal64 and give decimal128, a count, or a filter,
+// project or join passing it on to one. Any other use (a join or group key, min, a sort, an
+// exchange, the result) keeps the plan's type.
 #pragma once
 
 #include <arrow/dataset/file_parquet.h>

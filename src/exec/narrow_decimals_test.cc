@@ -106,7 +106,7 @@ TEST(NarrowDecimals, OnlyDecimalsThatOurKernelsAloneReadAreNarrow) {
     project->expressions = {Ref("p"), Ref("d")};
     project->names = {"p", "d"};
     auto aggregate = MakeNode(Kind::kAggregate, std::move(project));
-    aggregate->aggregates = {{"min", "p", "m"}, {"sum", "d", "s"}};
+    aggregate->aggregates = {{"min", "p", "m"}, {"sum", "d", "s"}, {"count", "d", "c"}};
     const NarrowDecimals narrow = FindNarrowDecimals(*aggregate);
     ASSERT_EQ(narrow.size(), 1u);
     EXPECT_EQ(narrow.begin()->second, (std::set<std::string>{"d"}));
