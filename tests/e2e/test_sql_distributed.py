@@ -332,6 +332,37 @@ def test_string_agg_splits_across_workers_and_survives_a_killed_task(mixed, tmp_
     assert shuffle_files(data) == []
 
 
+def test_integer_stored_decimals_read_narrow_on_workers_survive_a_killed_task(mixed, tmp_path):
+    """Decimals that every file stores as INT64 or INT32 (NULLs among them) are read as decimal64
+    on the workers where only arithmetic, comparisons, sums and counts use them, through a join;
+    a map task that dies once is retried; the rows are DuckDB's and the in-process ones."""
+    sluice, con, data = mixed
+    rng = random.Random(11)
+    (data / "n").mkdir(exist_ok=True)
+    schema = pa.schema([("g", pa.string()), ("k", pa.int32()), ("p", pa.decimal128(15, 2)),
+                        ("q", pa.decimal128(7, 2))])
+    for part in range(3):
+        rows = [{"g": rng.choice(["a", "b", None]), "k": rng.randrange(20),
+                 "p": None if rng.random() < 0.1 else decimal.Decimal(rng.randrange(-10**9, 10**9)) / 100,
+                 "q": None if rng.random() < 0.1 else decimal.Decimal(rng.randrange(0, 100)) / 100}
+                for _ in range(700)]
+        pq.write_table(pa.Table.from_pylist(rows, schema), data / "n" / f"part-{part}.parquet",
+                       store_decimal_as_integer=True)
+    sluice.run("query", "CREATE EXTERNAL TABLE n STORED AS PARQUET LOCATION 'n'", check=True)
+    con.execute(f"create or replace view n as select * from read_parquet('{data}/n/*.parquet')")
+    sql = ("select n.g, sum(n.p * (1 - n.q)), sum(n.p), avg(n.q), count(n.p), count(*) "
+           "from n join t on n.k = t.k where n.q between 0.05 and 0.95 and t.v > 0 group by n.g")
+    plan = explain(sluice, sql, 3)
+    assert "distributed plan:" in plan and "stages on 3 workers" in plan, plan
+    ours, err = query(sluice, sql, tmp_path / "d.arrow", 3,
+                      env={"SLUICE_FAILPOINT": "kill:s1p0:1"})
+    assert "task s1p0 attempt 1 was killed" in err, err
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    assert_same_rows(ours, duckdb_rows(con, sql), False, what="narrow decimals vs DuckDB")
+    assert_same_rows(ours, local, False, what="narrow decimals vs --workers 0")
+    assert shuffle_files(data) == []
+
+
 def test_distinct_aggregates_of_several_expressions_run_in_process_and_say_so(mixed, tmp_path):
     """Distinct counts, a distinct sum and a distinct average beside other aggregates (NULLs in
     the keys and values; string, integer and decimal values), grouped and not. Their rows' copies
