@@ -501,10 +501,14 @@ arrow::Status ExecFit(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::Exe
   const int32_t from_precision = from.precision();
   const int32_t shift = static_cast<const arrow::Decimal128Type&>(*to).scale() - from.scale();
   if (a.type->id() == arrow::Type::DECIMAL64) {
-    // Widened into a new buffer, times 10^shift (which may be 1).
+    // Widened into a new buffer, times 10^shift (which may be 1). As for a decimal128 below, a
+    // cast that neither scales nor narrows trusts the declared digits and checks none (a file's
+    // values past them then read as they do without the cast).
     const uint8_t* values = a.buffers[1].data + a.offset * 8;
+    const bool checks = shift > 0 || to_precision < from_precision;
     return ExecRescale(
-        ctx, a, [values](int64_t i) { return Load64(values + i * 8); }, shift, limit, to, out);
+        ctx, a, [values](int64_t i) { return Load64(values + i * 8); }, shift,
+        checks ? limit : PowerOfTen(kMaxPrecision), to, out);
   }
   if (shift > 0) {
     const uint8_t* values = a.buffers[1].data + a.offset * 16;

@@ -327,6 +327,17 @@ TEST_F(DecimalKernels, Decimal64OperandsGiveWhatTheirDecimal128ValuesGive) {
                                              "decimal128(17, 0)"),
             std::string::npos)
       << too_long.status().ToString();
+  // Values past their declared digits (an untrusted file's) pass a cast that neither scales nor
+  // narrows unchecked, as decimal128's do, and fail one that narrows.
+  const auto past = Narrow(Json(arrow::decimal128(9, 2), R"(["1234567.89", "-3.00"])"));
+  const auto loose = arrow::Datum(arrow::ArrayData::Make(
+      arrow::decimal64(5, 2), 2, past.array()->buffers, past.array()->null_count));
+  const auto same = cp::CastOptions::Safe(arrow::decimal128(7, 2));
+  auto unchecked = cp::CallFunction(kDecimalFitFunction, {loose}, &same);
+  ASSERT_TRUE(unchecked.ok()) << unchecked.status().ToString();
+  EXPECT_EQ(unchecked->make_array()->GetScalar(0).ValueOrDie()->ToString(), "1234567.89");
+  const auto fewer = cp::CastOptions::Safe(arrow::decimal128(4, 2));
+  EXPECT_FALSE(cp::CallFunction(kDecimalFitFunction, {loose}, &fewer).ok());
   // Sums, grouped (few groups and many) and not, with NULLs and batches of odd lengths.
   const auto v = a.make_array();
   arrow::Int32Builder kb;
