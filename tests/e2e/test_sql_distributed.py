@@ -79,6 +79,25 @@ def shuffle_files(store):
     return [p for p in root.rglob("*") if p.is_file()] if root.exists() else []
 
 
+def assert_survives_a_killed_map_task(mixed, sql, tmp_path, what, plan_says=None):
+    """`sql` runs in stages on 3 workers (the plan says `plan_says`, where given), its map task
+    s1p0 is killed once and retried, and its rows are DuckDB's and the in-process ones; no shuffle
+    file is left."""
+    sluice, con, data = mixed
+    plan = explain(sluice, sql, 3)
+    if plan_says is None:
+        assert "distributed plan:" in plan and "stages on 3 workers" in plan, plan
+    else:
+        assert plan_says in plan, plan
+    ours, err = query(sluice, sql, tmp_path / "d.arrow", 3,
+                      env={"SLUICE_FAILPOINT": "kill:s1p0:1"})
+    assert "task s1p0 attempt 1 was killed" in err, err
+    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
+    assert_same_rows(ours, duckdb_rows(con, sql), False, what=f"{what} vs DuckDB")
+    assert_same_rows(ours, local, False, what=f"{what} vs --workers 0")
+    assert shuffle_files(data) == []
+
+
 @pytest.fixture(scope="module")
 def tpch(sluice_bin, tmp_path_factory):
     """TPC-H SF 0.1 with lineitem written as 8 Parquet files."""
@@ -300,36 +319,19 @@ def test_groupings_regroup_the_finest_once_and_survive_a_killed_task(mixed, tmp_
     """CUBE(g, k) with mergeable aggregates (NULLs in keys and values, a decimal, a string min):
     the finest grouping's stages run once, each grouping regroups it on the driver, and a map
     task that dies once is retried; the rows are DuckDB's and the in-process ones."""
-    sluice, con, data = mixed
     sql = ("select g, k, sum(v), count(*), count(v), min(s), max(d), avg(x) from t "
            "group by cube(g, k)")
-    plan = explain(sluice, sql, 3)
-    assert "distributed plan: 3 stages on 3 workers" in plan, plan
-    ours, err = query(sluice, sql, tmp_path / "d.arrow", 3,
-                      env={"SLUICE_FAILPOINT": "kill:s1p0:1"})
-    assert "task s1p0 attempt 1 was killed" in err, err
-    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
-    assert_same_rows(ours, duckdb_rows(con, sql), False, what="cube vs DuckDB")
-    assert_same_rows(ours, local, False, what="cube vs --workers 0")
-    assert shuffle_files(data) == []
+    assert_survives_a_killed_map_task(mixed, sql, tmp_path, "cube",
+                                      plan_says="distributed plan: 3 stages on 3 workers")
 
 
 def test_string_agg_splits_across_workers_and_survives_a_killed_task(mixed, tmp_path):
     """string_agg's partial lists (NULL strings in them, NULL group keys) are merged by its final
     step after the shuffle; a map task that dies once is retried; the rows are DuckDB's and the
     in-process ones."""
-    sluice, con, data = mixed
     sql = ("select g, string_agg(s, ',' order by s), string_agg(s, '|' order by s desc), "
            "count(s) from t group by g")
-    plan = explain(sluice, sql, 3)
-    assert "distributed plan:" in plan and "stages on 3 workers" in plan, plan
-    ours, err = query(sluice, sql, tmp_path / "d.arrow", 3,
-                      env={"SLUICE_FAILPOINT": "kill:s1p0:1"})
-    assert "task s1p0 attempt 1 was killed" in err, err
-    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
-    assert_same_rows(ours, duckdb_rows(con, sql), False, what="string_agg vs DuckDB")
-    assert_same_rows(ours, local, False, what="string_agg vs --workers 0")
-    assert shuffle_files(data) == []
+    assert_survives_a_killed_map_task(mixed, sql, tmp_path, "string_agg")
 
 
 def test_integer_stored_decimals_read_narrow_on_workers_survive_a_killed_task(mixed, tmp_path):
@@ -343,7 +345,8 @@ def test_integer_stored_decimals_read_narrow_on_workers_survive_a_killed_task(mi
                         ("q", pa.decimal128(7, 2))])
     for part in range(3):
         rows = [{"g": rng.choice(["a", "b", None]), "k": rng.randrange(20),
-                 "p": None if rng.random() < 0.1 else decimal.Decimal(rng.randrange(-10**9, 10**9)) / 100,
+                 "p": None if rng.random() < 0.1
+                 else decimal.Decimal(rng.randrange(-10**9, 10**9)) / 100,
                  "q": None if rng.random() < 0.1 else decimal.Decimal(rng.randrange(0, 100)) / 100}
                 for _ in range(700)]
         pq.write_table(pa.Table.from_pylist(rows, schema), data / "n" / f"part-{part}.parquet",
@@ -352,15 +355,7 @@ def test_integer_stored_decimals_read_narrow_on_workers_survive_a_killed_task(mi
     con.execute(f"create or replace view n as select * from read_parquet('{data}/n/*.parquet')")
     sql = ("select n.g, sum(n.p * (1 - n.q)), sum(n.p), avg(n.q), count(n.p), count(*) "
            "from n join t on n.k = t.k where n.q between 0.05 and 0.95 and t.v > 0 group by n.g")
-    plan = explain(sluice, sql, 3)
-    assert "distributed plan:" in plan and "stages on 3 workers" in plan, plan
-    ours, err = query(sluice, sql, tmp_path / "d.arrow", 3,
-                      env={"SLUICE_FAILPOINT": "kill:s1p0:1"})
-    assert "task s1p0 attempt 1 was killed" in err, err
-    local, _ = query(sluice, sql, tmp_path / "l.arrow", 0)
-    assert_same_rows(ours, duckdb_rows(con, sql), False, what="narrow decimals vs DuckDB")
-    assert_same_rows(ours, local, False, what="narrow decimals vs --workers 0")
-    assert shuffle_files(data) == []
+    assert_survives_a_killed_map_task(mixed, sql, tmp_path, "narrow decimals")
 
 
 def test_distinct_aggregates_of_several_expressions_run_in_process_and_say_so(mixed, tmp_path):
