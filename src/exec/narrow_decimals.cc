@@ -161,7 +161,6 @@ void Analysis::Visit(const PlanNode& node, const std::set<std::string>& wide, bo
   auto all = [&](const PlanNode* child) {
     if (child != nullptr) Visit(*child, {}, true);
   };
-  NarrowDecimals* out = out_;
   switch (node.kind) {
     case PlanNode::Kind::kScan: {
       if (all_wide) return;
@@ -175,7 +174,7 @@ void Analysis::Visit(const PlanNode& node, const std::set<std::string>& wide, bo
         }
       }
       for (const auto& c : kept_wide) narrow.erase(c);
-      if (!narrow.empty()) (*out)[&node] = std::move(narrow);
+      if (!narrow.empty()) (*out_)[&node] = std::move(narrow);
       return;
     }
     case PlanNode::Kind::kFilter: {
