@@ -147,6 +147,35 @@ def test_a_corrupt_parquet_page_names_its_table_and_file(sluice, tmp_path, worke
     assert f"table 'damaged', file '{folder}/part-0.parquet'" in err, err
 
 
+@pytest.mark.parametrize("workers", [[], ["--workers", "2"]])
+def test_a_corrupt_snappy_stream_is_refused_by_libsnappy(sluice, tmp_path, workers):
+    """Snappy pages are decompressed by Debian's libsnappy (src/storage/snappy_codec.h), in the
+    driver and in a worker: a page whose snappy stream turns to 0xff bytes after its length is
+    refused with that codec's message, naming the table and the file."""
+    n = 200000
+    table = pa.table({"k": pa.array([(i * 7919) % 100003 for i in range(n)])})
+    good = tmp_path / "good.parquet"
+    pq.write_table(table, good, compression="snappy", use_dictionary=False,
+                   data_page_size=64 << 20)
+    chunk = pq.ParquetFile(good).metadata.row_group(0).column(0)
+    start = chunk.data_page_offset
+    data = bytearray(good.read_bytes())
+    # Past the first page's header and its stream's length: the stream's next tag reads 0xff, a
+    # copy from 4 GiB back, which no stream may ask for.
+    data[start + 256:start + chunk.total_compressed_size] = \
+        b"\xff" * (chunk.total_compressed_size - 256)
+    folder = tmp_path / "snappy"
+    folder.mkdir()
+    (folder / "part-0.parquet").write_bytes(bytes(data))
+    sluice.run("query", f"CREATE EXTERNAL TABLE snappy STORED AS PARQUET LOCATION '{folder}'",
+               check=True)
+    proc = sluice.run("query", *workers, "select count(*), sum(k) from snappy")
+    assert proc.returncode == 1, proc.stdout.decode()
+    err = proc.stderr.decode()
+    assert f"table 'snappy', file '{folder}/part-0.parquet'" in err, err
+    assert "corrupt snappy data" in err, err
+
+
 def damage(data, at, n=8):
     """`data` with `n` bytes from `at` flipped."""
     out = bytearray(data)
