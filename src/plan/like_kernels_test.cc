@@ -40,7 +40,10 @@ std::shared_ptr<arrow::Array> Strings() {
                                                           "aaaa",
                                                           std::nullopt,
                                                           "PROMO BRUSHED",
-                                                          "STANDARD PROMO"};
+                                                          "STANDARD PROMO",
+                                                          "x furiously pending deposits sleep x",
+                                                          "furiously pending deposits slee",
+                                                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"};
   arrow::StringBuilder builder;
   for (const auto& v : values) {
     EXPECT_TRUE((v ? builder.Append(*v) : builder.AppendNull()).ok());
@@ -48,30 +51,14 @@ std::shared_ptr<arrow::Array> Strings() {
   return builder.Finish().ValueOrDie();
 }
 
-const std::vector<std::string> kPatterns = {"",
-                                            "%",
-                                            "%%",
-                                            "a",
-                                            "a%",
-                                            "%a",
-                                            "%a%",
-                                            "ab%ba",
-                                            "ab%b",
-                                            "a%a%a",
-                                            "%a%a%",
-                                            "%ab%bc%",
-                                            "%b%a%",
-                                            "aba",
-                                            "%special%requests%",
-                                            "special%requests",
-                                            "%requests%special%",
-                                            "%é%",
-                                            "na%é",
-                                            "PROMO%",
-                                            "%PROMO",
-                                            "%PROMO%",
-                                            "%aa%aa%",
-                                            "%aaaa%"};
+const std::vector<std::string> kPatterns = {
+    "", "%", "%%", "a", "a%", "%a", "%a%", "ab%ba", "ab%b", "a%a%a", "%a%a%", "%ab%bc%", "%b%a%",
+    "aba", "%special%requests%", "special%requests", "%requests%special%", "%é%", "na%é", "PROMO%",
+    "%PROMO", "%PROMO%", "%aa%aa%", "%aaaa%",
+    // Pieces past 16 bytes (memmem's branch), one that
+    // almost matches at every byte, and one of 16.
+    "%furiously pending deposits sleep%", "x%furiously pending deposits sleep%",
+    "%aaaaaaaaaaaaaaaaaaaaab%", "%aaaaaaaaaaaaaaab%"};
 
 TEST(LikeKernels, MatchWhatArrowsMatchLikeMatches) {
   ASSERT_TRUE(EnsureComputeInitialized().ok());
