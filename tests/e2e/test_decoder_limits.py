@@ -124,27 +124,34 @@ def test_a_fragment_without_a_source_is_refused(sluice_bin, tmp_path):
     assert "plan: missing field 'input'" in run_worker(sluice_bin, tmp_path, body)
 
 
+def refused_table_error(sluice, tmp_path, name, data, workers, columns):
+    """The error of `select count(*), <columns> from <name>`, a table of one file holding `data`,
+    which must fail and name the table and the file."""
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "part-0.parquet").write_bytes(bytes(data))
+    sluice.run("query", f"CREATE EXTERNAL TABLE {name} STORED AS PARQUET LOCATION '{folder}'",
+               check=True)
+    proc = sluice.run("query", *workers, f"select count(*), {columns} from {name}")
+    assert proc.returncode == 1, proc.stdout.decode()
+    err = proc.stderr.decode()
+    assert f"table '{name}', file '{folder}/part-0.parquet'" in err, err
+    return err
+
+
 @pytest.mark.parametrize("workers", [[], ["--workers", "2"]])
 def test_a_corrupt_parquet_page_names_its_table_and_file(sluice, tmp_path, workers):
     """A page whose compressed bytes are damaged: Arrow's reader says only "Unexpected end of
     stream"; the error names the table and the file, in-process and from a worker's task."""
     n = 200000
     table = pa.table({"k": pa.array(range(n)), "s": [str(i * 7919) for i in range(n)]})
-    folder = tmp_path / "damaged"
-    folder.mkdir()
     good = tmp_path / "good.parquet"
     pq.write_table(table, good, compression="snappy")
     data = bytearray(good.read_bytes())
     middle = len(data) * 3 // 10  # inside a column chunk's pages, far from the footer
     for i in range(middle, middle + 64):
         data[i] ^= 0x5A
-    (folder / "part-0.parquet").write_bytes(bytes(data))
-    sluice.run("query", f"CREATE EXTERNAL TABLE damaged STORED AS PARQUET LOCATION "
-                        f"'{folder}'", check=True)
-    proc = sluice.run("query", *workers, "select count(*), sum(k), max(s) from damaged")
-    assert proc.returncode == 1
-    err = proc.stderr.decode()
-    assert f"table 'damaged', file '{folder}/part-0.parquet'" in err, err
+    refused_table_error(sluice, tmp_path, "damaged", data, workers, "sum(k), max(s)")
 
 
 @pytest.mark.parametrize("workers", [[], ["--workers", "2"]])
@@ -164,15 +171,7 @@ def test_a_corrupt_snappy_stream_is_refused_by_libsnappy(sluice, tmp_path, worke
     # copy from 4 GiB back, which no stream may ask for.
     data[start + 256:start + chunk.total_compressed_size] = \
         b"\xff" * (chunk.total_compressed_size - 256)
-    folder = tmp_path / "snappy"
-    folder.mkdir()
-    (folder / "part-0.parquet").write_bytes(bytes(data))
-    sluice.run("query", f"CREATE EXTERNAL TABLE snappy STORED AS PARQUET LOCATION '{folder}'",
-               check=True)
-    proc = sluice.run("query", *workers, "select count(*), sum(k) from snappy")
-    assert proc.returncode == 1, proc.stdout.decode()
-    err = proc.stderr.decode()
-    assert f"table 'snappy', file '{folder}/part-0.parquet'" in err, err
+    err = refused_table_error(sluice, tmp_path, "snappy", data, workers, "sum(k)")
     assert "corrupt snappy data" in err, err
 
 
@@ -193,16 +192,9 @@ def test_a_damaged_page_with_a_crc_is_an_error_not_wrong_values(sluice, tmp_path
     good = tmp_path / "good.parquet"
     pq.write_table(table, good, compression="none", use_dictionary=False,
                    write_page_checksum=True)
-    folder = tmp_path / "crc"
-    folder.mkdir()
     data = good.read_bytes()
-    (folder / "part-0.parquet").write_bytes(damage(data, len(data) * 3 // 10))
-    sluice.run("query", f"CREATE EXTERNAL TABLE crc STORED AS PARQUET LOCATION '{folder}'",
-               check=True)
-    proc = sluice.run("query", *workers, "select count(*), sum(k), max(s) from crc")
-    assert proc.returncode == 1, proc.stdout.decode()
-    err = proc.stderr.decode()
-    assert f"table 'crc', file '{folder}/part-0.parquet'" in err, err
+    err = refused_table_error(sluice, tmp_path, "crc", damage(data, len(data) * 3 // 10), workers,
+                              "sum(k), max(s)")
     assert "CRC checksum verification failed" in err, err
 
 
