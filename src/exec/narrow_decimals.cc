@@ -335,7 +335,7 @@ class NarrowFormat : public ds::ParquetFileFormat {
   // its own rules restore the decimal128 of a stored Arrow schema
   // (ArrowReaderProperties::smallest_decimal_enabled does not apply to such files, which
   // tpchgen-cli's and Arrow's writers make). A column of INT64s is read as int64, which the
-  // reader hands over without a copy (to decimal64 it copies value by value: 3.5 % of TPC-H
+  // reader hands over without a copy (to decimal64 it copies value by value: 3 % of TPC-H
   // Q1), and relabeled; one of INT32s is read as decimal64, which widens them.
   Relabel Narrow(parquet::arrow::FileReader* reader) const {
     Relabel relabel;

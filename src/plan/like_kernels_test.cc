@@ -55,8 +55,7 @@ const std::vector<std::string> kPatterns = {
     "", "%", "%%", "a", "a%", "%a", "%a%", "ab%ba", "ab%b", "a%a%a", "%a%a%", "%ab%bc%", "%b%a%",
     "aba", "%special%requests%", "special%requests", "%requests%special%", "%é%", "na%é", "PROMO%",
     "%PROMO", "%PROMO%", "%aa%aa%", "%aaaa%",
-    // Pieces past 16 bytes (memmem's branch), one that
-    // almost matches at every byte, and one of 16.
+    // Pieces past 16 bytes (memmem's), one that almost matches at every byte, and one of 16.
     "%furiously pending deposits sleep%", "x%furiously pending deposits sleep%",
     "%aaaaaaaaaaaaaaaaaaaaab%", "%aaaaaaaaaaaaaaab%"};
 

@@ -2,7 +2,7 @@
 // libarrow. Parquet files are snappy-compressed by default (tpchgen-cli's, Arrow's, DuckDB's,
 // parquet-rs'), and decompressing their pages was a quarter to a third of the CPU of a TPC-H
 // query at SF 1. On a page of lineitem's l_partkey, the wheel's copy ran at 0.55-0.8 GB/s and
-// Debian's 1.1.9 at 1.0-1.2 GB/s on the same machine.
+// Debian's 1.1.9 at 0.9-1.2 GB/s on the same machine.
 //
 // Arrow offers no way to choose a codec's implementation, so snappy_codec.cc defines
 // arrow::util::Codec::Create in the executable that links it. The wheel's libparquet calls Create

@@ -15,7 +15,7 @@
 namespace sluice::storage {
 namespace {
 
-// 200,000 int64 values, one data page per column chunk, as a snappy Parquet file's bytes.
+// 200,000 int64 values, which snappy compresses.
 std::shared_ptr<arrow::Table> Values() {
   arrow::Int64Builder builder;
   for (int64_t i = 0; i < 200000; ++i) EXPECT_TRUE(builder.Append((i * 7919) % 100003).ok());
@@ -23,6 +23,7 @@ std::shared_ptr<arrow::Table> Values() {
                             {builder.Finish().ValueOrDie()});
 }
 
+// `table` as the bytes of a snappy-compressed Parquet file without dictionary pages.
 std::shared_ptr<arrow::Buffer> SnappyParquet(const arrow::Table& table) {
   auto sink = arrow::io::BufferOutputStream::Create().ValueOrDie();
   auto properties = parquet::WriterProperties::Builder()
