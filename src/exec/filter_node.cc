@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bit_words.h"
 #include "common/status.h"
 #include "exec/kept_rows.h"
 #include "plan/conjuncts.h"
@@ -42,19 +43,6 @@ constexpr int64_t kTakeBelowOneIn = 8;
 // Rows are selected by int32 index; a longer batch is filtered along its mask.
 constexpr int64_t kMaxSelectable = std::numeric_limits<int32_t>::max();
 
-// `length` (at most 64) bits of `bitmap` from bit `offset`, the first in the lowest bit; reads
-// only the bytes that hold them.
-uint64_t Bits(const uint8_t* bitmap, int64_t offset, int64_t length) {
-  const uint8_t* bytes = bitmap + offset / 8;
-  const int shift = static_cast<int>(offset % 8);
-  const int64_t count = (shift + length + 7) / 8;  // at most 9
-  uint64_t word = 0;
-  std::memcpy(&word, bytes, static_cast<size_t>(std::min<int64_t>(count, 8)));
-  word >>= shift;
-  if (count > 8) word |= static_cast<uint64_t>(bytes[8]) << (64 - shift);
-  return word;
-}
-
 // The rows where `mask` is true (set and not NULL), `kept` of them, as int32 indices; each row i
 // becomes `rows[i]` when `rows` is given, which narrows an earlier selection. Arrow's
 // indices_nonzero goes bit by bit, which cost Q12 7 % of its time.
@@ -69,8 +57,8 @@ arrow::Result<std::shared_ptr<arrow::Array>> TrueRows(const arrow::ArrayData& ma
   int64_t written = 0;
   for (int64_t position = 0; position < mask.length; position += 64) {
     const int64_t n = std::min<int64_t>(64, mask.length - position);
-    uint64_t word = Bits(values, mask.offset + position, n);
-    if (valid != nullptr) word &= Bits(valid, mask.offset + position, n);
+    uint64_t word = BitWord(values, mask.offset + position, n);
+    if (valid != nullptr) word &= BitWord(valid, mask.offset + position, n);
     if (n < 64) word &= (uint64_t{1} << n) - 1;
     while (word != 0 && written < kept) {
       const int64_t row = position + __builtin_ctzll(word);
@@ -100,7 +88,7 @@ void Compact(const uint8_t* in, const uint8_t* mask, int64_t mask_offset, int64_
       std::memcpy(to, from, static_cast<size_t>(block.length) * kWidth);
       to += static_cast<int64_t>(block.length) * kWidth;
     } else if (!block.NoneSet()) {
-      uint64_t bits = Bits(mask, mask_offset + position, block.length);
+      uint64_t bits = BitWord(mask, mask_offset + position, block.length);
       for (int64_t i = 0; i < block.length; ++i) {
         std::memcpy(to, from + i * kWidth, kWidth);
         to += kWidth * static_cast<int64_t>(bits & 1);
@@ -118,7 +106,7 @@ void CompactBitmap(const uint8_t* bits, int64_t bits_offset, const uint8_t* mask
   int64_t written = 0;
   for (int64_t position = 0; position < length; position += 64) {
     const int64_t n = std::min<int64_t>(64, length - position);
-    uint64_t keep = Bits(mask, mask_offset + position, n);
+    uint64_t keep = BitWord(mask, mask_offset + position, n);
     if (n < 64) keep &= (uint64_t{1} << n) - 1;
     if (keep == 0) continue;
     if (n == 64 && keep == ~uint64_t{0}) {
@@ -126,7 +114,7 @@ void CompactBitmap(const uint8_t* bits, int64_t bits_offset, const uint8_t* mask
       written += 64;
       continue;
     }
-    const uint64_t word = Bits(bits, bits_offset + position, n);
+    const uint64_t word = BitWord(bits, bits_offset + position, n);
     for (; keep != 0; keep &= keep - 1) {
       if ((word >> __builtin_ctzll(keep)) & 1) arrow::bit_util::SetBit(out, written);
       ++written;

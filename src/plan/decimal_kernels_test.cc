@@ -398,6 +398,53 @@ TEST_F(DecimalKernels, Decimal64OperandsGiveWhatTheirDecimal128ValuesGive) {
       << (*got)->ToString();
 }
 
+// The striped sum of few groups tracks, where min_count is at most 1, only whether a group saw a
+// valid value: a group whose values are all NULL, one that sees its first valid value late, and
+// one with a single valid value, for min_count 0 to 2, of decimal128 and decimal64, as Arrow's.
+TEST_F(DecimalKernels, FewGroupsSumsKnowWhichGroupsSawAValue) {
+  const auto type = arrow::decimal128(15, 2);
+  arrow::Decimal128Builder vb(type);
+  arrow::Int32Builder kb;
+  for (int i = 0; i < 6000; ++i) {
+    const int key = i % 4;
+    // key 0: always valid; 1: valid in one row; 2: valid from row 3000; 3: never valid.
+    const bool valid = key == 0 || (key == 1 && i == 4001) || (key == 2 && i >= 3000);
+    ASSERT_TRUE(kb.Append(key).ok());
+    ASSERT_TRUE((valid ? vb.Append(arrow::Decimal128(i * 7 - 20000)) : vb.AppendNull()).ok());
+  }
+  const auto k = kb.Finish().ValueOrDie();
+  const arrow::Datum v = vb.Finish().ValueOrDie();
+  auto table = [&](const arrow::Datum& values) {
+    return arrow::Table::Make(
+        arrow::schema({arrow::field("k", arrow::int32()), arrow::field("v", values.type())}),
+        {k, values.make_array()});
+  };
+  auto sorted = [](const std::shared_ptr<arrow::Table>& t) {
+    auto order = cp::SortIndices(t, cp::SortOptions({cp::SortKey("k")})).ValueOrDie();
+    return cp::Take(t, order).ValueOrDie().table();
+  };
+  for (const uint32_t min_count : {0u, 1u, 2u}) {
+    auto want = Aggregate(table(v), "sum", {"k"}, min_count, 999);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    for (const arrow::Datum& values : {v, Narrow(v)}) {
+      auto got = Aggregate(table(values), kDecimalSumFunction, {"k"}, min_count, 999);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_TRUE(sorted(*got)->Equals(*sorted(*want)))
+          << "min_count " << min_count << ", " << values.type()->ToString() << ":\n"
+          << sorted(*got)->ToString() << "\n"
+          << sorted(*want)->ToString();
+    }
+  }
+  // Spelled out for min_count 1: key 3 is NULL, the others are sums.
+  auto got = Aggregate(table(Narrow(v)), kDecimalSumFunction, {"k"}, 1, 999);
+  ASSERT_TRUE(got.ok());
+  const auto sums = sorted(*got)->GetColumnByName("s");
+  EXPECT_TRUE(sums->GetScalar(0).ValueOrDie()->is_valid);
+  EXPECT_EQ(sums->GetScalar(1).ValueOrDie()->ToString(), "80.07");  // 4001 * 7 - 20000
+  EXPECT_TRUE(sums->GetScalar(2).ValueOrDie()->is_valid);
+  EXPECT_FALSE(sums->GetScalar(3).ValueOrDie()->is_valid);
+}
+
 TEST_F(DecimalKernels, SumOfNoValidRowsIsNullAndOverflowFails) {
   const auto type = arrow::decimal128(15, 2);
   auto nulls = arrow::Table::Make(
