@@ -27,6 +27,7 @@
 #include "plan/dictionary_kernels.h"
 #include "plan/expression_text.h"
 #include "plan/like_kernels.h"
+#include "plan/set_kernels.h"
 
 namespace sluice::exec {
 
@@ -213,6 +214,8 @@ bool MayFail(const cp::Expression& e) {
                                                    "starts_with",
                                                    "ends_with",
                                                    plan::kLikeFunction,
+                                                   plan::kIntInFunction,
+                                                   plan::kIntInOrNullFunction,
                                                    plan::kDecimalEqualFunction,
                                                    plan::kDecimalNotEqualFunction,
                                                    plan::kDecimalLessFunction,

@@ -40,6 +40,7 @@
 #include "plan/expression_text.h"
 #include "plan/library_functions.h"
 #include "plan/like_kernels.h"
+#include "plan/set_kernels.h"
 #include "plan/table_provider.h"
 
 namespace sluice::exec {
@@ -399,9 +400,10 @@ arrow::Result<ac::Declaration> Probed(const PlanNode& node, ac::Declaration decl
   return WithProbe(std::move(decl), std::move(stats));
 }
 
-// `expression` with our kernels where they replace Arrow's (decimal arithmetic, LIKE).
+// `expression` with our kernels where they replace Arrow's (decimal arithmetic, LIKE, IN).
 cp::Expression OwnKernels(const cp::Expression& expression, const arrow::Schema& schema) {
-  return plan::WithLikeKernels(plan::WithDecimalKernels(expression, schema));
+  return plan::WithSetKernels(plan::WithLikeKernels(plan::WithDecimalKernels(expression, schema)),
+                              schema);
 }
 
 // What the hidden columns that `expression` reads compute, from the plan below `input`, or

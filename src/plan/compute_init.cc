@@ -11,6 +11,7 @@
 #include "plan/dictionary_kernels.h"
 #include "plan/like_kernels.h"
 #include "plan/null_unless.h"
+#include "plan/set_kernels.h"
 #include "plan/string_agg.h"
 #include "sluice/schemas/codec.hpp"
 
@@ -103,6 +104,7 @@ arrow::Status RegisterSluiceFunctions() {
   ARROW_RETURN_NOT_OK(RegisterDictionaryKernels(cp::GetFunctionRegistry()));
   ARROW_RETURN_NOT_OK(RegisterLikeKernels(cp::GetFunctionRegistry()));
   ARROW_RETURN_NOT_OK(RegisterNullUnless(cp::GetFunctionRegistry()));
+  ARROW_RETURN_NOT_OK(RegisterSetKernels(cp::GetFunctionRegistry()));
   auto function = std::make_shared<cp::ScalarFunction>(
       std::string(kAtMostOneRowFunction), cp::Arity::Binary(),
       cp::FunctionDoc("Fails where a scalar subquery returned more than one row",
