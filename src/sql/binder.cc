@@ -624,6 +624,7 @@ class Binder {
     }
     fields.insert(fields.end(), aggregate_fields_.begin(), aggregate_fields_.end());
     fields.insert(fields.end(), window_fields_.begin(), window_fields_.end());
+    fields.insert(fields.end(), having_fields_.begin(), having_fields_.end());
     return arrow::schema(fields);
   }
   // The schema an expression in `scope` reads: the rows, or (outside an aggregate's argument)
@@ -1063,6 +1064,9 @@ class Binder {
   std::vector<std::unique_ptr<PlanNode>> semi_joins_;
   std::vector<std::unique_ptr<PlanNode>> row_scalars_;
   std::vector<std::unique_ptr<PlanNode>> having_scalars_;
+  // Their results, which expressions after aggregation read beside the aggregates: typed with
+  // them, sum(x) - (SELECT sum(x) ...) is capped at 38 digits as sum(x) - sum(y) is.
+  arrow::FieldVector having_fields_;
   // Correlation with the outer query.
   int outer_refs_ = 0;
   int correlated_refs_ = 0;  // the outer references in WHERE conditions
@@ -3586,6 +3590,33 @@ arrow::Status Binder::BindIn(const json& link, bool negated, std::vector<cp::Exp
     computed = computed->WithType(inner_field->type());
   }
   auto outer_field = computed ? computed : RowSchema().GetFieldByName(*x.field_ref()->name());
+  if (outer_field != nullptr && !outer_field->type()->Equals(*inner_field->type())) {
+    // The two sides meet in the type that holds both, as `x = y` does: a decimal(1, 0) IN a
+    // subquery of int32 values compares as decimal(10, 0), not the int32 values cut to one
+    // digit. This level's own column, or the expression computed for x, is cast where that type
+    // is wider than its own (the subquery's column is cast below).
+    auto common = CommonType(outer_field->type(), inner_field->type());
+    const bool own = computed != nullptr ||
+                     std::any_of(row_fields_.begin(), row_fields_.end(),
+                                 [&](const auto& f) { return f->name() == outer_field->name(); });
+    if (common.ok() && !(*common)->Equals(*outer_field->type()) && own) {
+      const auto to_common = cp::CastOptions::Safe(*common);
+      if (key_project != nullptr) {
+        key_project->expressions[0] = cp::call("cast", {key_project->expressions[0]}, to_common);
+        computed = computed->WithType(*common);
+      } else {
+        const std::string id = ctx_.NewId("in_key");
+        auto project = plan::MakeNode(PlanNode::Kind::kProject);
+        project->keep_input = true;
+        project->expressions.push_back(cp::call("cast", {x}, to_common));
+        project->names.push_back(id);
+        semi_joins_.push_back(std::move(project));
+        computed = arrow::field(id, *common, outer_field->nullable());
+        x = cp::field_ref(id);
+      }
+      outer_field = computed;
+    }
+  }
   if (negated && (outer_field == nullptr || outer_field->nullable() || inner_field->nullable())) {
     // NOT IN is NULL, not true, once either side has a NULL, where the anti join keeps the row.
     // A row passes only where the subquery has no rows, or where x is not NULL and the
@@ -3892,6 +3923,7 @@ arrow::Result<cp::Expression> Binder::ScalarSubquery(const json& link, Scope sco
   if (scope == Scope::kAggregated && !in_aggregate_) {
     if (correlated) return Unsupported(link, "a correlated subquery after aggregation");
     having_scalars_.push_back(std::move(join));
+    having_fields_.push_back(value);
   } else {
     row_scalars_.push_back(std::move(join));
     row_fields_.push_back(value);
