@@ -19,12 +19,21 @@ namespace {
 
 namespace ds = arrow::dataset;
 
+// The type SQL sees for a file column of `type`: views as their plain types, decimal32 and
+// decimal64 as decimal128.
 std::shared_ptr<arrow::DataType> Plain(const std::shared_ptr<arrow::DataType>& type) {
   switch (type->id()) {
     case arrow::Type::STRING_VIEW:
       return arrow::utf8();
     case arrow::Type::BINARY_VIEW:
       return arrow::binary();
+    case arrow::Type::DECIMAL32:
+    case arrow::Type::DECIMAL64: {
+      // Arrow >= 19 may store these in a file's schema; SQL's decimals (and our kernels, and
+      // Arrow's sum) are decimal128. The executor reads narrow ones as decimal64 where it can.
+      const auto& d = static_cast<const arrow::DecimalType&>(*type);
+      return arrow::decimal128(d.precision(), d.scale());
+    }
     default:
       return type;
   }
