@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "exec/group_combine.h"
-#include "exec/huge_page_allocator.h"
 #include "exec/kept_rows.h"
+#include "exec/key_groups.h"
 #include "exec/run_both.h"
 
 namespace sluice::exec {
@@ -56,123 +56,6 @@ constexpr uint32_t kPrefetchRows = 64;
 // Pairs of keys are prefetched once there are more groups than this (a table that no longer
 // fits in the cache); fewer are answered by the recent pairs.
 constexpr uint32_t kPrefetchGroups = 1 << 16;
-
-// Keys to dense group ids: open addressing over a power-of-two table of ids (0 is empty,
-// otherwise id + 1), the keys themselves in id order. A key is one int64: the key column's
-// value, or two 32-bit key columns' values side by side. Keys with a NULL part are groups of
-// their own, found through a small map by which parts are NULL (bit i: key column i) and the
-// others' values, and are in no slot.
-class KeyGroups {
- public:
-  uint32_t size() const { return static_cast<uint32_t>(keys_.size()); }
-
-  // Makes group 0, in an empty table, the group of rows that a filter marked as dropped
-  // (exec/kept_rows.h): no key finds it, and it is left out of the result.
-  void ReserveDropped() {
-    if (keys_.empty()) Add(0, kDroppedMark);
-  }
-
-  uint32_t Find(int64_t key) {
-    if ((keys_.size() + 1) * 2 > slots_.size()) Grow();
-    size_t i = Slot(key);
-    for (;;) {
-      const uint32_t s = slots_[i];
-      if (s == 0) {
-        slots_[i] = Add(key, 0) + 1;
-        return slots_[i] - 1;
-      }
-      if (keys_[s - 1] == key) return s - 1;
-      i = (i + 1) & mask_;
-    }
-  }
-
-  static constexpr uint32_t kNone = ~0u;
-
-  // The group of `key`, or kNone, adding nothing: safe from several threads while none adds.
-  uint32_t Lookup(int64_t key) const {
-    if (slots_.empty()) return kNone;
-    size_t i = Slot(key);
-    for (;;) {
-      const uint32_t s = slots_[i];
-      if (s == 0) return kNone;
-      if (keys_[s - 1] == key) return s - 1;
-      i = (i + 1) & mask_;
-    }
-  }
-
-  // As Lookup, for a key with NULL parts.
-  uint32_t LookupWithNulls(uint8_t nulls, int64_t key) const {
-    auto it = with_nulls_.find({nulls, key});
-    return it == with_nulls_.end() ? kNone : it->second;
-  }
-
-  // Asks for the slot a later Find(key) starts at. A table larger than the cache makes each
-  // new key a cache miss; asking some rows ahead overlaps those misses.
-  void Prefetch(int64_t key) const {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[Slot(key)], 1);
-  }
-
-  // The group of a key with NULL parts (`nulls` != 0; those parts of `key` are 0).
-  uint32_t FindWithNulls(uint8_t nulls, int64_t key) {
-    // Runs of NULL keys (a single NULL key is one group) skip the map.
-    if (last_with_nulls_ >= 0 && nulls_[last_with_nulls_] == nulls &&
-        keys_[last_with_nulls_] == key) {
-      return static_cast<uint32_t>(last_with_nulls_);
-    }
-    auto [it, added] = with_nulls_.try_emplace({nulls, key}, 0);
-    if (added) it->second = Add(key, nulls);
-    last_with_nulls_ = it->second;
-    return it->second;
-  }
-
-  int64_t key(uint32_t group) const { return keys_[group]; }
-  // Which parts of the group's key are NULL (bit i: key column i).
-  uint8_t nulls(uint32_t group) const { return nulls_[group]; }
-  bool dropped(uint32_t group) const { return nulls_[group] == kDroppedMark; }
-
- private:
-  // The nulls_ of ReserveDropped's group: no key has it (keys have at most two parts).
-  static constexpr uint8_t kDroppedMark = 0x80;
-
-  // Keys that differ only in their low 3 bits share a run of 8 slots (half a cache line), the
-  // run chosen by a multiplicative hash of the rest: near keys (often clustered, as order keys
-  // are) cost one miss for several, and far keys still spread over the whole table.
-  size_t Slot(int64_t key) const {
-    const uint64_t k = static_cast<uint64_t>(key);
-    const uint64_t run = ((k >> 3) * 0x9E3779B97F4A7C15ull) >> (shift_ + 3);
-    return static_cast<size_t>((run << 3) | (k & 7));
-  }
-
-  uint32_t Add(int64_t key, uint8_t nulls) {
-    keys_.push_back(key);
-    nulls_.push_back(nulls);
-    return static_cast<uint32_t>(keys_.size() - 1);
-  }
-
-  void Grow() {
-    const size_t capacity = slots_.empty() ? 1024 : slots_.size() * 2;
-    slots_.assign(capacity, 0);
-    mask_ = capacity - 1;
-    shift_ = 64 - arrow::bit_util::Log2(capacity);
-    const uint32_t n = static_cast<uint32_t>(keys_.size());
-    for (uint32_t g = 0; g < n; ++g) {
-      if (g + kPrefetchRows < n) __builtin_prefetch(&slots_[Slot(keys_[g + kPrefetchRows])], 1);
-      if (nulls_[g] != 0) continue;
-      size_t i = Slot(keys_[g]);
-      while (slots_[i] != 0) i = (i + 1) & mask_;
-      slots_[i] = g + 1;
-    }
-  }
-
-  // On huge pages once large: lookups land anywhere in slots_, and keys_ is read at each hit.
-  std::vector<int64_t, HugePageAllocator<int64_t>> keys_;
-  std::vector<uint8_t> nulls_;
-  std::vector<uint32_t, HugePageAllocator<uint32_t>> slots_;
-  size_t mask_ = 0;
-  int shift_ = 64;
-  std::map<std::pair<uint8_t, int64_t>, uint32_t> with_nulls_;
-  int64_t last_with_nulls_ = -1;  // the group FindWithNulls last returned
-};
 
 // Two 32-bit keys side by side in one int64 key.
 inline int64_t PackKeys(int32_t first, int32_t second) {

@@ -161,6 +161,13 @@ TEST_F(IntKeyAggregate, SortedRunsAndStridedKeys) {
       // Every key in the same low bits: all in one slot of each run of slots.
       {"stride 8", [](int64_t i) { return i * 8; }},
       {"stride 2^20", [](int64_t i) { return (i - 20'000) * (int64_t{1} << 20); }},
+      // Keys past int32 whose low 32 bits are those of keys already in the table (whose slots
+      // hold only those bits until the first such key arrives), and negative keys beside their
+      // unsigned twins.
+      {"past int32, after keys in it",
+       [](int64_t i) { return i < 25'000 ? i : (i - 25'000) + (int64_t{1} << 32); }},
+      {"negative and unsigned twins",
+       [](int64_t i) { return i % 2 == 0 ? -(i / 2) - 1 : (int64_t{1} << 32) - (i / 2) - 1; }},
   };
   for (const auto& [name, key_of] : patterns) {
     auto table = Clustered(50'000, key_of, 5);
