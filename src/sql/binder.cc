@@ -3591,19 +3591,31 @@ arrow::Status Binder::BindIn(const json& link, bool negated, std::vector<cp::Exp
   }
   auto outer_field = computed ? computed : RowSchema().GetFieldByName(*x.field_ref()->name());
   if (outer_field != nullptr && !outer_field->type()->Equals(*inner_field->type())) {
-    // The two sides meet in the type that holds both, as `x = y` does: a decimal(1, 0) IN a
-    // subquery of int32 values compares as decimal(10, 0), not the int32 values cut to one
-    // digit. This level's own column, or the expression computed for x, is cast where that type
-    // is wider than its own (the subquery's column is cast below).
-    auto common = CommonType(outer_field->type(), inner_field->type());
+    // The two sides meet in a type that holds both, where one can be had without a cast that
+    // could fail: a decimal(1, 0) IN a subquery of int32 values compares as decimal(10, 0), an
+    // int32 IN int64 values as int64, not the subquery's values cut to x's type. Integers and
+    // decimals take ExactCommonType (none past 38 digits); dates and timestamps CommonType.
+    // Beside a float, or where no type holds both, the subquery's column is cast to x's type
+    // below, as before (int64 to double would fail past 2^53, and the hash join does not match
+    // -0.0 with 0.0). This level's own column, or the expression computed for x, is cast; an
+    // outer query's column is not.
+    const auto& ot = outer_field->type();
+    const auto& it = inner_field->type();
+    std::shared_ptr<arrow::DataType> common = ExactCommonType(ot, it);
+    if (common == nullptr && !arrow::is_floating(ot->id()) && !arrow::is_floating(it->id()) &&
+        !arrow::is_integer(ot->id()) && !arrow::is_integer(it->id()) &&
+        !arrow::is_decimal(ot->id()) && !arrow::is_decimal(it->id())) {
+      auto found = CommonType(ot, it);
+      if (found.ok()) common = *found;
+    }
     const bool own = computed != nullptr ||
                      std::any_of(row_fields_.begin(), row_fields_.end(),
                                  [&](const auto& f) { return f->name() == outer_field->name(); });
-    if (common.ok() && !(*common)->Equals(*outer_field->type()) && own) {
-      const auto to_common = cp::CastOptions::Safe(*common);
+    if (common != nullptr && !common->Equals(*ot) && own) {
+      const auto to_common = cp::CastOptions::Safe(common);
       if (key_project != nullptr) {
         key_project->expressions[0] = cp::call("cast", {key_project->expressions[0]}, to_common);
-        computed = computed->WithType(*common);
+        computed = computed->WithType(common);
       } else {
         const std::string id = ctx_.NewId("in_key");
         auto project = plan::MakeNode(PlanNode::Kind::kProject);
@@ -3611,7 +3623,7 @@ arrow::Status Binder::BindIn(const json& link, bool negated, std::vector<cp::Exp
         project->expressions.push_back(cp::call("cast", {x}, to_common));
         project->names.push_back(id);
         semi_joins_.push_back(std::move(project));
-        computed = arrow::field(id, *common, outer_field->nullable());
+        computed = arrow::field(id, common, outer_field->nullable());
         x = cp::field_ref(id);
       }
       outer_field = computed;

@@ -88,4 +88,43 @@ arrow::Result<std::shared_ptr<arrow::DataType>> CommonType(
                                   " cannot be matched");
 }
 
+std::shared_ptr<arrow::DataType> ExactCommonType(const std::shared_ptr<arrow::DataType>& a,
+                                                 const std::shared_ptr<arrow::DataType>& b) {
+  const bool a_int = arrow::is_integer(a->id()), b_int = arrow::is_integer(b->id());
+  const bool a_dec = a->id() == arrow::Type::DECIMAL128, b_dec = b->id() == arrow::Type::DECIMAL128;
+  if (!(a_int || a_dec) || !(b_int || b_dec)) return nullptr;
+  if (a->Equals(*b)) return a;
+  if (a_int && b_int) {
+    const int wa = static_cast<const arrow::FixedWidthType&>(*a).bit_width();
+    const int wb = static_cast<const arrow::FixedWidthType&>(*b).bit_width();
+    const bool sa = arrow::is_signed_integer(a->id()), sb = arrow::is_signed_integer(b->id());
+    if (sa == sb) return wa >= wb ? a : b;
+    const auto& s = sa ? a : b;
+    const int ws = sa ? wa : wb, wu = sa ? wb : wa;
+    if (ws > wu) return s;
+    switch (wu) {
+      case 8:
+        return arrow::int16();
+      case 16:
+        return arrow::int32();
+      case 32:
+        return arrow::int64();
+      default:
+        return arrow::decimal128(20, 0);
+    }
+  }
+  // int64's widest value has 19 digits (DecimalShape allows 20 for uint64).
+  auto shape = [](const arrow::DataType& t) {
+    return t.id() == arrow::Type::INT64 ? std::pair<int32_t, int32_t>{19, 0} : DecimalShape(t);
+  };
+  const auto [pa, sa] = shape(*a);
+  const auto [pb, sb] = shape(*b);
+  const int32_t scale = std::max(sa, sb);
+  const int32_t digits = std::max(pa - sa, pb - sb);
+  if (digits + scale > 38) return nullptr;
+  if (a_dec && pa == digits + scale && sa == scale) return a;
+  if (b_dec && pb == digits + scale && sb == scale) return b;
+  return arrow::decimal128(digits + scale, scale);
+}
+
 }  // namespace sluice::sql

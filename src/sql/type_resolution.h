@@ -14,4 +14,12 @@ namespace sluice::sql {
 arrow::Result<std::shared_ptr<arrow::DataType>> CommonType(
     const std::shared_ptr<arrow::DataType>& a, const std::shared_ptr<arrow::DataType>& b);
 
+/// A type that holds every value of integer or decimal types `a` and `b` exactly (one of them
+/// where it holds the other's), or null where they are not both such types or none within 38
+/// digits does: int16 for int16 and uint8, int32 for int16 and uint16, decimal(20, 0) for int64
+/// and uint64, decimal(12, 2) for decimal(12, 2) and int8. Unlike CommonType, which types a
+/// result column, this picks a type both sides can be cast to without failing, as a join key.
+std::shared_ptr<arrow::DataType> ExactCommonType(const std::shared_ptr<arrow::DataType>& a,
+                                                 const std::shared_ptr<arrow::DataType>& b);
+
 }  // namespace sluice::sql

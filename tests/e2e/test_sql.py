@@ -2563,3 +2563,54 @@ def test_decimal64_and_decimal32_in_a_files_schema_read_as_decimals(arrow_decima
     they are SQL decimals, with DuckDB's rows."""
     sluice, con = arrow_decimals
     assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", str(workers))
+
+
+@pytest.fixture(scope="module")
+def in_types(tpch):
+    """IN (subquery) sides of two types, with values at the edges of each: unsigned beside
+    signed, int64 past 2^53 beside doubles, -0.0, decimal(38, 2) beside decimal(10, 5)."""
+    sluice, con, root = tpch
+    d = decimal.Decimal
+    outer = pa.table({
+        "i64": pa.array([1, 2**62 + 1, 11, None], pa.int64()),
+        "xi": pa.array([0, 1, 2, None], pa.int32()),
+        "dbig": pa.array([d("1.50"), d(10)**35, d("2.00"), None], pa.decimal128(38, 2)),
+        "d1": pa.array([d(1), d(9), d(0), None], pa.decimal128(1, 0)),
+        "u16": pa.array([1, 65535, 5, None], pa.uint16()),
+        "u32": pa.array([1, 2**32 - 1, 5, None], pa.uint32()),
+        "u64": pa.array([1, 2**63 + 10, 5, None], pa.uint64())})
+    inner = pa.table({
+        "ydbl": pa.array([1.0, -0.0, 11.0, None], pa.float64()),
+        "ydec5": pa.array([d("1.5"), d(2), d(3), None], pa.decimal128(10, 5)),
+        "yi16": pa.array([1, 5, -7, None], pa.int16()),
+        "yu8": pa.array([1, 5, 255, None], pa.uint8()),
+        "yi64": pa.array([1, 5, -(2**40), None], pa.int64()),
+        "yi32": pa.array([9, 10, 99, None], pa.int32())})
+    register_parquet_tables(sluice, con, root / "data", 1000,
+                            {"in_outer": outer, "in_inner": inner})
+    return sluice, con
+
+
+IN_TYPES = [
+    "select i64 from in_outer where i64 in (select ydbl from in_inner)",
+    "select xi from in_outer where xi in (select ydbl from in_inner)",
+    "select xi from in_outer where xi not in (select ydbl from in_inner where ydbl is not null)",
+    "select dbig from in_outer where dbig in (select ydec5 from in_inner)",
+    "select d1 from in_outer where d1 in (select yi32 from in_inner)",
+    "select d1 from in_outer where d1 not in (select yi32 from in_inner where yi32 is not null)",
+    "select u16 from in_outer where u16 in (select yi16 from in_inner)",
+    "select u32 from in_outer where u32 in (select yu8 from in_inner)",
+    "select u64 from in_outer where u64 in (select yi64 from in_inner)",
+    "select xi from in_outer where xi in (select yi64 from in_inner)",
+    "select i64 from in_outer where i64 + 0 in (select yi16 from in_inner)",
+]
+
+
+@pytest.mark.parametrize("sql", IN_TYPES)
+@pytest.mark.parametrize("workers", [0, 2])
+def test_in_subquery_sides_of_two_types_match_duckdb(in_types, sql, workers, tmp_path):
+    """Integers and decimals meet in a type that holds both (unsigned beside signed included);
+    beside a double, or past 38 digits, the subquery's values are cast to the column's type as
+    they always were: no cast that could fail is added, and -0.0 still matches 0."""
+    sluice, con = in_types
+    assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", str(workers))
