@@ -74,8 +74,27 @@ arrow::Result<std::shared_ptr<arrow::Table>> TextForm(const std::shared_ptr<arro
   return arrow::Table::Make(arrow::schema(fields), columns, table->num_rows());
 }
 
+// A decimal's digits with its point, never in exponent form: Arrow writes a value of more places
+// than digits (0.000000001, or 0 of scale 9) as 1E-9 or 0E-9; PostgreSQL writes it out.
+std::string PlainDecimal(arrow::Decimal128 value, int32_t scale) {
+  const bool negative = value.IsNegative();
+  if (negative) value.Negate();
+  std::string digits = value.ToIntegerString();
+  if (scale > 0) {
+    const size_t places = static_cast<size_t>(scale);
+    if (digits.size() <= places) digits.insert(0, places + 1 - digits.size(), '0');
+    digits.insert(digits.size() - places, ".");
+  }
+  return negative ? "-" + digits : digits;
+}
+
 std::string Cell(const arrow::Array& column, int64_t row) {
   if (column.IsNull(row)) return "NULL";
+  if (column.type_id() == arrow::Type::DECIMAL128) {
+    const auto& decimals = static_cast<const arrow::Decimal128Array&>(column);
+    return PlainDecimal(arrow::Decimal128(decimals.GetValue(row)),
+                        static_cast<const arrow::Decimal128Type&>(*column.type()).scale());
+  }
   auto scalar = column.GetScalar(row);
   if (!scalar.ok()) return "?";
   if ((*scalar)->type->id() == arrow::Type::STRING) {

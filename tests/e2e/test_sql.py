@@ -242,6 +242,13 @@ def test_output_formats_and_explain(tpch, tmp_path):
         {"i": "Infinity", "m": "-Infinity", "n": "NaN", "f": 0.1, "s": 1, "k": 1, "d": "1.50",
          "dt": "2020-01-02", "b": False, "t": '"x\n'},
     ]
+    # A decimal of more places than digits is written out, as PostgreSQL writes it, not as 1E-9.
+    small = ("select cast(0 as decimal(20, 9)) z, cast(0.000000001 as decimal(20, 9)) e, "
+             "cast(-0.0000001 as decimal(10, 7)) n")
+    out = sluice.run("query", "--format", "json", small, check=True).stdout.decode()
+    assert json.loads(out) == {"z": "0.000000000", "e": "0.000000001", "n": "-0.0000001"}, out
+    out = sluice.run("query", "--format", "table", small, check=True).stdout.decode()
+    assert "0.000000000 | 0.000000001 | -0.0000001" in out, out
     # Two columns of one name are both written, as PostgreSQL's row_to_json writes them.
     dup = sluice.run("query", "--format", "json", "select 1 as a, 2 as a, n_name from nation "
                      "where n_nationkey = 0", check=True).stdout.decode()
