@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "plan/compute_init.h"
@@ -46,9 +47,11 @@ void ExpectAnswersAsArrow(const std::vector<typename ArrowType::c_type>& set,
     rows.push_back(v);
     if (v != Limits::min()) rows.push_back(static_cast<T>(v - 1));
     if (v != Limits::max()) rows.push_back(static_cast<T>(v + 1));
+    // Near v, wrapping past the type's ends (in its unsigned twin: a signed overflow is UB).
+    using U = std::make_unsigned_t<T>;
     for (int i = 0; i < 20; ++i) {
-      rows.push_back(static_cast<T>(v + static_cast<T>(rng() % 64)));
-      rows.push_back(static_cast<T>(v - static_cast<T>(rng() % 64)));
+      rows.push_back(static_cast<T>(static_cast<U>(static_cast<U>(v) + rng() % 64)));
+      rows.push_back(static_cast<T>(static_cast<U>(static_cast<U>(v) - rng() % 64)));
       if (i % 5 == 0) rows.push_back(std::nullopt);
     }
   }
