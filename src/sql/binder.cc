@@ -3608,9 +3608,7 @@ arrow::Status Binder::BindIn(const json& link, bool negated, std::vector<cp::Exp
       auto found = CommonType(ot, it);
       if (found.ok()) common = *found;
     }
-    const bool own = computed != nullptr ||
-                     std::any_of(row_fields_.begin(), row_fields_.end(),
-                                 [&](const auto& f) { return f->name() == outer_field->name(); });
+    const bool own = computed != nullptr || OwnColumns().count(outer_field->name()) != 0;
     if (common != nullptr && !common->Equals(*ot) && own) {
       const auto to_common = cp::CastOptions::Safe(common);
       if (key_project != nullptr) {
