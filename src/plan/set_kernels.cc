@@ -7,13 +7,16 @@
 #include <arrow/datum.h>
 #include <arrow/type.h>
 #include <arrow/util/bit_util.h>
-#include <arrow/util/bitmap_generate.h>
+#include <arrow/util/bitmap_ops.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "common/bit_words.h"
 
 namespace sluice::plan {
 
@@ -110,15 +113,10 @@ Range DenseRange(const arrow::Datum& value_set, const arrow::DataType& type) {
   return range;
 }
 
-// The set as bits over its range; bit `size` is 0, the answer for every value outside it.
-struct IntSet : cp::KernelState {
-  Range range;
-  std::vector<uint64_t> words;
-
-  bool Has(uint64_t offset) const {
-    const uint64_t bit = offset < range.size ? offset : range.size;
-    return (words[bit >> 6] >> (bit & 63)) & 1;
-  }
+// The kernels' state: the set bound once per call.
+struct IntSetState : cp::KernelState {
+  explicit IntSetState(IntBitSet set) : set(std::move(set)) {}
+  IntBitSet set;
 };
 
 arrow::Result<std::unique_ptr<cp::KernelState>> InitIntSet(cp::KernelContext*,
@@ -128,68 +126,128 @@ arrow::Result<std::unique_ptr<cp::KernelState>> InitIntSet(cp::KernelContext*,
   }
   const auto& options = static_cast<const cp::SetLookupOptions&>(*args.options);
   const arrow::DataType& type = *args.inputs[0].type;
-  auto set = std::make_unique<IntSet>();
-  set->range = DenseRange(options.value_set, type);
-  if (set->range.size == 0) {
+  std::optional<IntBitSet> set = IntBitSet::Make(options.value_set, type);
+  if (!set) {
     return arrow::Status::Invalid("internal: ", kIntInFunction, " cannot take a value set of ",
                                   options.value_set.length(), " ",
                                   options.value_set.type()->ToString(), " for ", type.ToString());
   }
-  set->words.assign(set->range.size / 64 + 1, 0);
+  return std::make_unique<IntSetState>(std::move(*set));
+}
+
+arrow::Status ExecIntIn(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::ExecResult* out) {
+  const IntBitSet& set = static_cast<const IntSetState*>(ctx->state())->set;
+  arrow::ArraySpan* result = out->array_span_mutable();
+  if (batch[0].is_scalar()) {
+    arrow::bit_util::SetBitsTo(result->buffers[1].data, result->offset, result->length,
+                               set.Test(*batch[0].scalar));
+    return arrow::Status::OK();
+  }
+  set.Test(batch[0].array, result->buffers[1].data, result->offset);
+  return arrow::Status::OK();
+}
+
+}  // namespace
+
+bool IntBitSet::Holds(const arrow::DataType& type) {
+  return WithCType(type, [](auto) {});
+}
+
+std::optional<IntBitSet> IntBitSet::Make(const arrow::Datum& value_set,
+                                         const arrow::DataType& type) {
+  const Range range = DenseRange(value_set, type);
+  if (range.size == 0) return std::nullopt;
+  IntBitSet set;
+  set.type_ = type.GetSharedPtr();
+  set.min_ = range.min;
+  set.size_ = range.size;
+  set.words_.assign(range.size / 64 + 1, 0);
   WithCType(type, [&](auto zero) {
     using T = decltype(zero);
     using U = std::make_unsigned_t<T>;
-    const U min = static_cast<U>(set->range.min);
-    ForEachValue<T>(options.value_set, [&](T v) {
+    const U min = static_cast<U>(range.min);
+    ForEachValue<T>(value_set, [&](T v) {
       const uint64_t offset = static_cast<U>(static_cast<U>(v) - min);
-      set->words[offset >> 6] |= uint64_t{1} << (offset & 63);
+      set.words_[offset >> 6] |= uint64_t{1} << (offset & 63);
     });
   });
   return set;
 }
 
-// Each row's answer; a NULL row's is false (kIntInOrNullFunction's executor sets it NULL).
-template <typename T>
-void LookUp(const IntSet& set, const arrow::ArraySpan& in, arrow::ArraySpan* out) {
-  using U = std::make_unsigned_t<T>;
-  const U min = static_cast<U>(set.range.min);
-  const T* values = in.GetValues<T>(1);
-  const uint8_t* validity = in.GetNullCount() != 0 ? in.buffers[0].data : nullptr;
-  int64_t i = 0;
-  // The difference in the type's own width: a value below the least wraps to one past the range.
-  arrow::internal::GenerateBitsUnrolled(out->buffers[1].data, out->offset, in.length, [&] {
-    const int64_t row = i++;
-    const bool hit = set.Has(static_cast<U>(static_cast<U>(values[row]) - min));
-    return hit && (validity == nullptr || arrow::bit_util::GetBit(validity, in.offset + row));
-  });
-}
-
-arrow::Status ExecIntIn(cp::KernelContext* ctx, const cp::ExecSpan& batch, cp::ExecResult* out) {
-  const auto& set = *static_cast<const IntSet*>(ctx->state());
-  arrow::ArraySpan* result = out->array_span_mutable();
-  if (batch[0].is_scalar()) {
-    const arrow::Scalar& scalar = *batch[0].scalar;
-    bool answer = false;
-    if (scalar.is_valid) {
-      WithCType(*scalar.type, [&](auto zero) {
-        using T = decltype(zero);
-        using U = std::make_unsigned_t<T>;
-        const T v = *reinterpret_cast<const T*>(
-            static_cast<const arrow::internal::PrimitiveScalarBase&>(scalar).data());
-        answer = set.Has(static_cast<U>(static_cast<U>(v) - static_cast<U>(set.range.min)));
-      });
+void IntBitSet::Test(const arrow::ArraySpan& in, uint8_t* out, int64_t out_offset) const {
+  // Copies of the members: the loop's stores to `out` could otherwise alias them.
+  const uint64_t* words = words_.data();
+  const uint64_t size = size_;
+  const auto has = [words, size](uint64_t offset) -> uint32_t {
+    const uint64_t bit = offset < size ? offset : size;
+    return static_cast<uint32_t>(words[bit >> 6] >> (bit & 63)) & 1;
+  };
+  const int64_t length = in.length;
+  WithCType(*type_, [&](auto zero) {
+    using T = decltype(zero);
+    using U = std::make_unsigned_t<T>;
+    // The difference in the type's own width: a value below the least wraps to one past the
+    // range.
+    const U min = static_cast<U>(min_);
+    const T* values = in.GetValues<T>(1);
+    const auto offset = [&](int64_t row) {
+      return static_cast<U>(static_cast<U>(values[row]) - min);
+    };
+    int64_t row = 0;
+    if (out_offset % 8 == 0) {  // a byte of answers at a time
+      uint8_t* bytes = out + out_offset / 8;
+      for (; row + 8 <= length; row += 8) {
+        uint32_t byte = 0;
+        for (int j = 0; j < 8; ++j) byte |= has(offset(row + j)) << j;
+        *bytes++ = static_cast<uint8_t>(byte);
+      }
     }
-    arrow::bit_util::SetBitsTo(result->buffers[1].data, result->offset, result->length, answer);
-    return arrow::Status::OK();
+    for (; row < length; ++row) arrow::bit_util::SetBitTo(out, out_offset + row, has(offset(row)));
+  });
+  if (in.GetNullCount() != 0) {  // a NULL row is in no set
+    arrow::internal::BitmapAnd(out, out_offset, in.buffers[0].data, in.offset, length, out_offset,
+                               out);
   }
-  const arrow::ArraySpan& in = batch[0].array;
-  if (!WithCType(*in.type, [&](auto zero) { LookUp<decltype(zero)>(set, in, result); })) {
-    return arrow::Status::TypeError("internal: ", kIntInFunction, " of ", in.type->ToString());
-  }
-  return arrow::Status::OK();
 }
 
-}  // namespace
+void IntBitSet::Refine(const arrow::ArraySpan& in, uint8_t* mask) const {
+  const int64_t length = in.length;
+  WithCType(*type_, [&](auto zero) {
+    using T = decltype(zero);
+    using U = std::make_unsigned_t<T>;
+    const U min = static_cast<U>(min_);
+    const T* values = in.GetValues<T>(1);
+    for (int64_t start = 0; start < length; start += 64) {
+      const int64_t n = std::min<int64_t>(64, length - start);
+      uint64_t word = BitWord(mask, start, n);
+      if (n < 64) word &= (uint64_t{1} << n) - 1;
+      uint64_t kept = word;
+      for (; word != 0; word &= word - 1) {
+        const int j = __builtin_ctzll(word);
+        if (!Has(static_cast<U>(static_cast<U>(values[start + j]) - min))) {
+          kept &= ~(uint64_t{1} << j);
+        }
+      }
+      std::memcpy(mask + start / 8, &kept, static_cast<size_t>((n + 7) / 8));
+    }
+  });
+  if (in.GetNullCount() != 0) {
+    arrow::internal::BitmapAnd(mask, 0, in.buffers[0].data, in.offset, length, 0, mask);
+  }
+}
+
+bool IntBitSet::Test(const arrow::Scalar& scalar) const {
+  if (!scalar.is_valid) return false;
+  bool answer = false;
+  WithCType(*type_, [&](auto zero) {
+    using T = decltype(zero);
+    using U = std::make_unsigned_t<T>;
+    const T v = *reinterpret_cast<const T*>(
+        static_cast<const arrow::internal::PrimitiveScalarBase&>(scalar).data());
+    answer = Has(static_cast<U>(static_cast<U>(v) - static_cast<U>(min_)));
+  });
+  return answer;
+}
 
 bool IntSetIsDense(const arrow::Datum& value_set, const arrow::DataType& type) {
   return DenseRange(value_set, type).size != 0;

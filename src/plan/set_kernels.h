@@ -9,6 +9,11 @@
 #include <arrow/status.h>
 #include <arrow/type_fwd.h>
 
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
 namespace sluice::plan {
 
 /// is_in of an integer or date32 column with SetLookupOptions whose value set is of the column's
@@ -23,6 +28,43 @@ inline constexpr const char* kIntInOrNullFunction = "sluice_int_is_in_or_null";
 /// at least one value, and a range of at most 2^23 values that is at most 1,024 per value of the
 /// set (or at most 2^16), so that its bitmap stays small beside the set.
 bool IntSetIsDense(const arrow::Datum& value_set, const arrow::DataType& type);
+
+/// A set that IntSetIsDense, as a bit per value of its range: one load answers a row. The IN
+/// kernels use it, and so does a join's filter of its probe side by the keys of its hashed side
+/// (exec/join_gate.h).
+class IntBitSet {
+ public:
+  /// Whether a set of `type` can be one: an integer or date32 type.
+  static bool Holds(const arrow::DataType& type);
+
+  /// The set of `value_set`'s values (an array or chunked array of `type`) where IntSetIsDense;
+  /// nullopt otherwise.
+  static std::optional<IntBitSet> Make(const arrow::Datum& value_set, const arrow::DataType& type);
+
+  /// Writes to `out` from bit `out_offset` whether each row of `in` (of the set's type) is in the
+  /// set; false for a NULL row.
+  void Test(const arrow::ArraySpan& in, uint8_t* out, int64_t out_offset) const;
+
+  /// Clears the bits of `mask` (from bit 0, one per row of `in`) of the rows of `in` that are not
+  /// in the set, looking up only the rows whose bit is set.
+  void Refine(const arrow::ArraySpan& in, uint8_t* mask) const;
+
+  /// Whether `scalar` (of the set's type) is in the set; false for NULL.
+  bool Test(const arrow::Scalar& scalar) const;
+
+  const arrow::DataType& type() const { return *type_; }
+
+ private:
+  bool Has(uint64_t offset) const {
+    const uint64_t bit = offset < size_ ? offset : size_;
+    return (words_[bit >> 6] >> (bit & 63)) & 1;
+  }
+
+  std::shared_ptr<arrow::DataType> type_;
+  uint64_t min_ = 0;   // the least value's bits, as the type's unsigned twin widened
+  uint64_t size_ = 0;  // the range's size; bit size_ is 0, the answer for every value outside it
+  std::vector<uint64_t> words_;
+};
 
 /// Adds kIntInFunction and kIntInOrNullFunction to `registry`.
 arrow::Status RegisterSetKernels(arrow::compute::FunctionRegistry* registry);

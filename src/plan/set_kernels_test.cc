@@ -90,6 +90,34 @@ void ExpectAnswersAsArrow(const std::vector<typename ArrowType::c_type>& set,
           << type->ToString() << " row " << i << ": " << got->scalar()->ToString();
     }
   }
+  // The set itself, as a join filters its probe rows with it (exec/join_gate.h): Test at a byte
+  // boundary and off one, and Refine of a random mask, each against Arrow's is_in.
+  const std::optional<IntBitSet> bits = IntBitSet::Make(value_set, *type);
+  ASSERT_TRUE(bits.has_value());
+  const cp::SetLookupOptions match(value_set, cp::SetLookupOptions::MATCH);
+  for (const auto& in : {input, input->Slice(3), input->Slice(5, input->length() - 9)}) {
+    const auto want = std::static_pointer_cast<arrow::BooleanArray>(
+        cp::CallFunction("is_in", {in}, &match).ValueOrDie().make_array());
+    const arrow::ArraySpan span(*in->data());
+    const int64_t n = in->length();
+    for (const int64_t offset : {0, 3}) {
+      std::vector<uint8_t> out((offset + n + 7) / 8, 0xA5);
+      bits->Test(span, out.data(), offset);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(arrow::bit_util::GetBit(out.data(), offset + i), want->Value(i))
+            << type->ToString() << " Test at offset " << offset << ", row " << i;
+      }
+    }
+    std::vector<uint8_t> mask((n + 7) / 8);
+    for (auto& byte : mask) byte = static_cast<uint8_t>(rng());
+    const std::vector<uint8_t> before = mask;
+    bits->Refine(span, mask.data());
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(arrow::bit_util::GetBit(mask.data(), i),
+                arrow::bit_util::GetBit(before.data(), i) && want->Value(i))
+          << type->ToString() << " Refine, row " << i;
+    }
+  }
 }
 
 TEST_F(SetKernels, AnswersAsArrowIsInAtEveryWidthAndEdge) {
