@@ -24,6 +24,7 @@ namespace ac = arrow::acero;
 namespace cp = arrow::compute;
 
 constexpr int64_t kRowsPerBatch = 8192;  // 64 KiB of int64 keys
+constexpr std::chrono::milliseconds kBuildDelay{100};
 
 std::shared_ptr<arrow::Schema> KeySchema(const std::string& name) {
   return arrow::schema({arrow::field(name, arrow::int64())});
@@ -64,10 +65,10 @@ ac::Declaration CountedSource(const std::string& name, int batches, int64_t modu
 }
 
 ac::Declaration Join(ac::Declaration probe, ac::Declaration build, const std::string& probe_key,
-                     const std::string& build_key) {
-  EXPECT_TRUE(GateProbeOnBuild(&probe, &build).ok());
+                     const std::string& build_key, bool filter_probe = true) {
   ac::HashJoinNodeOptions options(ac::JoinType::INNER, {arrow::FieldRef(probe_key)},
                                   {arrow::FieldRef(build_key)});
+  EXPECT_TRUE(GateProbeOnBuild(&probe, &build, options, filter_probe).ok());
   return ac::Declaration("hashjoin", {std::move(probe), std::move(build)}, std::move(options));
 }
 
@@ -109,6 +110,143 @@ TEST(JoinGateTest, AJoinChainsProbeSideWaitsForEveryBuildSideAboveIt) {
   // the wait, 500 to 1000 of them had been made by then.
   ASSERT_GE(probe_at_top_build_end->load(), 0);
   EXPECT_LE(probe_at_top_build_end->load(), 300);
+}
+
+// The rows of the gated probe side and of the build side, run as one plan without the join: what
+// the join would be given.
+struct Sides {
+  std::shared_ptr<arrow::Table> probe;
+  std::shared_ptr<arrow::Table> build;
+};
+
+Sides RunGatedSides(ac::Declaration probe, ac::Declaration build,
+                    const ac::HashJoinNodeOptions& options, bool filter_probe) {
+  EXPECT_TRUE(GateProbeOnBuild(&probe, &build, options, filter_probe).ok());
+  Sides sides;
+  auto plan = ac::ExecPlan::Make().ValueOrDie();
+  EXPECT_TRUE(ac::Declaration::Sequence(
+                  {std::move(probe), {"table_sink", ac::TableSinkNodeOptions(&sides.probe)}})
+                  .AddToPlan(plan.get())
+                  .ok());
+  EXPECT_TRUE(ac::Declaration::Sequence(
+                  {std::move(build), {"table_sink", ac::TableSinkNodeOptions(&sides.build)}})
+                  .AddToPlan(plan.get())
+                  .ok());
+  plan->StartProducing();
+  EXPECT_TRUE(plan->finished().status().ok()) << plan->finished().status().ToString();
+  return sides;
+}
+
+// The rows of `table` (one int64 column) whose key is below `limit`.
+int64_t RowsBelow(const arrow::Table& table, int64_t limit) {
+  int64_t rows = 0;
+  for (const auto& chunk : table.column(0)->chunks()) {
+    const auto& keys = static_cast<const arrow::Int64Array&>(*chunk);
+    for (int64_t i = 0; i < keys.length(); ++i) rows += keys.IsValid(i) && keys.Value(i) < limit;
+  }
+  return rows;
+}
+
+// A build side of one batch of `keys`, delivered after `delay`.
+ac::Declaration SlowBuild(const std::string& name, std::shared_ptr<arrow::Array> keys,
+                          std::chrono::milliseconds delay) {
+  cp::ExecBatch batch({keys}, keys->length());
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::function<arrow::Future<std::optional<cp::ExecBatch>>()> generator =
+      [=]() -> arrow::Future<std::optional<cp::ExecBatch>> {
+    if (done->exchange(true)) {
+      return arrow::Future<std::optional<cp::ExecBatch>>::MakeFinished(std::nullopt);
+    }
+    auto made = arrow::io::default_io_context().executor()->Submit(
+        [=]() -> arrow::Result<std::optional<cp::ExecBatch>> {
+          std::this_thread::sleep_for(delay);
+          return batch;
+        });
+    if (!made.ok()) return made.status();
+    return *made;
+  };
+  return ac::Declaration("source", ac::SourceNodeOptions(KeySchema(name), generator));
+}
+
+std::shared_ptr<arrow::Array> KeyArray(const std::vector<std::optional<int64_t>>& keys) {
+  arrow::Int64Builder builder;
+  for (const auto& k : keys) EXPECT_TRUE((k ? builder.Append(*k) : builder.AppendNull()).ok());
+  return builder.Finish().ValueOrDie();
+}
+
+std::shared_ptr<arrow::Array> Range(int64_t first, int64_t count, int64_t step = 1) {
+  std::vector<std::optional<int64_t>> keys;
+  for (int64_t i = 0; i < count; ++i) keys.push_back(first + i * step);
+  return KeyArray(keys);
+}
+
+constexpr int kFilterProbeBatches = 1000;  // 8.2M rows, keys 0 to 99999 over and over
+constexpr int64_t kFilterProbeModulo = 100'000;
+
+ac::Declaration FilterProbe() {
+  return CountedSource("k", kFilterProbeBatches, kFilterProbeModulo,
+                       std::make_shared<std::atomic<int>>(0));
+}
+
+// Once the build side has ended, the probe rows whose key it lacks are dropped before the join,
+// and none whose key it has: of 8.2M probe rows, 8 % match, and the first 8 MiB pass before the
+// gate opens.
+TEST(JoinGateTest, AnInnerJoinsProbeSideKeepsOnlyTheKeysOfItsBuildSide) {
+  ac::HashJoinNodeOptions options(ac::JoinType::INNER, {arrow::FieldRef("k")},
+                                  {arrow::FieldRef("b")});
+  // Keys 0 to 7999, a NULL, and a key no probe row has.
+  std::vector<std::optional<int64_t>> keys;
+  for (int64_t k = 0; k < 8000; ++k) keys.push_back(k);
+  keys.push_back(std::nullopt);
+  keys.push_back(int64_t{5'000'000});
+  Sides sides = RunGatedSides(FilterProbe(), SlowBuild("b", KeyArray(keys), kBuildDelay), options,
+                              /*filter_probe=*/true);
+  const int64_t all = int64_t{kFilterProbeBatches} * kRowsPerBatch;
+  const int64_t matching = RowsBelow(*sides.probe, 8000);
+  EXPECT_EQ(matching,
+            all / kFilterProbeModulo * 8000 + std::min<int64_t>(all % kFilterProbeModulo, 8000));
+  // The unfiltered rows are at most the gate's 8 MiB (1M rows) and the batches in flight.
+  EXPECT_LT(sides.probe->num_rows() - matching, all / 4) << sides.probe->num_rows();
+  EXPECT_EQ(sides.build->num_rows(), 8002);
+
+  // Without the filter, or for a join that keeps unmatched probe rows, every row passes.
+  for (const auto& [type, filter] :
+       {std::pair{ac::JoinType::INNER, false}, std::pair{ac::JoinType::LEFT_OUTER, true},
+        std::pair{ac::JoinType::LEFT_ANTI, true}}) {
+    ac::HashJoinNodeOptions other(type, {arrow::FieldRef("k")}, {arrow::FieldRef("b")});
+    Sides whole =
+        RunGatedSides(FilterProbe(), SlowBuild("b", KeyArray(keys), kBuildDelay), other, filter);
+    EXPECT_EQ(whole.probe->num_rows(), all) << ac::ToString(type) << " " << filter;
+  }
+}
+
+// A build side without a key that is not NULL matches no probe row; one whose keys are too far
+// apart for a bitmap filters none (Acero's Bloom filter still does).
+TEST(JoinGateTest, AnEmptyBuildSideDropsEveryProbeRowAndASparseOneNone) {
+  ac::HashJoinNodeOptions options(ac::JoinType::INNER, {arrow::FieldRef("k")},
+                                  {arrow::FieldRef("b")});
+  const int64_t all = int64_t{kFilterProbeBatches} * kRowsPerBatch;
+  Sides nulls = RunGatedSides(FilterProbe(),
+                              SlowBuild("b", KeyArray({std::nullopt, std::nullopt}), kBuildDelay),
+                              options, true);
+  EXPECT_LT(nulls.probe->num_rows(), all / 4);
+  Sides sparse = RunGatedSides(
+      FilterProbe(), SlowBuild("b", Range(0, 1000, int64_t{1} << 30), kBuildDelay), options, true);
+  EXPECT_EQ(sparse.probe->num_rows(), all);
+}
+
+// A key set that drops few rows stops filtering, and loses none of them.
+TEST(JoinGateTest, AKeySetThatDropsFewRowsStopsFiltering) {
+  ac::HashJoinNodeOptions options(ac::JoinType::INNER, {arrow::FieldRef("k")},
+                                  {arrow::FieldRef("b")});
+  const int64_t all = int64_t{kFilterProbeBatches} * kRowsPerBatch;
+  // Every probe key but 99999: one row in 100000 is dropped while it filters.
+  Sides sides =
+      RunGatedSides(FilterProbe(), SlowBuild("b", Range(0, 99'999), kBuildDelay), options, true);
+  const int64_t kept = RowsBelow(*sides.probe, 99'999);
+  EXPECT_EQ(kept, all - all / kFilterProbeModulo);
+  // It judged after 256K rows and stopped: nearly every row of key 99999 passed.
+  EXPECT_GT(sides.probe->num_rows() - kept, all / kFilterProbeModulo - 10);
 }
 
 }  // namespace

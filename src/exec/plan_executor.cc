@@ -910,7 +910,8 @@ arrow::Result<ac::Declaration> Join(const PlanNode& node, const std::set<std::st
     whole = inputs == nullptr || inputs->count(n) == 0;
   }
   options->disable_bloom_filter = whole;
-  ARROW_RETURN_NOT_OK(GateProbeOnBuild(&probe, &build));
+  // The same holds for filtering the probe side by the build side's keys (join_gate.h).
+  ARROW_RETURN_NOT_OK(GateProbeOnBuild(&probe, &build, *options, /*filter_probe=*/!whole));
   // An inner join on one key that hashes an estimated 1M rows or more: our integer-key join
   // where the key is an integer (it falls back to Acero's otherwise). It pushes no Bloom filter
   // down, and a whole table's would drop nothing. Measured (medians): TPC-H Q9 (whole orders)
