@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 
+#include "exec/canonical_floats.h"
 #include "exec/deferred_source.h"
 #include "exec/expand_node.h"
 #include "exec/filter_node.h"
@@ -323,9 +324,10 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node,
 
 // `input_schema`: the types of the aggregate's input, which pick a decimal sum's kernel.
 // `repeats_keys`: the output may give a key in several rows (PlanNode::repeats_keys).
-ac::Declaration Aggregate(ac::Declaration input, const arrow::Schema& input_schema,
-                          const std::vector<std::string>& key_names,
-                          const std::vector<AggregateCall>& calls, bool repeats_keys) {
+arrow::Result<ac::Declaration> Aggregate(ac::Declaration input, const arrow::Schema& input_schema,
+                                         const std::vector<std::string>& key_names,
+                                         const std::vector<AggregateCall>& calls,
+                                         bool repeats_keys) {
   std::vector<cp::Aggregate> aggregates;
   const bool grouped = !key_names.empty();
   for (const auto& a : calls) {
@@ -353,6 +355,21 @@ ac::Declaration Aggregate(ac::Declaration input, const arrow::Schema& input_sche
   }
   std::vector<arrow::FieldRef> keys;
   for (const auto& k : key_names) keys.emplace_back(k);
+  // Float keys and distinct values group -0.0 with 0.0 and every NaN together, as SQL does.
+  std::vector<std::string> float_keys;
+  const auto is_float = [&](const std::string& name) {
+    const auto field = input_schema.GetFieldByName(name);
+    return field != nullptr && IsFloatKey(*field->type());
+  };
+  for (const auto& k : key_names) {
+    if (is_float(k)) float_keys.push_back(k);
+  }
+  for (const auto& a : calls) {
+    if (a.function == "count_distinct" && is_float(a.input)) float_keys.push_back(a.input);
+  }
+  if (!float_keys.empty()) {
+    ARROW_ASSIGN_OR_RAISE(input, CanonicalFloats(std::move(input), std::move(float_keys)));
+  }
   // One integer key or two small ones: our grouper (it makes Arrow's node itself where it does
   // not apply).
   const bool int_key = keys.size() <= 2 && !keys.empty() && RegisterIntKeyAggregate().ok();
@@ -703,8 +720,8 @@ arrow::Result<ac::Declaration> AggregateOver(const PlanNode& out, const PlanNode
   ARROW_ASSIGN_OR_RAISE(rows, Project(input, std::move(rows), *Narrowed(filter_schema, read),
                                       filtered.coded.get(), interned, intern));
   ARROW_ASSIGN_OR_RAISE(rows, Probed(input, std::move(rows), probes));
-  ac::Declaration aggregate =
-      Aggregate(std::move(rows), *input_schema, keys, calls, out.repeats_keys);
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration aggregate,
+                        Aggregate(std::move(rows), *input_schema, keys, calls, out.repeats_keys));
   if (interned.empty()) return aggregate;
   ARROW_ASSIGN_OR_RAISE(auto out_schema, plan::OutputSchema(out));
   std::vector<cp::Expression> decoded;
@@ -834,6 +851,40 @@ arrow::Result<bool> CastKeysToCommonTypes(const PlanNode& join, ac::Declaration*
   return any;
 }
 
+// Where a key pair of `join` is of a floating type on either side (both are, after
+// CastKeysToCommonTypes, whose key columns `left` and `right` name), both sides get a copy of
+// their key with -0.0 as 0.0 and one NaN (exec/canonical_floats.h), and `left` and `right` name
+// the copies: SQL's equality, where Acero compares bits. Returns whether it added any.
+arrow::Result<bool> CanonicalFloatKeys(const PlanNode& join, ac::Declaration* probe,
+                                       ac::Declaration* build, std::vector<arrow::FieldRef>* left,
+                                       std::vector<arrow::FieldRef>* right) {
+  ARROW_ASSIGN_OR_RAISE(auto left_schema, plan::OutputSchema(*join.input));
+  ARROW_ASSIGN_OR_RAISE(auto right_schema, plan::OutputSchema(*join.right));
+  std::vector<std::string> left_keys, right_keys, left_copies, right_copies;
+  for (size_t i = 0; i < join.left_keys.size() && i < left->size() && i < right->size(); ++i) {
+    const auto l = left_schema->GetFieldByName(join.left_keys[i]);
+    const auto r = right_schema->GetFieldByName(join.right_keys[i]);
+    const std::string* left_name = (*left)[i].name();
+    const std::string* right_name = (*right)[i].name();
+    if ((l == nullptr || !IsFloatKey(*l->type())) && (r == nullptr || !IsFloatKey(*r->type()))) {
+      continue;
+    }
+    if (left_name == nullptr || right_name == nullptr) continue;
+    left_keys.push_back(*left_name);
+    right_keys.push_back(*right_name);
+    left_copies.push_back("__float_key" + std::to_string(i) + "_" + *left_name);
+    right_copies.push_back("__float_key" + std::to_string(i) + "_" + *right_name);
+    (*left)[i] = arrow::FieldRef(left_copies.back());
+    (*right)[i] = arrow::FieldRef(right_copies.back());
+  }
+  if (left_keys.empty()) return false;
+  ARROW_ASSIGN_OR_RAISE(
+      *probe, CanonicalFloats(std::move(*probe), std::move(left_keys), std::move(left_copies)));
+  ARROW_ASSIGN_OR_RAISE(
+      *build, CanonicalFloats(std::move(*build), std::move(right_keys), std::move(right_copies)));
+  return true;
+}
+
 // The least estimated rows of a join's hashed side for which the integer-key join
 // (int_key_join.h) replaces Acero's.
 constexpr double kIntKeyJoinRows = 1'000'000;
@@ -848,10 +899,12 @@ arrow::Result<ac::Declaration> Join(const PlanNode& node, const std::set<std::st
   std::vector<arrow::FieldRef> left, right;
   for (const auto& k : node.left_keys) left.emplace_back(k);
   for (const auto& k : node.right_keys) right.emplace_back(k);
-  ARROW_ASSIGN_OR_RAISE(const bool cast,
+  ARROW_ASSIGN_OR_RAISE(const bool casts,
                         CastKeysToCommonTypes(node, &probe, &build, &left, &right));
+  ARROW_ASSIGN_OR_RAISE(const bool floats, CanonicalFloatKeys(node, &probe, &build, &left, &right));
   std::set<std::string> every;
   std::vector<std::string> every_order;
+  const bool cast = casts || floats;
   if (cast && outputs == nullptr) {
     // The join outputs its sides' own columns, and not the cast keys.
     for (const PlanNode* side : {node.input.get(), node.right.get()}) {

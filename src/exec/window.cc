@@ -39,6 +39,12 @@ arrow::Status MarkChanges(const ArrayPtr& column, const std::string& name,
   const ArrayPtr a = column->Slice(1), b = column->Slice(0, n - 1);
   auto differs = [&]() -> arrow::Result<arrow::Datum> {
     ARROW_ASSIGN_OR_RAISE(auto ne, cp::CallFunction("not_equal", {a, b}));
+    if (arrow::is_floating(column->type_id())) {  // NaN is NaN's peer, as SQL groups them
+      ARROW_ASSIGN_OR_RAISE(auto nan_a, cp::CallFunction("is_nan", {a}));
+      ARROW_ASSIGN_OR_RAISE(auto nan_b, cp::CallFunction("is_nan", {b}));
+      ARROW_ASSIGN_OR_RAISE(auto both_nan, cp::CallFunction("and", {nan_a, nan_b}));
+      ARROW_ASSIGN_OR_RAISE(ne, cp::CallFunction("and_not", {ne, both_nan}));
+    }
     ARROW_ASSIGN_OR_RAISE(auto va, cp::CallFunction("is_valid", {a}));
     ARROW_ASSIGN_OR_RAISE(auto vb, cp::CallFunction("is_valid", {b}));
     ARROW_ASSIGN_OR_RAISE(auto both, cp::CallFunction("and", {va, vb}));

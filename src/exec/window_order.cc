@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 
+#include "exec/canonical_floats.h"
+
 namespace sluice::exec {
 
 namespace {
@@ -99,8 +101,13 @@ arrow::Result<std::optional<std::vector<uint32_t>>> GroupIds(const arrow::Record
   std::vector<arrow::TypeHolder> types;
   std::vector<arrow::Datum> columns;
   for (const auto& k : keys) {
-    const auto column = batch.GetColumnByName(k);
+    auto column = batch.GetColumnByName(k);
     if (column == nullptr) return arrow::Status::Invalid("internal: window key ", k, " missing");
+    // The grouper hashes bits: -0.0 and 0.0, and NaNs, must be one partition each.
+    if (IsFloatKey(*column->type())) {
+      ARROW_ASSIGN_OR_RAISE(column,
+                            CanonicalFloatArray(std::move(column), arrow::default_memory_pool()));
+    }
     types.emplace_back(column->type());
     columns.emplace_back(column);
   }
