@@ -759,14 +759,26 @@ arrow::Result<ac::Declaration> ToDeclaration(const PlanNode& node, OperatorProbe
 namespace {
 
 // The type to compare two join keys of numeric types in (an int32 column equal to an int64 one):
-// int64 for integers, a decimal that holds both for decimals and integers, float64 where either
-// is floating point. Null where there is none (other types are left to Acero as they are).
+// an integer type that holds both for integers, a decimal that holds both for decimals and
+// integers, float64 where either is floating point. Null where there is none (other types are
+// left to Acero as they are).
 std::shared_ptr<arrow::DataType> CommonKeyType(const arrow::DataType& a, const arrow::DataType& b) {
   const auto numeric = [](const arrow::DataType& t) {
     return arrow::is_integer(t.id()) || arrow::is_floating(t.id()) || arrow::is_decimal(t.id());
   };
   if (!numeric(a) || !numeric(b)) return nullptr;
-  if (arrow::is_integer(a.id()) && arrow::is_integer(b.id())) return arrow::int64();
+  if (arrow::is_integer(a.id()) && arrow::is_integer(b.id())) {
+    // Unsigned beside unsigned in uint64; a uint64 beside a signed integer in decimal(20, 0),
+    // which holds both (int64 fails past 2^63).
+    const bool a_unsigned = arrow::is_unsigned_integer(a.id());
+    const bool b_unsigned = arrow::is_unsigned_integer(b.id());
+    if (a_unsigned && b_unsigned) return arrow::uint64();
+    if ((a_unsigned && a.id() == arrow::Type::UINT64) ||
+        (b_unsigned && b.id() == arrow::Type::UINT64)) {
+      return arrow::decimal128(20, 0);
+    }
+    return arrow::int64();
+  }
   if (arrow::is_floating(a.id()) || arrow::is_floating(b.id())) return arrow::float64();
   // Decimals, or a decimal and an integer (as many digits as the integer's type holds).
   const auto digits = [](const arrow::DataType& t, int* precision, int* scale) {
@@ -775,7 +787,7 @@ std::shared_ptr<arrow::DataType> CommonKeyType(const arrow::DataType& a, const a
       *precision = d.precision();
       *scale = d.scale();
     } else {
-      *precision = t.byte_width() <= 4 ? 10 : 19;
+      *precision = t.byte_width() <= 4 ? 10 : t.id() == arrow::Type::UINT64 ? 20 : 19;
       *scale = 0;
     }
   };
@@ -806,13 +818,15 @@ arrow::Result<bool> CastKeysToCommonTypes(const PlanNode& join, ac::Declaration*
     if (l == nullptr || r == nullptr || l->type()->Equals(*r->type())) continue;
     auto common = CommonKeyType(*l->type(), *r->type());
     if (common == nullptr) continue;
-    // A value the common type cannot hold (a uint64 past int64's range, an int64 past 2^53 as a
-    // double) fails the query, naming the key.
+    // A value the common type cannot hold (a decimal's fraction as an integer) fails the query,
+    // naming the key; an integer becomes the nearest double, as SQL compares it with one.
+    cp::CastOptions options = cp::CastOptions::Safe(common);
+    options.allow_float_truncate = arrow::is_floating(common->id());
     const auto cast = [&](const std::string& key, std::vector<cp::Expression>* casts,
                           std::vector<std::string>* names, std::vector<std::string>* labels,
                           arrow::FieldRef* ref) {
       const std::string name = "__join_key" + std::to_string(i) + "_" + key;
-      casts->push_back(cp::call("cast", {cp::field_ref(key)}, cp::CastOptions::Safe(common)));
+      casts->push_back(cp::call("cast", {cp::field_ref(key)}, options));
       names->push_back(name);
       labels->push_back("join key \"" + plan::WithoutColumnId(key) + "\" cast to " +
                         common->ToString());

@@ -93,6 +93,14 @@ struct TreeWriter {
   }
 };
 
+// A cast for comparing as `type`: checked, except that an integer becomes the nearest double, as
+// SQL compares a number with a double (an int64 past 2^53 has no exact one).
+cp::CastOptions ComparedAs(const std::shared_ptr<arrow::DataType>& type) {
+  cp::CastOptions options = cp::CastOptions::Safe(type);
+  options.allow_float_truncate = arrow::is_floating(type->id());
+  return options;
+}
+
 bool IsDistinctStep(const std::string& function) {
   return function == "count_distinct" || function == kSumDistinct;
 }
@@ -776,6 +784,36 @@ class Binder {
     const int32_t digits = static_cast<int32_t>(std::to_string(v < 0 ? -v : v).size());
     return cp::literal(std::make_shared<arrow::Decimal128Scalar>(arrow::Decimal128(v),
                                                                  arrow::decimal128(digits, 0)));
+  }
+
+  // A uint64 compared with a signed integer: Arrow compares the two as int64, which fails on a
+  // uint64 past 2^63 (u = 1 failed on a column holding 2^63 + 5). A literal that is not negative
+  // becomes a uint64; anything else meets the uint64 in decimal(20, 0), which holds both exactly.
+  void MeetUnsigned64(cp::Expression* a, cp::Expression* b, const arrow::Schema& schema) {
+    auto at = a->Bind(schema);
+    auto bt = b->Bind(schema);
+    if (!at.ok() || !bt.ok()) return;
+    const bool a_u64 = at->type()->id() == arrow::Type::UINT64;
+    const bool b_u64 = bt->type()->id() == arrow::Type::UINT64;
+    if (a_u64 == b_u64) return;
+    cp::Expression* other = a_u64 ? b : a;
+    if (!arrow::is_signed_integer((a_u64 ? bt : at)->type()->id())) return;
+    if (const arrow::Datum* literal = other->literal()) {
+      const arrow::Scalar& scalar = *literal->scalar();
+      if (!scalar.is_valid) {
+        *other = cp::literal(arrow::MakeNullScalar(arrow::uint64()));
+        return;
+      }
+      auto value = scalar.CastTo(arrow::int64());
+      if (value.ok() && static_cast<const arrow::Int64Scalar&>(**value).value >= 0) {
+        *other = cp::literal(
+            static_cast<uint64_t>(static_cast<const arrow::Int64Scalar&>(**value).value));
+        return;
+      }
+    }
+    const auto exact = arrow::decimal128(20, 0);
+    *a = cp::call("cast", {*a}, cp::CastOptions::Safe(exact));
+    *b = cp::call("cast", {*b}, cp::CastOptions::Safe(exact));
   }
 
   // decimal(p1, s1) * decimal(p2, s2) is decimal(p1 + p2 + 1, s1 + s2) in Arrow, which passes
@@ -1575,14 +1613,20 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     r = NarrowIntegerLiteral(r, l, RowSchema());
     if (op == "*") FitDecimalProduct(&l, &r);
     if (op == "+" || op == "-") FitDecimalSum(&l, &r, RowSchema());
-    if (kComparisons.count(op)) FitDecimalSum(&l, &r, RowSchema(), 0);
+    if (kComparisons.count(op)) {
+      FitDecimalSum(&l, &r, RowSchema(), 0);
+      MeetUnsigned64(&l, &r, RowSchema());
+    }
     if (op == "/") FitDecimalQuotient(&l, &r, RowSchema());
   } else if (op != "*" && op != "/") {
     const auto schema = SchemaFor(scope);
     l = NarrowIntegerLiteral(l, r, *schema);
     r = NarrowIntegerLiteral(r, l, *schema);
     if (op == "+" || op == "-") FitDecimalSum(&l, &r, *schema);
-    if (kComparisons.count(op)) FitDecimalSum(&l, &r, *schema, 0);
+    if (kComparisons.count(op)) {
+      FitDecimalSum(&l, &r, *schema, 0);
+      MeetUnsigned64(&l, &r, *schema);
+    }
   } else {
     // After aggregation, products and ratios of decimal sums outgrow decimal128 (TPC-H Q14:
     // 100.00 * sum(...) / sum(...)); compute them in double, as DuckDB's results compare.
@@ -1733,6 +1777,8 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     cp::Expression x_lo = x, x_hi = x;
     FitDecimalSum(&x_lo, &lo, *schema, 0);
     FitDecimalSum(&x_hi, &hi, *schema, 0);
+    MeetUnsigned64(&x_lo, &lo, *schema);
+    MeetUnsigned64(&x_hi, &hi, *schema);
     auto in = cp::and_(cp::greater_equal(x_lo, lo), cp::less_equal(x_hi, hi));
     return kind == "AEXPR_BETWEEN" ? in : cp::not_(in);
   }
@@ -1787,7 +1833,10 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
       std::vector<cp::Expression> equal;
       const auto schema = SchemaFor(scope);
       for (const auto& v : expressions) {
-        cp::Expression c = cp::equal(x, NarrowIntegerLiteral(v, x, *schema));
+        cp::Expression xv = x;
+        cp::Expression vv = NarrowIntegerLiteral(v, x, *schema);
+        MeetUnsigned64(&xv, &vv, *schema);
+        cp::Expression c = cp::equal(std::move(xv), std::move(vv));
         ARROW_ASSIGN_OR_RAISE(c, Typecheck(c, e, *schema));
         equal.push_back(std::move(c));
       }
@@ -1798,14 +1847,29 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     for (const auto& v : values) {
       if (v->type->id() != arrow::Type::NA) type = v->type;
     }
+    // A uint64 beside signed values: Arrow would compare them as int64, which fails past 2^63.
+    // A negative value matches no uint64, so the set holds the others as uint64.
+    auto x_type = x.Bind(*SchemaFor(scope));
+    const bool unsigned64 = x_type.ok() && x_type->type()->id() == arrow::Type::UINT64 &&
+                            arrow::is_signed_integer(type->id());
     std::unique_ptr<arrow::ArrayBuilder> builder;
-    ARROW_RETURN_NOT_OK(arrow::MakeBuilder(arrow::default_memory_pool(), type, &builder));
+    ARROW_RETURN_NOT_OK(arrow::MakeBuilder(arrow::default_memory_pool(),
+                                           unsigned64 ? arrow::uint64() : type, &builder));
     for (const auto& v : values) {
       if (v->type->id() == arrow::Type::NA) {
         ARROW_RETURN_NOT_OK(builder->AppendNull());
         continue;
       }
       if (!v->type->Equals(*type)) return Error(e, "IN list values must all have one type");
+      if (unsigned64) {
+        ARROW_ASSIGN_OR_RAISE(auto wide, v->CastTo(arrow::int64()));
+        const int64_t value = static_cast<const arrow::Int64Scalar&>(*wide).value;
+        if (value >= 0) {
+          ARROW_RETURN_NOT_OK(
+              static_cast<arrow::UInt64Builder&>(*builder).Append(static_cast<uint64_t>(value)));
+        }
+        continue;
+      }
       ARROW_RETURN_NOT_OK(builder->AppendScalar(*v));
     }
     ARROW_ASSIGN_OR_RAISE(auto set, builder->Finish());
@@ -3594,23 +3658,28 @@ arrow::Status Binder::BindIn(const json& link, bool negated, std::vector<cp::Exp
     // The two sides meet in a type that holds both, where one can be had without a cast that
     // could fail: a decimal(1, 0) IN a subquery of int32 values compares as decimal(10, 0), an
     // int32 IN int64 values as int64, not the subquery's values cut to x's type. Integers and
-    // decimals take ExactCommonType (none past 38 digits); dates and timestamps CommonType.
-    // Beside a float, or where no type holds both, the subquery's column is cast to x's type
-    // below, as before (int64 to double would fail past 2^53, and the hash join does not match
-    // -0.0 with 0.0). This level's own column, or the expression computed for x, is cast; an
-    // outer query's column is not.
+    // decimals take ExactCommonType (none past 38 digits); dates and timestamps CommonType. A
+    // number beside a float compares as a double, as PostgreSQL and DuckDB compare them (an int64
+    // past 2^53 rounds to the nearest double). Where no type holds both, the subquery's column
+    // is cast to x's type below. This level's own column, or the expression computed for x, is
+    // cast; an outer query's column is not.
     const auto& ot = outer_field->type();
     const auto& it = inner_field->type();
+    const auto number = [](const arrow::DataType& t) {
+      return arrow::is_integer(t.id()) || arrow::is_floating(t.id()) || arrow::is_decimal(t.id());
+    };
     std::shared_ptr<arrow::DataType> common = ExactCommonType(ot, it);
-    if (common == nullptr && !arrow::is_floating(ot->id()) && !arrow::is_floating(it->id()) &&
-        !arrow::is_integer(ot->id()) && !arrow::is_integer(it->id()) &&
-        !arrow::is_decimal(ot->id()) && !arrow::is_decimal(it->id())) {
+    if (number(*ot) && number(*it) &&
+        (arrow::is_floating(ot->id()) || arrow::is_floating(it->id()))) {
+      common = arrow::float64();
+    }
+    if (common == nullptr && !number(*ot) && !number(*it)) {
       auto found = CommonType(ot, it);
       if (found.ok()) common = *found;
     }
     const bool own = computed != nullptr || OwnColumns().count(outer_field->name()) != 0;
     if (common != nullptr && !common->Equals(*ot) && own) {
-      const auto to_common = cp::CastOptions::Safe(common);
+      const auto to_common = ComparedAs(common);
       if (key_project != nullptr) {
         key_project->expressions[0] = cp::call("cast", {key_project->expressions[0]}, to_common);
         computed = computed->WithType(common);
@@ -3653,8 +3722,8 @@ arrow::Status Binder::BindIn(const json& link, bool negated, std::vector<cp::Exp
     // A hash join compares keys of one type: cast the subquery's column to the outer one's.
     auto cast = plan::MakeNode(PlanNode::Kind::kProject, std::move(join->right));
     const std::string id = ctx_.NewId(r.columns[0].name);
-    cast->expressions.push_back(cp::call("cast", {cp::field_ref(inner_field->name())},
-                                         cp::CastOptions::Safe(outer_field->type())));
+    cast->expressions.push_back(
+        cp::call("cast", {cp::field_ref(inner_field->name())}, ComparedAs(outer_field->type())));
     cast->names.push_back(id);
     join->right = std::move(cast);
     join->right_keys[0] = id;
