@@ -43,6 +43,7 @@
 #include "plan/like_kernels.h"
 #include "plan/set_kernels.h"
 #include "plan/table_provider.h"
+#include "plan/unsigned_comparisons.h"
 
 namespace sluice::exec {
 
@@ -355,8 +356,10 @@ arrow::Result<ac::Declaration> Aggregate(ac::Declaration input, const arrow::Sch
   }
   std::vector<arrow::FieldRef> keys;
   for (const auto& k : key_names) keys.emplace_back(k);
-  // Float keys and distinct values group -0.0 with 0.0 and every NaN together, as SQL does.
-  std::vector<std::string> float_keys;
+  // Float keys and distinct values group -0.0 with 0.0 and every NaN together, as SQL does. A
+  // key is rewritten where it is (its group shows 0.0); a distinct count reads a rewritten copy,
+  // so that the other aggregates of the column still see -0.0.
+  std::vector<std::string> float_keys, distinct_floats, distinct_copies;
   const auto is_float = [&](const std::string& name) {
     const auto field = input_schema.GetFieldByName(name);
     return field != nullptr && IsFloatKey(*field->type());
@@ -364,12 +367,20 @@ arrow::Result<ac::Declaration> Aggregate(ac::Declaration input, const arrow::Sch
   for (const auto& k : key_names) {
     if (is_float(k)) float_keys.push_back(k);
   }
-  for (const auto& a : calls) {
-    if (a.function == "count_distinct" && is_float(a.input)) float_keys.push_back(a.input);
+  for (auto& a : aggregates) {
+    const std::string* input = a.target.empty() ? nullptr : a.target[0].name();
+    if (a.function.find("count_distinct") == std::string::npos || input == nullptr ||
+        !is_float(*input)) {
+      continue;
+    }
+    distinct_floats.push_back(*input);
+    distinct_copies.push_back("__distinct_" + std::to_string(distinct_copies.size()) + "_" +
+                              *input);
+    a.target[0] = arrow::FieldRef(distinct_copies.back());
   }
-  if (!float_keys.empty()) {
-    ARROW_ASSIGN_OR_RAISE(input, CanonicalFloats(std::move(input), std::move(float_keys)));
-  }
+  ARROW_ASSIGN_OR_RAISE(input, CanonicalFloats(std::move(input), std::move(float_keys)));
+  ARROW_ASSIGN_OR_RAISE(input, CanonicalFloats(std::move(input), std::move(distinct_floats),
+                                               std::move(distinct_copies)));
   // One integer key or two small ones: our grouper (it makes Arrow's node itself where it does
   // not apply).
   const bool int_key = keys.size() <= 2 && !keys.empty() && RegisterIntKeyAggregate().ok();
@@ -419,7 +430,8 @@ arrow::Result<ac::Declaration> Probed(const PlanNode& node, ac::Declaration decl
 
 // `expression` with our kernels where they replace Arrow's (decimal arithmetic, LIKE, IN).
 cp::Expression OwnKernels(const cp::Expression& expression, const arrow::Schema& schema) {
-  return plan::WithSetKernels(plan::WithLikeKernels(plan::WithDecimalKernels(expression, schema)),
+  return plan::WithSetKernels(plan::WithLikeKernels(plan::WithDecimalKernels(
+                                  plan::WithExactUnsignedComparisons(expression, schema), schema)),
                               schema);
 }
 

@@ -39,7 +39,11 @@ arrow::Result<json> EncodeOptions(const cp::FunctionOptions& options) {
     const auto& o = static_cast<const cp::CastOptions&>(options);
     ARROW_ASSIGN_OR_RAISE(
         json to, SchemaBytes(arrow::schema({arrow::field("t", o.to_type.GetSharedPtr())})));
-    return json{{"kind", "cast"}, {"to", to}, {"safe", !o.allow_int_overflow}};
+    json cast{{"kind", "cast"}, {"to", to}, {"safe", !o.allow_int_overflow}};
+    // A checked cast that rounds an integer to the nearest double (SQL's comparison of a number
+    // with a double) says so; without the key, a checked cast refuses to round.
+    if (!o.allow_int_overflow && o.allow_float_truncate) cast["float_truncate"] = true;
+    return cast;
   }
   if (type == "MatchSubstringOptions") {
     const auto& o = static_cast<const cp::MatchSubstringOptions&>(options);
@@ -122,8 +126,12 @@ arrow::Result<std::shared_ptr<cp::FunctionOptions>> DecodeOptions(const json& v)
     }
     ARROW_ASSIGN_OR_RAISE(bool safe, Bool(v, "safe"));
     auto type = schema->field(0)->type();
-    return std::make_shared<cp::CastOptions>(safe ? cp::CastOptions::Safe(type)
-                                                  : cp::CastOptions::Unsafe(type));
+    auto options = std::make_shared<cp::CastOptions>(safe ? cp::CastOptions::Safe(type)
+                                                          : cp::CastOptions::Unsafe(type));
+    if (safe && v.contains("float_truncate")) {
+      ARROW_ASSIGN_OR_RAISE(options->allow_float_truncate, Bool(v, "float_truncate"));
+    }
+    return options;
   }
   if (kind == "match_substring") {
     ARROW_ASSIGN_OR_RAISE(std::string pattern, Text(v, "pattern"));

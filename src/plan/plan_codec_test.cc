@@ -150,6 +150,30 @@ TEST(PlanCodec, AFunctionsDefaultOptionsDoNotTravel) {
   EXPECT_TRUE(cast->contains("options"));
 }
 
+// A checked cast that rounds an integer to the nearest double (an int64 IN doubles compares so)
+// travels as one: a worker that read it as a plain checked cast failed past 2^53.
+TEST(PlanCodec, ACastKeepsWhetherItRoundsToADouble) {
+  namespace cp = arrow::compute;
+  auto schema = arrow::schema({arrow::field("i", arrow::int64())});
+  arrow::Int64Builder b;
+  ASSERT_TRUE(b.AppendValues({1, (int64_t{1} << 53) + 1}).ok());
+  cp::ExecBatch batch({*b.Finish()}, 2);
+  for (const bool round : {false, true}) {
+    cp::CastOptions options = cp::CastOptions::Safe(arrow::float64());
+    options.allow_float_truncate = round;
+    auto encoded = EncodeExpression(cp::call("cast", {cp::field_ref("i")}, options));
+    ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
+    auto decoded = DecodeExpression(*encoded);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    const auto& back = static_cast<const cp::CastOptions&>(*decoded->call()->options);
+    EXPECT_EQ(back.allow_float_truncate, round);
+    EXPECT_FALSE(back.allow_int_overflow);
+    auto bound = decoded->Bind(*schema);
+    ASSERT_TRUE(bound.ok());
+    EXPECT_EQ(cp::ExecuteScalarExpression(*bound, batch).ok(), round);
+  }
+}
+
 // The runner trusts these shapes; a fragment with a write below its top, or a job operator
 // over a relational one, must never reach it.
 TEST(PlanCodec, RefusesShapesNoTaskRuns) {

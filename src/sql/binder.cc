@@ -786,9 +786,11 @@ class Binder {
                                                                  arrow::decimal128(digits, 0)));
   }
 
-  // A uint64 compared with a signed integer: Arrow compares the two as int64, which fails on a
-  // uint64 past 2^63 (u = 1 failed on a column holding 2^63 + 5). A literal that is not negative
-  // becomes a uint64; anything else meets the uint64 in decimal(20, 0), which holds both exactly.
+  // A uint64 compared with a signed integer literal that is not negative: the literal is read
+  // as a uint64, so that the comparison is of uint64s (Arrow compares the two as int64, which
+  // fails past 2^63) and still prunes row groups. Other such comparisons meet in decimal(20, 0)
+  // in the executor (plan/unsigned_comparisons.h), which leaves a correlation `b.u = a.i` as
+  // the decorrelator reads it.
   void MeetUnsigned64(cp::Expression* a, cp::Expression* b, const arrow::Schema& schema) {
     auto at = a->Bind(schema);
     auto bt = b->Bind(schema);
@@ -798,22 +800,18 @@ class Binder {
     if (a_u64 == b_u64) return;
     cp::Expression* other = a_u64 ? b : a;
     if (!arrow::is_signed_integer((a_u64 ? bt : at)->type()->id())) return;
-    if (const arrow::Datum* literal = other->literal()) {
-      const arrow::Scalar& scalar = *literal->scalar();
-      if (!scalar.is_valid) {
-        *other = cp::literal(arrow::MakeNullScalar(arrow::uint64()));
-        return;
-      }
-      auto value = scalar.CastTo(arrow::int64());
-      if (value.ok() && static_cast<const arrow::Int64Scalar&>(**value).value >= 0) {
-        *other = cp::literal(
-            static_cast<uint64_t>(static_cast<const arrow::Int64Scalar&>(**value).value));
-        return;
-      }
+    const arrow::Datum* literal = other->literal();
+    if (literal == nullptr) return;
+    const arrow::Scalar& scalar = *literal->scalar();
+    if (!scalar.is_valid) {
+      *other = cp::literal(arrow::MakeNullScalar(arrow::uint64()));
+      return;
     }
-    const auto exact = arrow::decimal128(20, 0);
-    *a = cp::call("cast", {*a}, cp::CastOptions::Safe(exact));
-    *b = cp::call("cast", {*b}, cp::CastOptions::Safe(exact));
+    auto value = scalar.CastTo(arrow::int64());
+    if (value.ok() && static_cast<const arrow::Int64Scalar&>(**value).value >= 0) {
+      *other =
+          cp::literal(static_cast<uint64_t>(static_cast<const arrow::Int64Scalar&>(**value).value));
+    }
   }
 
   // decimal(p1, s1) * decimal(p2, s2) is decimal(p1 + p2 + 1, s1 + s2) in Arrow, which passes
