@@ -76,6 +76,13 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> Rewritten(const arrow::ArrayDat
                                 data.null_count);
 }
 
+// Rewritten of a float32 or float64 column.
+arrow::Result<std::shared_ptr<arrow::ArrayData>> RewrittenFloats(const arrow::ArrayData& data,
+                                                                 arrow::MemoryPool* pool) {
+  return data.type->id() == arrow::Type::FLOAT ? Rewritten<float>(data, pool)
+                                               : Rewritten<double>(data, pool);
+}
+
 class CanonicalFloatsNode : public ac::MapNode {
  public:
   CanonicalFloatsNode(ac::ExecPlan* plan, std::vector<ac::ExecNode*> inputs,
@@ -126,7 +133,7 @@ class CanonicalFloatsNode : public ac::MapNode {
       // A copy of a column that is no float (-1 - its index) is the column as it is.
       arrow::Datum value = batch.values[c >= 0 ? c : -1 - c];
       if (c >= 0) {
-        ARROW_ASSIGN_OR_RAISE(value, Canonical(std::move(value), pool));
+        ARROW_ASSIGN_OR_RAISE(value, CanonicalDatum(std::move(value), pool));
       }
       if (append_) {
         batch.values.push_back(std::move(value));
@@ -138,23 +145,17 @@ class CanonicalFloatsNode : public ac::MapNode {
   }
 
  private:
-  static arrow::Result<arrow::Datum> Canonical(arrow::Datum value, arrow::MemoryPool* pool) {
+  static arrow::Result<arrow::Datum> CanonicalDatum(arrow::Datum value, arrow::MemoryPool* pool) {
     if (value.is_scalar()) {
       ARROW_ASSIGN_OR_RAISE(auto array, arrow::MakeArrayFromScalar(*value.scalar(), 1, pool));
-      ARROW_ASSIGN_OR_RAISE(auto rewritten, RewrittenColumn(*array->data(), pool));
+      ARROW_ASSIGN_OR_RAISE(auto rewritten, RewrittenFloats(*array->data(), pool));
       if (rewritten == nullptr) return value;
       ARROW_ASSIGN_OR_RAISE(auto scalar, arrow::MakeArray(rewritten)->GetScalar(0));
       return arrow::Datum(std::move(scalar));
     }
-    ARROW_ASSIGN_OR_RAISE(auto rewritten, RewrittenColumn(*value.array(), pool));
+    ARROW_ASSIGN_OR_RAISE(auto rewritten, RewrittenFloats(*value.array(), pool));
     if (rewritten == nullptr) return value;
     return arrow::Datum(std::move(rewritten));
-  }
-
-  static arrow::Result<std::shared_ptr<arrow::ArrayData>> RewrittenColumn(
-      const arrow::ArrayData& data, arrow::MemoryPool* pool) {
-    return data.type->id() == arrow::Type::FLOAT ? Rewritten<float>(data, pool)
-                                                 : Rewritten<double>(data, pool);
   }
 
   // The columns by index: in place, those rewritten; appended, one per copy in order, where
@@ -180,10 +181,7 @@ bool IsFloatKey(const arrow::DataType& type) {
 
 arrow::Result<std::shared_ptr<arrow::Array>> CanonicalFloatArray(
     std::shared_ptr<arrow::Array> array, arrow::MemoryPool* pool) {
-  const arrow::ArrayData& data = *array->data();
-  ARROW_ASSIGN_OR_RAISE(auto rewritten, data.type->id() == arrow::Type::FLOAT
-                                            ? Rewritten<float>(data, pool)
-                                            : Rewritten<double>(data, pool));
+  ARROW_ASSIGN_OR_RAISE(auto rewritten, RewrittenFloats(*array->data(), pool));
   if (rewritten == nullptr) return array;
   return arrow::MakeArray(std::move(rewritten));
 }
