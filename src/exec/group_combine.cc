@@ -4,7 +4,7 @@
 #include <arrow/util/bit_util.h>
 #include <arrow/util/decimal.h>
 
-#include "plan/decimal_kernels.h"
+#include "plan/exact_sum.h"
 
 namespace sluice::exec {
 
@@ -13,7 +13,7 @@ namespace cp = arrow::compute;
 namespace {
 
 bool IsSum(const std::string& f) {
-  return f == "hash_sum" || f == std::string("hash_") + plan::kDecimalSumFunction;
+  return f == "hash_sum" || f == std::string("hash_") + plan::kExactSumFunction;
 }
 
 // NULL for a group without non-NULL values, as SQL wants and a NULL-skipping combine assumes.
@@ -23,8 +23,7 @@ bool SkipsNulls(const cp::FunctionOptions* options) {
   return o != nullptr && o->skip_nulls && o->min_count <= 1;
 }
 
-// a + b, row by row, a NULL one counting for nothing (NULL where both are). Integers wrap, as
-// Arrow's hash_sum does.
+// a + b, row by row, a NULL one counting for nothing (NULL where both are).
 template <typename T, typename Add>
 arrow::Result<arrow::Datum> SumRows(const arrow::ArrayData& a, const arrow::ArrayData& b,
                                     cp::ExecContext* ctx, Add add) {
@@ -51,7 +50,8 @@ bool CombinableAggregate(const std::string& function, const cp::FunctionOptions*
                          const arrow::DataType& output_type) {
   if (function == "hash_count" || function == "hash_count_all") return true;
   if (IsSum(function)) {
-    // Decimals only from our sum, whose overflow rule CombineFinished repeats.
+    // Decimals only from our sum, whose overflow rule CombineFinished repeats. (Arrow's
+    // hash_sum of integers wraps; combined, they fail instead, as our sum does.)
     const auto id = output_type.id();
     return SkipsNulls(options) &&
            (id == arrow::Type::INT64 || id == arrow::Type::UINT64 || id == arrow::Type::DOUBLE ||
@@ -70,26 +70,45 @@ bool CombinableAggregate(const std::string& function, const cp::FunctionOptions*
   return false;
 }
 
-arrow::Result<arrow::Datum> CombineFinished(const std::string& function, const arrow::Datum& a,
-                                            const arrow::Datum& b, cp::ExecContext* ctx) {
+arrow::Result<arrow::Datum> CombineFinished(const std::string& function,
+                                            const cp::FunctionOptions* options,
+                                            const arrow::Datum& a, const arrow::Datum& b,
+                                            cp::ExecContext* ctx) {
   if (!a.is_array() || !b.is_array() || a.length() != b.length() || !a.type()->Equals(*b.type())) {
     return arrow::Status::Invalid("internal: combining ", function, " of unlike arrays");
   }
   const arrow::ArrayData& x = *a.array();
   const arrow::ArrayData& y = *b.array();
   if (function == "hash_count" || function == "hash_count_all" || IsSum(function)) {
+    // As our sum checks its total: an integer total must fit its type (counts never come near).
+    const auto* exact = dynamic_cast<const plan::ExactSumOptions*>(options);
+    const std::string label = exact != nullptr ? exact->label : std::string("sum");
+    bool overflow = false;
     switch (a.type()->id()) {
-      case arrow::Type::INT64:
-        return SumRows<int64_t>(x, y, ctx, [](int64_t p, int64_t q) {
-          return static_cast<int64_t>(static_cast<uint64_t>(p) + static_cast<uint64_t>(q));
-        });
-      case arrow::Type::UINT64:
-        return SumRows<uint64_t>(x, y, ctx, [](uint64_t p, uint64_t q) { return p + q; });
+      case arrow::Type::INT64: {
+        ARROW_ASSIGN_OR_RAISE(auto sum,
+                              SumRows<int64_t>(x, y, ctx, [&overflow](int64_t p, int64_t q) {
+                                int64_t r;
+                                overflow |= __builtin_add_overflow(p, q, &r);
+                                return r;
+                              }));
+        if (overflow) return plan::SumOverflow(label, *a.type());
+        return sum;
+      }
+      case arrow::Type::UINT64: {
+        ARROW_ASSIGN_OR_RAISE(auto sum,
+                              SumRows<uint64_t>(x, y, ctx, [&overflow](uint64_t p, uint64_t q) {
+                                uint64_t r;
+                                overflow |= __builtin_add_overflow(p, q, &r);
+                                return r;
+                              }));
+        if (overflow) return plan::SumOverflow(label, *a.type());
+        return sum;
+      }
       case arrow::Type::DOUBLE:
         return SumRows<double>(x, y, ctx, [](double p, double q) { return p + q; });
       case arrow::Type::DECIMAL128: {
-        // As our decimal sum checks its total: within the type's 38 digits.
-        bool overflow = false;
+        // Within the type's 38 digits.
         ARROW_ASSIGN_OR_RAISE(arrow::Datum sum,
                               SumRows<__int128>(x, y, ctx, [&overflow](__int128 p, __int128 q) {
                                 __int128 r;
@@ -103,10 +122,7 @@ arrow::Result<arrow::Datum> CombineFinished(const std::string& function, const a
         for (int64_t i = 0; i < out.length && !overflow; ++i) {
           overflow = out.IsValid(i) && (v[i] >= limit || v[i] <= -limit);
         }
-        if (overflow) {
-          return arrow::Status::Invalid("overflow in sum: the total does not fit in ",
-                                        a.type()->ToString());
-        }
+        if (overflow) return plan::SumOverflow(label, *a.type());
         return sum;
       }
       default:

@@ -26,10 +26,12 @@ bool CombinableAggregate(const std::string& function,
                          const arrow::DataType& output_type);
 
 /// Row i of `a` combined with row i of `b` (the same group's finished values from two tables)
-/// for a CombinableAggregate `function`: their sum (a NULL one counting for nothing), or the
-/// smaller or larger.
-arrow::Result<arrow::Datum> CombineFinished(const std::string& function, const arrow::Datum& a,
-                                            const arrow::Datum& b,
+/// for a CombinableAggregate `function` with `options`: their sum (a NULL one counting for
+/// nothing), or the smaller or larger. A sum that does not fit its type is an error, naming the
+/// sum as plan::ExactSumOptions does.
+arrow::Result<arrow::Datum> CombineFinished(const std::string& function,
+                                            const arrow::compute::FunctionOptions* options,
+                                            const arrow::Datum& a, const arrow::Datum& b,
                                             arrow::compute::ExecContext* ctx);
 
 }  // namespace sluice::exec

@@ -504,6 +504,7 @@ class IntKeyAggregateNode : public ac::ExecNode {
       ARROW_ASSIGN_OR_RAISE(
           auto from_b, cp::Take(b_columns[c], b_ids, cp::TakeOptions::Defaults(), exec_context()));
       ARROW_ASSIGN_OR_RAISE(auto combined, CombineFinished(kernels_[c - keys_.size()].function,
+                                                           kernels_[c - keys_.size()].options,
                                                            from_a, from_b, exec_context()));
       shared.push_back(std::move(combined));
     }

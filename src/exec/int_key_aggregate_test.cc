@@ -14,7 +14,7 @@
 
 #include "exec/kept_rows.h"
 #include "plan/compute_init.h"
-#include "plan/decimal_kernels.h"
+#include "plan/exact_sum.h"
 
 namespace sluice::exec {
 namespace {
@@ -59,7 +59,7 @@ std::vector<cp::Aggregate> CombinableAggregates() {
       {"hash_count_all", nullptr, std::vector<arrow::FieldRef>{}, "n"},
       {"hash_min", skip, arrow::FieldRef("v"), "min_v"},
       {"hash_max", skip, arrow::FieldRef("d"), "max_d"},
-      {std::string("hash_") + plan::kDecimalSumFunction, skip, arrow::FieldRef("d"), "sum_d"},
+      {std::string("hash_") + plan::kExactSumFunction, skip, arrow::FieldRef("d"), "sum_d"},
   };
 }
 
@@ -338,7 +338,7 @@ std::shared_ptr<arrow::Table> Combined(const std::shared_ptr<arrow::Table>& part
       {"hash_sum", skip, arrow::FieldRef("n"), "n"},
       {"hash_min", skip, arrow::FieldRef("min_v"), "min_v"},
       {"hash_max", skip, arrow::FieldRef("max_d"), "max_d"},
-      {std::string("hash_") + plan::kDecimalSumFunction, skip, arrow::FieldRef("sum_d"), "sum_d"},
+      {std::string("hash_") + plan::kExactSumFunction, skip, arrow::FieldRef("sum_d"), "sum_d"},
   };
   return Grouped(partial, "aggregate", std::move(combine), std::move(keys));
 }

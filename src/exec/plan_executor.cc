@@ -38,6 +38,7 @@
 #include "plan/conjuncts.h"
 #include "plan/decimal_kernels.h"
 #include "plan/dictionary_kernels.h"
+#include "plan/exact_sum.h"
 #include "plan/expression_text.h"
 #include "plan/library_functions.h"
 #include "plan/like_kernels.h"
@@ -323,23 +324,26 @@ arrow::Result<ac::Declaration> Scan(const PlanNode& node,
       {std::move(scan), {"project", ac::ProjectNodeOptions(exprs, node.names)}});
 }
 
-// `input_schema`: the types of the aggregate's input, which pick a decimal sum's kernel.
+// How an error names the sum `call`: as the query wrote it, where the binder named it
+// ("sum(l_quantity)"), else by its argument. `texts`: the aggregate's HiddenColumnTexts.
+std::string SumLabel(const plan::ColumnTexts& texts, const AggregateCall& call) {
+  const auto found = texts.find(call.output);
+  if (found != texts.end()) return found->second.text;
+  return "sum(" + plan::ExpressionText(cp::field_ref(call.input), &texts) + ")";
+}
+
+// The aggregate `node` of `input`, whose types `input_schema` gives (they pick a sum's kernel).
 // `repeats_keys`: the output may give a key in several rows (PlanNode::repeats_keys).
-arrow::Result<ac::Declaration> Aggregate(ac::Declaration input, const arrow::Schema& input_schema,
+arrow::Result<ac::Declaration> Aggregate(const PlanNode& node, ac::Declaration input,
+                                         const arrow::Schema& input_schema,
                                          const std::vector<std::string>& key_names,
                                          const std::vector<AggregateCall>& calls,
                                          bool repeats_keys) {
   std::vector<cp::Aggregate> aggregates;
   const bool grouped = !key_names.empty();
+  std::optional<plan::ColumnTexts> texts;
   for (const auto& a : calls) {
     std::string function = a.function;
-    if (function == "sum") {
-      const auto field = input_schema.GetFieldByName(a.input);
-      if (field != nullptr && field->type()->id() == arrow::Type::DECIMAL128) {
-        function = plan::kDecimalSumFunction;
-      }
-    }
-    function = (grouped ? "hash_" : "") + function;
     std::shared_ptr<cp::FunctionOptions> options;
     if (a.function == "count" || a.function == "count_distinct") {
       options = std::make_shared<cp::CountOptions>(cp::CountOptions::ONLY_VALID);
@@ -348,6 +352,17 @@ arrow::Result<ac::Declaration> Aggregate(ac::Declaration input, const arrow::Sch
       // SQL: an aggregate over no non-null rows is NULL, not 0.
       options = std::make_shared<cp::ScalarAggregateOptions>(/*skip_nulls=*/true, /*min_count=*/1);
     }
+    if (function == "sum") {
+      // Integers and decimals sum exactly, or fail naming the sum; Arrow's sums wrap.
+      const auto field = input_schema.GetFieldByName(a.input);
+      if (field != nullptr && plan::SumsExactly(*field->type())) {
+        function = plan::kExactSumFunction;
+        if (!texts) texts = plan::HiddenColumnTexts(node);
+        options = std::make_shared<plan::ExactSumOptions>(/*skip_nulls=*/true, /*min_count=*/1,
+                                                          SumLabel(*texts, a));
+      }
+    }
+    function = (grouped ? "hash_" : "") + function;
     if (a.function == "count_all") {
       aggregates.emplace_back(function, options, std::vector<arrow::FieldRef>{}, a.output);
     } else {
@@ -697,7 +712,7 @@ arrow::Result<ac::Declaration> AggregateOver(const PlanNode& out, const PlanNode
         input.input->input->kind == PlanNode::Kind::kScan && !given(input.input->input.get())));
   if (!coded_scan) {
     ARROW_ASSIGN_OR_RAISE(ac::Declaration decl, ToDeclaration(input, probes, inputs));
-    return Aggregate(std::move(decl), *input_schema, keys, calls, out.repeats_keys);
+    return Aggregate(out, std::move(decl), *input_schema, keys, calls, out.repeats_keys);
   }
   const PlanNode& filter = *input.input;  // the filter, or the scan where there is none
   const bool filtered_scan = filter.kind == PlanNode::Kind::kFilter;
@@ -732,8 +747,8 @@ arrow::Result<ac::Declaration> AggregateOver(const PlanNode& out, const PlanNode
   ARROW_ASSIGN_OR_RAISE(rows, Project(input, std::move(rows), *Narrowed(filter_schema, read),
                                       filtered.coded.get(), interned, intern));
   ARROW_ASSIGN_OR_RAISE(rows, Probed(input, std::move(rows), probes));
-  ARROW_ASSIGN_OR_RAISE(ac::Declaration aggregate,
-                        Aggregate(std::move(rows), *input_schema, keys, calls, out.repeats_keys));
+  ARROW_ASSIGN_OR_RAISE(ac::Declaration aggregate, Aggregate(out, std::move(rows), *input_schema,
+                                                             keys, calls, out.repeats_keys));
   if (interned.empty()) return aggregate;
   ARROW_ASSIGN_OR_RAISE(auto out_schema, plan::OutputSchema(out));
   std::vector<cp::Expression> decoded;

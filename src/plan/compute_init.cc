@@ -9,6 +9,7 @@
 
 #include "plan/decimal_kernels.h"
 #include "plan/dictionary_kernels.h"
+#include "plan/exact_sum.h"
 #include "plan/like_kernels.h"
 #include "plan/null_unless.h"
 #include "plan/set_kernels.h"
@@ -100,6 +101,7 @@ arrow::Status RegisterSluiceFunctions() {
       {cp::InputType(arrow::date32()), cp::InputType(arrow::int64())}, arrow::date32(), AddMonths));
   ARROW_RETURN_NOT_OK(cp::GetFunctionRegistry()->AddFunction(std::move(add_months)));
   ARROW_RETURN_NOT_OK(RegisterDecimalKernels(cp::GetFunctionRegistry()));
+  ARROW_RETURN_NOT_OK(RegisterExactSum(cp::GetFunctionRegistry()));
   ARROW_RETURN_NOT_OK(RegisterStringAgg(cp::GetFunctionRegistry()));
   ARROW_RETURN_NOT_OK(RegisterDictionaryKernels(cp::GetFunctionRegistry()));
   ARROW_RETURN_NOT_OK(RegisterLikeKernels(cp::GetFunctionRegistry()));

@@ -2,14 +2,12 @@
 
 #include <arrow/array/array_decimal.h>
 #include <arrow/buffer.h>
-#include <arrow/compute/api_aggregate.h>
 #include <arrow/compute/api_scalar.h>
 #include <arrow/compute/cast.h>
 #include <arrow/compute/function.h>
 #include <arrow/compute/kernel.h>
 #include <arrow/scalar.h>
 #include <arrow/type.h>
-#include <arrow/util/bit_block_counter.h>
 #include <arrow/util/bit_util.h>
 #include <arrow/util/bitmap_generate.h>
 #include <arrow/util/bitmap_ops.h>
@@ -22,7 +20,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "common/bit_words.h"
+#include "plan/int128.h"
 
 namespace sluice::plan {
 
@@ -30,17 +28,14 @@ namespace {
 
 namespace cp = arrow::compute;
 
-__extension__ typedef __int128 Int128;
+using int128::FromDecimal;
+using int128::Int128;
+using int128::Load;
+using int128::PowerOfTen;
+using int128::Store;
+using int128::ToDecimal;
 
 constexpr int32_t kMaxPrecision = 38;
-
-Int128 Load(const uint8_t* p) {
-  Int128 v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-void Store(uint8_t* p, Int128 v) { std::memcpy(p, &v, sizeof(v)); }
 
 // A decimal64's unscaled value, widened.
 Int128 Load64(const uint8_t* p) {
@@ -62,23 +57,6 @@ int ValueWidth(const arrow::DataType& type) { return type.id() == arrow::Type::D
 // The value at `i` of a decimal array's values of `width` bytes each.
 Int128 LoadAt(const uint8_t* values, int width, int64_t i) {
   return width == 8 ? Load64(values + i * 8) : Load(values + i * 16);
-}
-
-Int128 FromDecimal(const arrow::Decimal128& d) {
-  return static_cast<Int128>((static_cast<unsigned __int128>(d.high_bits()) << 64) | d.low_bits());
-}
-
-arrow::Decimal128 ToDecimal(Int128 v) {
-  const auto u = static_cast<unsigned __int128>(v);
-  return arrow::Decimal128(static_cast<int64_t>(u >> 64), static_cast<uint64_t>(u));
-}
-
-// 10^digits, for digits in [0, 38]. A decimal128 of p digits is strictly smaller in magnitude
-// than 10^p.
-Int128 PowerOfTen(int32_t digits) {
-  Int128 v = 1;
-  for (int32_t i = 0; i < digits; ++i) v *= 10;
-  return v;
 }
 
 // --- add, subtract, multiply ---
@@ -557,346 +535,6 @@ arrow::Status AddFit(cp::FunctionRegistry* registry) {
   return registry->AddFunction(std::move(function));
 }
 
-// --- sum ---
-
-const cp::ScalarAggregateOptions& SumOptions(const cp::FunctionOptions* options) {
-  static const cp::ScalarAggregateOptions kDefaults = cp::ScalarAggregateOptions::Defaults();
-  return options != nullptr ? static_cast<const cp::ScalarAggregateOptions&>(*options) : kDefaults;
-}
-
-arrow::Result<arrow::TypeHolder> ResolveSum(cp::KernelContext*,
-                                            const std::vector<arrow::TypeHolder>& types) {
-  const auto& t = static_cast<const arrow::DecimalType&>(*types[0].type);
-  return arrow::TypeHolder(arrow::decimal128(kMaxPrecision, t.scale()));
-}
-
-// One running sum per group (a scalar aggregate has one group).
-struct SumState : cp::KernelState {
-  cp::ScalarAggregateOptions options;
-  std::shared_ptr<arrow::DataType> out_type;
-  std::vector<Int128> sums;
-  std::vector<int64_t> counts;  // valid values seen
-  std::vector<uint8_t> saw_null;
-  bool overflow = false;
-
-  void Resize(int64_t groups) {
-    if (static_cast<size_t>(groups) <= sums.size()) return;
-    sums.resize(static_cast<size_t>(groups), 0);
-    counts.resize(static_cast<size_t>(groups), 0);
-    saw_null.resize(static_cast<size_t>(groups), 0);
-  }
-
-  void Add(uint32_t g, Int128 v, int64_t count) {
-    overflow |= __builtin_add_overflow(sums[g], v, &sums[g]);
-    counts[g] += count;
-  }
-
-  // Few groups (TPC-H Q1 has 4): consecutive rows often add into one group, and each add then
-  // waits for the store of the one before. Four copies of the sums, row i into copy i % 4, keep
-  // four adds in flight. A NULL adds 0 and counts 0; validity is read a word at a time, so that
-  // a word of valid rows (the usual one: a filter's dropped rows are NULLs here) asks nothing
-  // per row. Where min_count is at most 1 (SQL's sum), only whether a group saw a valid value
-  // matters: a bit per group in a register replaces the per-row count, whose store cost about
-  // as much as the add's.
-  static constexpr size_t kFewGroups = 32;
-  static constexpr int64_t kMinStripedRows = 256;
-  static constexpr int kLanes = 4;
-
-  // Whether a grouped batch of `length` rows takes ConsumeFewGroups.
-  bool FewGroups(int64_t length) const {
-    return sums.size() <= kFewGroups && length >= kMinStripedRows;
-  }
-
-  // The value at `i` of values of kWidth bytes each (16, or 8 for decimal64).
-  template <int kWidth>
-  static Int128 Value(const uint8_t* values, int64_t i) {
-    if constexpr (kWidth == 8) {
-      return Load64(values + i * 8);
-    } else {
-      return Load(values + i * 16);
-    }
-  }
-
-  template <int kWidth>
-  void ConsumeFewGroups(const arrow::ArraySpan& a, int64_t length, const uint32_t* groups) {
-    if (options.min_count <= 1) {
-      ConsumeFewGroupsOf<kWidth, false>(a, length, groups);
-    } else {
-      ConsumeFewGroupsOf<kWidth, true>(a, length, groups);
-    }
-  }
-
-  template <int kWidth, bool kCountRows>
-  void ConsumeFewGroupsOf(const arrow::ArraySpan& a, int64_t length, const uint32_t* groups) {
-    // 8-byte values add in 64 bits, a lane of which overflows only past 9.2e18; then the batch is
-    // added again in 128 bits.
-    if constexpr (kWidth == 8) {
-      if (ConsumeFewGroupsIn<int64_t, kWidth, kCountRows>(a, length, groups)) return;
-    }
-    ConsumeFewGroupsIn<Int128, kWidth, kCountRows>(a, length, groups);
-  }
-
-  // ConsumeFewGroups with lanes of type Acc; false, having added nothing, where an int64 lane
-  // overflowed. Without kCountRows, a group's count grows by 1 for a batch in which it saw a
-  // valid value, which is all that Valid asks of it where min_count is at most 1.
-  template <typename Acc, int kWidth, bool kCountRows>
-  bool ConsumeFewGroupsIn(const arrow::ArraySpan& a, int64_t length, const uint32_t* groups) {
-    static_assert(kFewGroups <= 32, "a group's bit in `seen` is 1u << g");
-    const uint8_t* values = a.buffers[1].data + a.offset * kWidth;
-    const uint8_t* validity = a.GetNullCount() > 0 ? a.buffers[0].data : nullptr;
-    const size_t n = sums.size();
-    Acc lane_sums[kLanes][kFewGroups];
-    int64_t lane_counts[kLanes][kFewGroups];
-    // Bit g of any lane: group g saw a valid value (without kCountRows). One word per lane keeps
-    // the lanes independent.
-    uint32_t seen[kLanes] = {0, 0, 0, 0};
-    for (int lane = 0; lane < kLanes; ++lane) {
-      std::fill_n(lane_sums[lane], n, Acc{0});
-      if constexpr (kCountRows) std::fill_n(lane_counts[lane], n, int64_t{0});
-    }
-    bool lane_overflow = false;
-    auto add = [&](int lane, int64_t i, bool valid) {
-      const uint32_t g = groups[i];
-      const Acc v = valid ? static_cast<Acc>(Value<kWidth>(values, i)) : 0;
-      lane_overflow |= __builtin_add_overflow(lane_sums[lane][g], v, &lane_sums[lane][g]);
-      if constexpr (kCountRows) {
-        lane_counts[lane][g] += valid ? 1 : 0;
-      } else {
-        seen[lane] |= static_cast<uint32_t>(valid) << g;
-      }
-    };
-    arrow::internal::OptionalBitBlockCounter blocks(validity, a.offset, length);
-    for (int64_t begin = 0; begin < length;) {
-      const arrow::internal::BitBlockCount block = blocks.NextBlock();
-      const int64_t end = begin + block.length;
-      int64_t i = begin;
-      if (block.AllSet()) {
-        for (; i + kLanes <= end; i += kLanes) {
-          add(0, i, true);
-          add(1, i + 1, true);
-          add(2, i + 2, true);
-          add(3, i + 3, true);
-        }
-        for (; i < end; ++i) add(0, i, true);
-      } else if (!block.NoneSet()) {
-        // Most blocks of a filtered batch hold a dropped row or two (1.5 % of Q1's rows make
-        // three blocks in five mixed), so these rows take the four lanes as well.
-        const uint64_t word = BitWord(validity, a.offset + begin, block.length);
-        for (; i + kLanes <= end; i += kLanes) {
-          const uint64_t bits = word >> (i - begin);
-          add(0, i, bits & 1);
-          add(1, i + 1, (bits >> 1) & 1);
-          add(2, i + 2, (bits >> 2) & 1);
-          add(3, i + 3, (bits >> 3) & 1);
-        }
-        for (; i < end; ++i) add(0, i, (word >> (i - begin)) & 1);
-      }
-      begin = end;
-    }
-    if constexpr (std::is_same_v<Acc, int64_t>) {
-      if (lane_overflow) return false;
-    }
-    overflow |= lane_overflow;
-    const uint32_t seen_any = seen[0] | seen[1] | seen[2] | seen[3];
-    for (int lane = 0; lane < kLanes; ++lane) {
-      for (size_t g = 0; g < n; ++g) {
-        const int64_t count =
-            kCountRows ? lane_counts[lane][g] : (lane == 0 ? (seen_any >> g) & 1 : 0);
-        Add(static_cast<uint32_t>(g), lane_sums[lane][g], count);
-      }
-    }
-    return true;
-  }
-
-  // values[i] into groups[i], or into group 0 where `groups` is null.
-  void Consume(const cp::ExecValue& input, int64_t length, const uint32_t* groups) {
-    if (input.is_scalar()) {
-      const Operand s(input);
-      for (int64_t i = 0; i < length; ++i) {
-        const uint32_t g = groups != nullptr ? groups[i] : 0;
-        if (!s.scalar_valid) {
-          saw_null[g] = 1;
-        } else {
-          Add(g, s.scalar, 1);
-        }
-      }
-      return;
-    }
-    if (input.array.type->id() == arrow::Type::DECIMAL64) {
-      ConsumeArray<8>(input.array, length, groups);
-    } else {
-      ConsumeArray<16>(input.array, length, groups);
-    }
-  }
-
-  template <int kWidth>
-  void ConsumeArray(const arrow::ArraySpan& a, int64_t length, const uint32_t* groups) {
-    const uint8_t* values = a.buffers[1].data + a.offset * kWidth;
-    if (a.GetNullCount() == 0) {
-      if (groups == nullptr) {
-        Int128 total = 0;
-        for (int64_t i = 0; i < length; ++i) {
-          overflow |= __builtin_add_overflow(total, Value<kWidth>(values, i), &total);
-        }
-        Add(0, total, length);
-      } else if (FewGroups(length)) {
-        ConsumeFewGroups<kWidth>(a, length, groups);
-      } else {
-        for (int64_t i = 0; i < length; ++i) Add(groups[i], Value<kWidth>(values, i), 1);
-      }
-      return;
-    }
-    if (options.skip_nulls && groups != nullptr && FewGroups(length)) {
-      ConsumeFewGroups<kWidth>(a, length, groups);
-      return;
-    }
-    if (options.skip_nulls && groups != nullptr) {
-      // Without a branch on each row's validity: a NULL adds 0 and counts 0. (Rows that a filter
-      // marked as dropped reach the sum as NULLs, one or two in a hundred: exec/kept_rows.h.)
-      const uint8_t* validity = a.buffers[0].data;
-      for (int64_t i = 0; i < length; ++i) {
-        const bool valid = arrow::bit_util::GetBit(validity, a.offset + i);
-        const Int128 v = Value<kWidth>(values, i);
-        Add(groups[i], valid ? v : 0, valid ? 1 : 0);
-      }
-      return;
-    }
-    for (int64_t i = 0; i < length; ++i) {
-      const uint32_t g = groups != nullptr ? groups[i] : 0;
-      if (a.IsValid(i)) {
-        Add(g, Value<kWidth>(values, i), 1);
-      } else {
-        saw_null[g] = 1;
-      }
-    }
-  }
-
-  void Merge(const SumState& other, const uint32_t* mapping) {
-    for (size_t i = 0; i < other.sums.size(); ++i) {
-      const uint32_t g = mapping != nullptr ? mapping[i] : 0;
-      Add(g, other.sums[i], other.counts[i]);
-      saw_null[g] |= other.saw_null[i];
-    }
-    overflow |= other.overflow;
-  }
-
-  arrow::Status CheckOverflow() const {
-    static const Int128 kLimit = PowerOfTen(kMaxPrecision);
-    bool out_of_range = overflow;
-    for (const Int128 s : sums) out_of_range |= s >= kLimit || s <= -kLimit;
-    if (out_of_range) {
-      return arrow::Status::Invalid("overflow in sum: the total does not fit in ",
-                                    out_type->ToString());
-    }
-    return arrow::Status::OK();
-  }
-
-  bool Valid(size_t g) const {
-    if (!options.skip_nulls && saw_null[g]) return false;
-    return counts[g] >= static_cast<int64_t>(options.min_count);
-  }
-};
-
-arrow::Result<std::unique_ptr<cp::KernelState>> InitSum(cp::KernelContext*,
-                                                        const cp::KernelInitArgs& args) {
-  auto state = std::make_unique<SumState>();
-  state->options = SumOptions(args.options);
-  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveSum(nullptr, args.inputs));
-  state->out_type = resolved.GetSharedPtr();
-  return state;
-}
-
-arrow::Status ScalarSumConsume(cp::KernelContext* ctx, const cp::ExecSpan& batch) {
-  auto* s = static_cast<SumState*>(ctx->state());
-  s->Resize(1);
-  s->Consume(batch[0], batch.length, nullptr);
-  return arrow::Status::OK();
-}
-
-arrow::Status ScalarSumMerge(cp::KernelContext*, cp::KernelState&& other, cp::KernelState* dst) {
-  auto* into = static_cast<SumState*>(dst);
-  auto& from = static_cast<SumState&>(other);
-  into->Resize(1);
-  from.Resize(1);
-  into->Merge(from, nullptr);
-  return arrow::Status::OK();
-}
-
-arrow::Status ScalarSumFinalize(cp::KernelContext* ctx, arrow::Datum* out) {
-  auto* s = static_cast<SumState*>(ctx->state());
-  s->Resize(1);
-  ARROW_RETURN_NOT_OK(s->CheckOverflow());
-  if (!s->Valid(0)) {
-    *out = arrow::MakeNullScalar(s->out_type);
-  } else {
-    *out = std::make_shared<arrow::Decimal128Scalar>(ToDecimal(s->sums[0]), s->out_type);
-  }
-  return arrow::Status::OK();
-}
-
-arrow::Status HashSumResize(cp::KernelContext* ctx, int64_t groups) {
-  static_cast<SumState*>(ctx->state())->Resize(groups);
-  return arrow::Status::OK();
-}
-
-arrow::Status HashSumConsume(cp::KernelContext* ctx, const cp::ExecSpan& batch) {
-  auto* s = static_cast<SumState*>(ctx->state());
-  const uint32_t* groups = batch[1].array.GetValues<uint32_t>(1);
-  s->Consume(batch[0], batch.length, groups);
-  return arrow::Status::OK();
-}
-
-arrow::Status HashSumMerge(cp::KernelContext* ctx, cp::KernelState&& other,
-                           const arrow::ArrayData& mapping) {
-  auto* s = static_cast<SumState*>(ctx->state());
-  const uint32_t* groups = mapping.GetValues<uint32_t>(1);
-  for (int64_t i = 0; i < mapping.length; ++i) s->Resize(int64_t{groups[i]} + 1);
-  s->Merge(static_cast<SumState&>(other), groups);
-  return arrow::Status::OK();
-}
-
-arrow::Status HashSumFinalize(cp::KernelContext* ctx, arrow::Datum* out) {
-  auto* s = static_cast<SumState*>(ctx->state());
-  ARROW_RETURN_NOT_OK(s->CheckOverflow());
-  const auto n = static_cast<int64_t>(s->sums.size());
-  ARROW_ASSIGN_OR_RAISE(auto values, arrow::AllocateBuffer(n * 16, ctx->memory_pool()));
-  ARROW_ASSIGN_OR_RAISE(auto validity, arrow::AllocateEmptyBitmap(n, ctx->memory_pool()));
-  int64_t nulls = 0;
-  for (int64_t g = 0; g < n; ++g) {
-    const bool valid = s->Valid(static_cast<size_t>(g));
-    Store(values->mutable_data() + g * 16, valid ? s->sums[static_cast<size_t>(g)] : 0);
-    if (valid) {
-      arrow::bit_util::SetBit(validity->mutable_data(), g);
-    } else {
-      ++nulls;
-    }
-  }
-  *out = arrow::ArrayData::Make(s->out_type, n, {std::move(validity), std::move(values)}, nulls);
-  return arrow::Status::OK();
-}
-
-arrow::Status AddSum(cp::FunctionRegistry* registry) {
-  const cp::ScalarAggregateOptions* defaults = &SumOptions(nullptr);
-  const cp::FunctionDoc doc("decimal128 sum",
-                            "Arrow's decimal sum on native 128-bit integers, with overflow "
-                            "checks.",
-                            {"x"}, "ScalarAggregateOptions");
-  auto scalar = std::make_shared<cp::ScalarAggregateFunction>(kDecimalSumFunction,
-                                                              cp::Arity::Unary(), doc, defaults);
-  auto hash = std::make_shared<cp::HashAggregateFunction>(
-      std::string("hash_") + kDecimalSumFunction, cp::Arity::Binary(), doc, defaults);
-  for (const auto id : {arrow::Type::DECIMAL128, arrow::Type::DECIMAL64}) {
-    ARROW_RETURN_NOT_OK(scalar->AddKernel(cp::ScalarAggregateKernel(
-        {cp::InputType(id)}, cp::OutputType(ResolveSum), InitSum, ScalarSumConsume, ScalarSumMerge,
-        ScalarSumFinalize, /*ordered=*/false)));
-    ARROW_RETURN_NOT_OK(hash->AddKernel(cp::HashAggregateKernel(
-        {cp::InputType(id), cp::InputType(arrow::uint32())}, cp::OutputType(ResolveSum), InitSum,
-        HashSumConsume, HashSumResize, HashSumMerge, HashSumFinalize, /*ordered=*/false)));
-  }
-  ARROW_RETURN_NOT_OK(registry->AddFunction(std::move(scalar)));
-  return registry->AddFunction(std::move(hash));
-}
-
 // --- the executor's rewrite ---
 
 std::optional<Op> ArithmeticOp(const std::string& name) {
@@ -941,8 +579,7 @@ arrow::Status RegisterDecimalKernels(cp::FunctionRegistry* registry) {
   ARROW_RETURN_NOT_OK(AddCompare<Cmp::kLessEqual>(registry, kDecimalLessEqualFunction));
   ARROW_RETURN_NOT_OK(AddCompare<Cmp::kGreater>(registry, kDecimalGreaterFunction));
   ARROW_RETURN_NOT_OK(AddCompare<Cmp::kGreaterEqual>(registry, kDecimalGreaterEqualFunction));
-  ARROW_RETURN_NOT_OK(AddFit(registry));
-  return AddSum(registry);
+  return AddFit(registry);
 }
 
 cp::Expression WithDecimalKernels(const cp::Expression& expression, const arrow::Schema& schema) {

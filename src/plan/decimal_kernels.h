@@ -1,6 +1,6 @@
-// Decimal128 arithmetic and sums on native 128-bit integers. Arrow's own decimal kernels call an
+// Decimal128 arithmetic on native 128-bit integers. Arrow's own decimal kernels call an
 // out-of-line operator per value (about a third of TPC-H Q1's time); these do the same
-// arithmetic inline, and check overflow, which Arrow's decimal sums do not.
+// arithmetic inline. Sums are plan/exact_sum.h.
 #pragma once
 
 #include <arrow/compute/expression.h>
@@ -9,11 +9,6 @@
 #include <arrow/type_fwd.h>
 
 namespace sluice::plan {
-
-/// sum of decimal128(p, s) -> decimal128(38, s), the type Arrow's sum gives, with
-/// ScalarAggregateOptions (skip_nulls, min_count) as Arrow's. Fails rather than wrap when a sum
-/// passes 38 digits. Also registered as "hash_" + this name for GROUP BY.
-inline constexpr const char* kDecimalSumFunction = "sluice_decimal_sum";
 
 /// add, subtract and multiply of two decimal128 values with overflow checks, typed as Arrow's
 /// add_checked, subtract_checked and multiply_checked type them: (p1 + p2 + 1, s1 + s2) for a

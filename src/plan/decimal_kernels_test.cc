@@ -1,4 +1,5 @@
 #include "plan/decimal_kernels.h"
+#include "plan/exact_sum.h"
 
 #include <arrow/acero/api.h>
 #include <arrow/api.h>
@@ -231,7 +232,7 @@ void ExpectSumsMatchArrow(const std::shared_ptr<arrow::Array>& v, int keys,
     std::vector<arrow::FieldRef> keys;
     if (grouped) keys.emplace_back("k");
     auto want = Aggregate(table, "sum", keys, 1, batch_rows);
-    auto got = Aggregate(table, kDecimalSumFunction, keys, 1, batch_rows);
+    auto got = Aggregate(table, kExactSumFunction, keys, 1, batch_rows);
     ASSERT_TRUE(want.ok()) << want.status().ToString();
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     auto sort = [](const std::shared_ptr<arrow::Table>& t) {
@@ -357,8 +358,8 @@ TEST_F(DecimalKernels, Decimal64OperandsGiveWhatTheirDecimal128ValuesGive) {
               arrow::schema({arrow::field("k", arrow::int32()), arrow::field("v", values.type())}),
               {keys.make_array(), values.make_array()});
         };
-        auto want = Aggregate(table(v), kDecimalSumFunction, by, 1, batch_rows);
-        auto got = Aggregate(table(Narrow(v)), kDecimalSumFunction, by, 1, batch_rows);
+        auto want = Aggregate(table(v), kExactSumFunction, by, 1, batch_rows);
+        auto got = Aggregate(table(Narrow(v)), kExactSumFunction, by, 1, batch_rows);
         ASSERT_TRUE(want.ok() && got.ok()) << got.status().ToString();
         auto sorted = [](const std::shared_ptr<arrow::Table>& t) {
           if (t->num_columns() < 2) return t;
@@ -385,8 +386,8 @@ TEST_F(DecimalKernels, Decimal64OperandsGiveWhatTheirDecimal128ValuesGive) {
         arrow::schema({arrow::field("k", arrow::int32()), arrow::field("v", values.type())}),
         {huge_keys, values.make_array()});
   };
-  auto want = Aggregate(huge_table(huge_values), kDecimalSumFunction, {"k"}, 1, 999);
-  auto got = Aggregate(huge_table(Narrow(huge_values)), kDecimalSumFunction, {"k"}, 1, 999);
+  auto want = Aggregate(huge_table(huge_values), kExactSumFunction, {"k"}, 1, 999);
+  auto got = Aggregate(huge_table(Narrow(huge_values)), kExactSumFunction, {"k"}, 1, 999);
   ASSERT_TRUE(want.ok() && got.ok()) << got.status().ToString();
   auto order = [](const std::shared_ptr<arrow::Table>& t) {
     auto indices = cp::SortIndices(t, cp::SortOptions({cp::SortKey("k")})).ValueOrDie();
@@ -427,7 +428,7 @@ TEST_F(DecimalKernels, FewGroupsSumsKnowWhichGroupsSawAValue) {
     auto want = Aggregate(table(v), "sum", {"k"}, min_count, 999);
     ASSERT_TRUE(want.ok()) << want.status().ToString();
     for (const arrow::Datum& values : {v, Narrow(v)}) {
-      auto got = Aggregate(table(values), kDecimalSumFunction, {"k"}, min_count, 999);
+      auto got = Aggregate(table(values), kExactSumFunction, {"k"}, min_count, 999);
       ASSERT_TRUE(got.ok()) << got.status().ToString();
       EXPECT_TRUE(sorted(*got)->Equals(*sorted(*want)))
           << "min_count " << min_count << ", " << values.type()->ToString() << ":\n"
@@ -436,7 +437,7 @@ TEST_F(DecimalKernels, FewGroupsSumsKnowWhichGroupsSawAValue) {
     }
   }
   // Spelled out for min_count 1: key 3 is NULL, the others are sums.
-  auto got = Aggregate(table(Narrow(v)), kDecimalSumFunction, {"k"}, 1, 999);
+  auto got = Aggregate(table(Narrow(v)), kExactSumFunction, {"k"}, 1, 999);
   ASSERT_TRUE(got.ok());
   const auto sums = sorted(*got)->GetColumnByName("s");
   EXPECT_TRUE(sums->GetScalar(0).ValueOrDie()->is_valid);
@@ -450,7 +451,7 @@ TEST_F(DecimalKernels, SumOfNoValidRowsIsNullAndOverflowFails) {
   auto nulls = arrow::Table::Make(
       arrow::schema({arrow::field("k", arrow::int32()), arrow::field("v", type)}),
       {Json(arrow::int32(), "[1, 1, 2]"), Json(type, "[null, null, \"1.50\"]")});
-  auto grouped = Aggregate(nulls, kDecimalSumFunction, {arrow::FieldRef("k")});
+  auto grouped = Aggregate(nulls, kExactSumFunction, {arrow::FieldRef("k")});
   ASSERT_TRUE(grouped.ok()) << grouped.status().ToString();
   auto sums = (*grouped)->GetColumnByName("s");
   auto keys = (*grouped)->GetColumnByName("k");
@@ -464,7 +465,7 @@ TEST_F(DecimalKernels, SumOfNoValidRowsIsNullAndOverflowFails) {
     }
   }
   // min_count = 0: a sum of nothing is 0.
-  auto zero = Aggregate(nulls->Slice(0, 2), kDecimalSumFunction, {}, /*min_count=*/0);
+  auto zero = Aggregate(nulls->Slice(0, 2), kExactSumFunction, {}, /*min_count=*/0);
   ASSERT_TRUE(zero.ok());
   EXPECT_EQ((*zero)->column(0)->GetScalar(0).ValueOrDie()->ToString(), "0.00");
 
@@ -483,7 +484,7 @@ TEST_F(DecimalKernels, SumOfNoValidRowsIsNullAndOverflowFails) {
   for (const bool grouped_sum : {false, true}) {
     std::vector<arrow::FieldRef> keys;
     if (grouped_sum) keys.emplace_back("k");
-    auto result = Aggregate(table, kDecimalSumFunction, keys);
+    auto result = Aggregate(table, kExactSumFunction, keys);
     ASSERT_FALSE(result.ok());
     EXPECT_NE(result.status().message().find("overflow in sum"), std::string::npos)
         << result.status().ToString();

@@ -2809,6 +2809,76 @@ def test_uint64_and_int64_past_2_53_compare_and_join_as_duckdb(unsigned_keys, sq
     assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", str(workers))
 
 
+@pytest.fixture(scope="module")
+def big_sums(tpch):
+    """Integers whose sums come near or past 64 bits. b alternates +5e18, +5e18, -5e18 - m,
+    -5e18 - m: a group's running total passes 2^63 and comes back, and each row group of 1,200
+    rows (a multiple of the period 12 of b and k) totals little. g makes 50 groups (more than
+    the 32 that the sum keeps in registers) of four rows at a time. u's total for one k passes
+    2^63 and fits in uint64; its total over all rows does not."""
+    sluice, con, root = tpch
+    n = 4800
+    table = pa.table({
+        "k": pa.array([j % 3 for j in range(n)], pa.int32()),
+        "b": pa.array([5 * 10**18 if j % 4 < 2 else -5 * 10**18 - j % 1000 for j in range(n)],
+                      pa.int64()),
+        "u": pa.array([None if j % 97 == 0 else 10**16 for j in range(n)], pa.uint64()),
+        "i": pa.array([2_000_000_000 - j for j in range(n)], pa.int32()),
+        "t": pa.array([j % 128 - 64 for j in range(n)], pa.int8()),
+        "g": pa.array([j // 4 % 50 for j in range(n)], pa.int64())})
+    register_parquet_tables(sluice, con, root / "data", 1200, {"big_sums": table})
+    return sluice, con
+
+
+# Sums of integers are exact: a total that passes 2^63 on its way and comes back is right, an
+# int32's total past 2^31 is an int64, and a uint64's total may pass 2^63.
+BIG_SUMS = [
+    "select k, sum(b), sum(i), sum(t), count(*) from big_sums group by k order by k",
+    "select sum(b), sum(i), sum(t) from big_sums",
+    "select sum(u) from big_sums where k = 0",
+    "select k, sum(u) from big_sums where k < 2 group by k order by k",
+    "select k, avg(b), avg(i) from big_sums group by k order by k",
+    "select g, sum(b), sum(t) from big_sums group by g order by g",
+    "select t, sum(i) from big_sums group by t order by t",
+    "select sum(distinct i), sum(distinct t) from big_sums",
+]
+
+
+@pytest.mark.parametrize("sql", BIG_SUMS)
+@pytest.mark.parametrize("workers", [0, 2])
+def test_integer_sums_near_64_bits_are_exact_as_duckdb(big_sums, sql, workers, tmp_path):
+    sluice, con = big_sums
+    assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", str(workers))
+
+
+# Where a total does not fit its type, the query fails naming the sum; Arrow's sum wrapped
+# (a sum of positive values came out negative). DuckDB sums in 128 bits and gives the total.
+BIG_SUM_OVERFLOWS = [
+    ("select sum(b) from big_sums where b > 0", "sum(b)", "int64"),
+    ("select k, sum(b) from big_sums where b > 0 group by k", "sum(b)", "int64"),
+    ("select k, sum(b) from big_sums where b < 0 group by k", "sum(b)", "int64"),
+    ("select sum(u) from big_sums", "sum(u)", "uint64"),
+    ("select k, sum(b + 1) from big_sums where b > 0 group by k", "sum(b + 1)", "int64"),
+    ("select sum(distinct b) from big_sums", "sum(", "int64"),
+]
+
+
+@pytest.mark.parametrize("sql,label,type_name", BIG_SUM_OVERFLOWS)
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_integer_sum_past_its_type_fails_naming_the_sum(big_sums, sql, label, type_name,
+                                                           workers, tmp_path):
+    sluice, con = big_sums
+    if workers:
+        plan = sluice.run("query", "--workers", "2", "explain " + sql, check=True).stdout.decode()
+        assert "stage 1 (map): 2 tasks" in plan, plan
+    out = tmp_path / "result.csv"
+    proc = sluice.run("query", "--workers", str(workers), "-o", out, sql)
+    err = proc.stderr.decode()
+    assert proc.returncode != 0, sql
+    assert f"overflow in {label}" in err and f"does not fit in {type_name}" in err, err
+    assert not out.exists()
+
+
 def test_a_distinct_count_of_floats_leaves_the_columns_other_aggregates_alone(float_keys):
     """count(DISTINCT x) counts -0.0 and 0.0 as one value, and min(x) beside it still finds
     -0.0 (its text shows the sign). In one process: under --workers the distinct values are
