@@ -43,6 +43,17 @@ cp::Expression WithExactUnsignedComparisons(const cp::Expression& expression,
           (b64 && arrow::is_signed_integer(a->id()))) {
         const auto exact = cp::CastOptions::Safe(arrow::decimal128(20, 0));
         for (auto& arg : args) arg = cp::call("cast", {std::move(arg)}, exact);
+      } else if ((arrow::is_integer(a->id()) && arrow::is_floating(b->id())) ||
+                 (arrow::is_floating(a->id()) && arrow::is_integer(b->id()))) {
+        // The integer as its nearest double: Arrow's implicit cast is checked, and refused one
+        // past 2^53.
+        auto nearest = cp::CastOptions::Safe(arrow::float64());
+        nearest.allow_float_truncate = true;
+        for (size_t i = 0; i < 2; ++i) {
+          if ((i == 0 ? a : b)->id() != arrow::Type::DOUBLE) {
+            args[i] = cp::call("cast", {std::move(args[i])}, nearest);
+          }
+        }
       }
     }
   }

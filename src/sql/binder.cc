@@ -93,11 +93,12 @@ struct TreeWriter {
   }
 };
 
-// A cast for comparing as `type`: checked, except that an integer becomes the nearest double, as
-// SQL compares a number with a double (an int64 past 2^53 has no exact one).
-cp::CastOptions ComparedAs(const std::shared_ptr<arrow::DataType>& type) {
+// A cast to `type` as SQL casts: checked, except that an integer becomes the nearest double, as
+// PostgreSQL and DuckDB cast, compare and compute with one (an int64 past 2^53 has no exact one;
+// Arrow's safe cast refused it, and CAST(i AS double), i + 0.5 and i = d failed).
+cp::CastOptions CastAs(const arrow::TypeHolder& type) {
   cp::CastOptions options = cp::CastOptions::Safe(type);
-  options.allow_float_truncate = arrow::is_floating(type->id());
+  options.allow_float_truncate = arrow::is_floating(type.id());
   return options;
 }
 
@@ -254,7 +255,7 @@ arrow::Result<const plan::JoinSetResult*> Ordered(const plan::JoinSetResult& res
 
 // Dates as day numbers and back: Arrow casts date32 to and from int32 without a copy.
 cp::Expression DateToDays(const cp::Expression& date) {
-  return cp::call("cast", {date}, cp::CastOptions::Safe(arrow::int32()));
+  return cp::call("cast", {date}, CastAs(arrow::int32()));
 }
 // `s` with its UTF-8 characters in reverse order (each character's bytes kept in order).
 std::string ReverseUtf8(const std::string& s) {
@@ -271,8 +272,8 @@ std::string ReverseUtf8(const std::string& s) {
 }
 
 cp::Expression DaysToDate(const cp::Expression& days) {
-  return cp::call("cast", {cp::call("cast", {days}, cp::CastOptions::Safe(arrow::int32()))},
-                  cp::CastOptions::Safe(arrow::date32()));
+  return cp::call("cast", {cp::call("cast", {days}, CastAs(arrow::int32()))},
+                  CastAs(arrow::date32()));
 }
 
 // `k` times `times` (an int64 expression), or `k` where there is none: an interval's field
@@ -294,13 +295,12 @@ cp::Expression Scaled(const std::optional<cp::Expression>& times, int64_t k) {
   // `n` times a constant, as an int64 expression.
   auto scaled = [&](int64_t n) { return Scaled(times, n); };
   if (months != 0) {
-    const cp::Expression date = cp::call("cast", {ts}, cp::CastOptions::Safe(arrow::date32()));
+    const cp::Expression date = cp::call("cast", {ts}, CastAs(arrow::date32()));
     const cp::Expression time_of_day =
-        cp::call("subtract_checked", {ts, cp::call("cast", {date}, cp::CastOptions::Safe(type))});
+        cp::call("subtract_checked", {ts, cp::call("cast", {date}, CastAs(type))});
     const cp::Expression moved =
         cp::call(plan::kAddMonthsFunction, {date, scaled(static_cast<int64_t>(sign) * months)});
-    ts = cp::call("add_checked",
-                  {cp::call("cast", {moved}, cp::CastOptions::Safe(type)), time_of_day});
+    ts = cp::call("add_checked", {cp::call("cast", {moved}, CastAs(type)), time_of_day});
   }
   // Then the days and the time, in the timestamp's unit (a second's fraction is dropped for a
   // timestamp in seconds or milliseconds that cannot hold it, as a cast would).
@@ -316,7 +316,7 @@ cp::Expression Scaled(const std::optional<cp::Expression>& times, int64_t k) {
   if (shift == 0) return ts;
   if (times) {
     const cp::Expression duration =
-        cp::call("cast", {scaled(shift)}, cp::CastOptions::Safe(arrow::duration(unit)));
+        cp::call("cast", {scaled(shift)}, CastAs(arrow::duration(unit)));
     return cp::call(sign > 0 ? "add_checked" : "subtract_checked", {ts, duration});
   }
   return cp::call(sign > 0 ? "add_checked" : "subtract_checked",
@@ -598,9 +598,11 @@ class Binder {
     const auto schema = SchemaFor(scope);
     b = NarrowIntegerLiteral(b, a, *schema);
     ARROW_ASSIGN_OR_RAISE(auto typed, a.Bind(*schema));
-    ARROW_RETURN_NOT_OK(Typecheck(cp::equal(a, b), node, *schema).status());
+    cp::Expression x = a, y = b;
+    MeetFloat(&x, &y, *schema);
+    ARROW_RETURN_NOT_OK(Typecheck(cp::equal(x, y), node, *schema).status());
     return cp::call("if_else",
-                    {cp::call("coalesce", {cp::equal(a, b), cp::literal(false)}),
+                    {cp::call("coalesce", {cp::equal(x, y), cp::literal(false)}),
                      cp::literal(arrow::MakeNullScalar(typed.type()->GetSharedPtr())), a});
   }
   // Resolves a (qualified) name in this query's FROM items; nullptr if absent, an error if
@@ -814,6 +816,28 @@ class Binder {
     }
   }
 
+  // An integer beside a float, or a float beside a double, compares as two doubles: the integer
+  // as its nearest double, as PostgreSQL and DuckDB compare them. Arrow's implicit cast refused
+  // an integer past 2^53 (u > 1e19, i BETWEEN d + 0 AND 1e19). Two columns meet in the executor
+  // instead (plan/unsigned_comparisons.h), which leaves `a.i = b.d` a join key or a correlation
+  // as the planner reads one.
+  void MeetFloat(cp::Expression* a, cp::Expression* b, const arrow::Schema& schema) {
+    if (a->field_ref() != nullptr && b->field_ref() != nullptr) return;
+    auto at = a->Bind(schema);
+    auto bt = b->Bind(schema);
+    if (!at.ok() || !bt.ok()) return;
+    const auto ai = at->type()->id(), bi = bt->type()->id();
+    const auto number = [](arrow::Type::type id) {
+      return arrow::is_floating(id) || arrow::is_integer(id);
+    };
+    if (ai == bi || !(arrow::is_floating(ai) || arrow::is_floating(bi)) || !number(ai) ||
+        !number(bi)) {
+      return;
+    }
+    if (ai != arrow::Type::DOUBLE) *a = cp::call("cast", {*a}, CastAs(arrow::float64()));
+    if (bi != arrow::Type::DOUBLE) *b = cp::call("cast", {*b}, CastAs(arrow::float64()));
+  }
+
   // decimal(p1, s1) * decimal(p2, s2) is decimal(p1 + p2 + 1, s1 + s2) in Arrow, which passes
   // decimal128's 38 digits after two or three products although the values are small. Like
   // DuckDB, cap the precision: the wider operand is cast (checked, so a value that does not fit
@@ -834,8 +858,7 @@ class Binder {
     const auto& nt = lt.precision() >= rt.precision() ? rt : lt;
     const int32_t precision = 38 - nt.precision() - 1;
     if (precision <= wt.scale()) return;  // no room: let Arrow report it
-    *wide =
-        cp::call("cast", {*wide}, cp::CastOptions::Safe(arrow::decimal128(precision, wt.scale())));
+    *wide = cp::call("cast", {*wide}, CastAs(arrow::decimal128(precision, wt.scale())));
   }
 
   // The (precision, scale) of a decimal or integer operand, or none.
@@ -872,8 +895,7 @@ class Binder {
     const int32_t room = 38 - carry - scale;  // integer digits each operand may keep
     for (auto [e, t] : {std::make_pair(l, *lt), std::make_pair(r, *rt)}) {
       if (t.first - t.second > room) {
-        *e = cp::call("cast", {*e},
-                      cp::CastOptions::Safe(arrow::decimal128(room + t.second, t.second)));
+        *e = cp::call("cast", {*e}, CastAs(arrow::decimal128(room + t.second, t.second)));
       }
     }
   }
@@ -902,16 +924,15 @@ class Binder {
     const int32_t precision = (p1 - s1) + s2 + quotient_scale;
     if (precision > 38 || (p1 - s1) + dividend_scale > 38) {
       auto to_double = [](const cp::Expression& x) {
-        return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
+        return cp::call("cast", {x}, CastAs(arrow::float64()));
       };
       *l = to_double(*l);
       *r = to_double(*r);
       return;
     }
     if (dividend_scale != s1 || lb->type()->id() != arrow::Type::DECIMAL128) {
-      *l = cp::call(
-          "cast", {*l},
-          cp::CastOptions::Safe(arrow::decimal128((p1 - s1) + dividend_scale, dividend_scale)));
+      *l = cp::call("cast", {*l},
+                    CastAs(arrow::decimal128((p1 - s1) + dividend_scale, dividend_scale)));
     }
   }
 
@@ -1259,6 +1280,20 @@ arrow::Status Binder::UnifyBranches(std::vector<cp::Expression>* values, Scope s
     }
   }
   if (common == nullptr) return arrow::Status::OK();
+  // An integer beside a float is its nearest double, as SQL takes it; Arrow's implicit cast
+  // refused one past 2^53 (COALESCE(i, d)).
+  const auto is_float = [&](const cp::Expression& v) {
+    auto typed = v.Bind(schema);
+    return typed.ok() && arrow::is_floating(typed->type()->id());
+  };
+  if (std::any_of(values->begin(), values->end(), is_float)) {
+    for (auto& v : *values) {
+      auto typed = v.Bind(schema);
+      if (typed.ok() && arrow::is_integer(typed->type()->id())) {
+        v = cp::call("cast", {v}, CastAs(arrow::float64()));
+      }
+    }
+  }
   for (auto& v : *values) {
     const auto* lit = v.literal();
     if (lit != nullptr && (lit->type()->id() == arrow::Type::NA || !lit->scalar()->is_valid)) {
@@ -1354,8 +1389,7 @@ arrow::Result<cp::Expression> Binder::PlusInterval(const json& e, const std::str
   if (typed->type()->id() == arrow::Type::TIMESTAMP) {
     out = TimestampPlusInterval(l, typed->type()->GetSharedPtr(), iv, sign, times);
   } else if (iv.micros != 0) {
-    out = TimestampPlusInterval(cp::call("cast", {l}, cp::CastOptions::Safe(micro_ts)), micro_ts,
-                                iv, sign, times);
+    out = TimestampPlusInterval(cp::call("cast", {l}, CastAs(micro_ts)), micro_ts, iv, sign, times);
   } else if (l.literal() != nullptr && !times) {
     // A constant date folds here: PostgreSQL's month arithmetic is no Arrow kernel.
     const int32_t date = static_cast<const arrow::Date32Scalar&>(*l.literal()->scalar()).value;
@@ -1369,8 +1403,7 @@ arrow::Result<cp::Expression> Binder::PlusInterval(const json& e, const std::str
       out = cp::call(plan::kAddMonthsFunction, {out, scaled(int64_t{sign} * iv.months)});
     }
     if (iv.days != 0) {
-      const cp::Expression days =
-          cp::call("cast", {DateToDays(out)}, cp::CastOptions::Safe(arrow::int64()));
+      const cp::Expression days = cp::call("cast", {DateToDays(out)}, CastAs(arrow::int64()));
       out = DaysToDate(cp::call("add_checked", {days, scaled(int64_t{sign} * iv.days)}));
     }
   }
@@ -1469,7 +1502,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     auto typed = arg.Bind(*SchemaFor(scope));
     const int32_t scale = static_cast<const arrow::Decimal128Type&>(*to).scale();
     if (typed.ok() && arrow::is_integer(typed->type()->id()) && scale <= 18) {
-      arg = cp::call("cast", {arg}, cp::CastOptions::Safe(arrow::decimal128(38, scale)));
+      arg = cp::call("cast", {arg}, CastAs(arrow::decimal128(38, scale)));
     }
     // To fewer decimal places PostgreSQL rounds (half away from zero), where Arrow refuses to
     // lose digits: CAST(3.99 AS numeric(3, 1)) is 4.0. One more digit of precision first, for a
@@ -1478,8 +1511,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
       const auto& from = static_cast<const arrow::Decimal128Type&>(*typed->type());
       if (from.scale() > scale && from.precision() < 38) {
         arg =
-            cp::call("cast", {arg},
-                     cp::CastOptions::Safe(arrow::decimal128(from.precision() + 1, from.scale())));
+            cp::call("cast", {arg}, CastAs(arrow::decimal128(from.precision() + 1, from.scale())));
         arg =
             cp::call("round", {arg}, cp::RoundOptions(scale, cp::RoundMode::HALF_TOWARDS_INFINITY));
       }
@@ -1500,7 +1532,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
       arg = cp::call("round", {arg}, cp::RoundOptions(0, cp::RoundMode::HALF_TO_EVEN));
     }
   }
-  return cp::call("cast", {arg}, cp::CastOptions::Safe(to));
+  return cp::call("cast", {arg}, CastAs(to));
 }
 
 // Apart from Operator and Expr, as BinaryOperator is: their frames stay small on the binder's
@@ -1545,7 +1577,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
   if (op == "^") {
     // Exponentiation, in double precision as power() computes it.
     auto to_double = [](const cp::Expression& x) {
-      return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
+      return cp::call("cast", {x}, CastAs(arrow::float64()));
     };
     return cp::call("power_checked", {to_double(l), to_double(r)});
   }
@@ -1580,7 +1612,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
         return cp::call("subtract_checked", {DateToDays(l), DateToDays(r)});
       }
       auto days = [](const cp::Expression& x) {
-        return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::int32()));
+        return cp::call("cast", {x}, CastAs(arrow::int32()));
       };
       if (lid == arrow::Type::DATE32 && arrow::is_integer(rid)) {
         return DaysToDate(
@@ -1600,7 +1632,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     if (lt.ok() && rt.ok()) {
       const auto lid = lt->type()->id(), rid = rt->type()->id();
       auto to_double = [](const cp::Expression& x) {
-        return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
+        return cp::call("cast", {x}, CastAs(arrow::float64()));
       };
       if (arrow::is_floating(lid) && arrow::is_integer(rid)) r = to_double(r);
       if (arrow::is_integer(lid) && arrow::is_floating(rid)) l = to_double(l);
@@ -1614,6 +1646,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     if (kComparisons.count(op)) {
       FitDecimalSum(&l, &r, RowSchema(), 0);
       MeetUnsigned64(&l, &r, RowSchema());
+      MeetFloat(&l, &r, RowSchema());
     }
     if (op == "/") FitDecimalQuotient(&l, &r, RowSchema());
   } else if (op != "*" && op != "/") {
@@ -1624,12 +1657,13 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     if (kComparisons.count(op)) {
       FitDecimalSum(&l, &r, *schema, 0);
       MeetUnsigned64(&l, &r, *schema);
+      MeetFloat(&l, &r, *schema);
     }
   } else {
     // After aggregation, products and ratios of decimal sums outgrow decimal128 (TPC-H Q14:
     // 100.00 * sum(...) / sum(...)); compute them in double, as DuckDB's results compare.
     auto to_double = [](const cp::Expression& x) {
-      return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
+      return cp::call("cast", {x}, CastAs(arrow::float64()));
     };
     l = to_double(l);
     r = to_double(r);
@@ -1647,8 +1681,8 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
       if (a.timezone().empty() != b.timezone().empty()) {
         const auto unit = std::max(a.unit(), b.unit());  // SECOND < MILLI < MICRO < NANO
         const auto naive = arrow::timestamp(unit);
-        l = cp::call("cast", {l}, cp::CastOptions::Safe(naive));
-        r = cp::call("cast", {r}, cp::CastOptions::Safe(naive));
+        l = cp::call("cast", {l}, CastAs(naive));
+        r = cp::call("cast", {r}, CastAs(naive));
       }
     }
   }
@@ -1680,7 +1714,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
     for (cp::Expression* x : {&l, &r}) {
       ARROW_ASSIGN_OR_RAISE(auto typed, x->Bind(*schema));
       if (typed.type()->id() != arrow::Type::STRING) {
-        *x = cp::call("cast", {*x}, cp::CastOptions::Safe(arrow::utf8()));
+        *x = cp::call("cast", {*x}, CastAs(arrow::utf8()));
       }
     }
     return cp::call("binary_join_element_wise", {l, r, cp::literal("")});
@@ -1745,7 +1779,7 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
         if (!typed.ok() || !arrow::is_integer(typed->type()->id())) {
           return Unsupported(*times, "an interval multiplied by anything but an integer");
         }
-        n = cp::call("cast", {bound}, cp::CastOptions::Safe(arrow::int64()));
+        n = cp::call("cast", {bound}, CastAs(arrow::int64()));
       }
       return PlusInterval(e, op, std::move(l), iv, n, scope);
     }
@@ -1776,7 +1810,9 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
     FitDecimalSum(&x_lo, &lo, *schema, 0);
     FitDecimalSum(&x_hi, &hi, *schema, 0);
     MeetUnsigned64(&x_lo, &lo, *schema);
+    MeetFloat(&x_lo, &lo, *schema);
     MeetUnsigned64(&x_hi, &hi, *schema);
+    MeetFloat(&x_hi, &hi, *schema);
     auto in = cp::and_(cp::greater_equal(x_lo, lo), cp::less_equal(x_hi, hi));
     return kind == "AEXPR_BETWEEN" ? in : cp::not_(in);
   }
@@ -1834,6 +1870,7 @@ arrow::Result<cp::Expression> Binder::Operator(const json& e, Scope scope) {
         cp::Expression xv = x;
         cp::Expression vv = NarrowIntegerLiteral(v, x, *schema);
         MeetUnsigned64(&xv, &vv, *schema);
+        MeetFloat(&xv, &vv, *schema);
         cp::Expression c = cp::equal(std::move(xv), std::move(vv));
         ARROW_ASSIGN_OR_RAISE(c, Typecheck(c, e, *schema));
         equal.push_back(std::move(c));
@@ -2061,10 +2098,9 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
     } else {
       final_.push_back({kSumDistinct, input, result + "s"});
       final_.push_back({"count_distinct", input, result + "c"});
-      out = cp::call("divide", {cp::call("cast", {cp::field_ref(result + "s")},
-                                         cp::CastOptions::Safe(arrow::float64())),
-                                cp::call("cast", {cp::field_ref(result + "c")},
-                                         cp::CastOptions::Safe(arrow::float64()))});
+      out = cp::call("divide",
+                     {cp::call("cast", {cp::field_ref(result + "s")}, CastAs(arrow::float64())),
+                      cp::call("cast", {cp::field_ref(result + "c")}, CastAs(arrow::float64()))});
     }
   } else if (name == "sum" || name == "min" || name == "max") {
     out = cp::field_ref(step(name, name, ""));
@@ -2089,15 +2125,12 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
     // avg = sum / count, both merged across partials; computed in double as PostgreSQL returns
     // a floating result for float inputs (and DuckDB for every input).
     const std::string sum = step("sum", "sum", "s"), count = step("count", "sum", "c");
-    out = cp::call(
-        "divide",
-        {cp::call("cast", {cp::field_ref(sum)}, cp::CastOptions::Safe(arrow::float64())),
-         cp::call("cast", {cp::field_ref(count)}, cp::CastOptions::Safe(arrow::float64()))});
+    out = cp::call("divide", {cp::call("cast", {cp::field_ref(sum)}, CastAs(arrow::float64())),
+                              cp::call("cast", {cp::field_ref(count)}, CastAs(arrow::float64()))});
   } else if (statistic) {
     // From the merged count, sum and sum of squares in double precision; a sample needs two
     // values, a population one.
-    const cp::Expression in =
-        cp::call("cast", {agg_inputs_.back()}, cp::CastOptions::Safe(arrow::float64()));
+    const cp::Expression in = cp::call("cast", {agg_inputs_.back()}, CastAs(arrow::float64()));
     agg_inputs_.back() = in;
     arg = in;  // the partial steps' input type
     const std::string square = "__sq" + id;
@@ -2111,7 +2144,7 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
     final_.push_back({"sum", part("c"), result + "c"});
     const bool population = name == "stddev_pop" || name == "var_pop";
     const cp::Expression n =
-        cp::call("cast", {cp::field_ref(result + "c")}, cp::CastOptions::Safe(arrow::float64()));
+        cp::call("cast", {cp::field_ref(result + "c")}, CastAs(arrow::float64()));
     const cp::Expression sum = cp::field_ref(result + "s");
     // (sum of squares - sum^2 / n) / (n or n - 1), never below zero from rounding.
     cp::Expression variance =
@@ -2166,7 +2199,7 @@ arrow::Result<cp::Expression> Binder::LibraryArgument(const json& arg, const Lib
                           " is " + typed.type()->ToString() + ", which does not convert to " +
                           want->ToString());
   }
-  return cp::call("cast", {std::move(checked)}, cp::CastOptions::Safe(want));
+  return cp::call("cast", {std::move(checked)}, CastAs(want));
 }
 
 arrow::Result<cp::Expression> Binder::CallLibraryFunction(const json& call,
@@ -2415,7 +2448,7 @@ arrow::Result<cp::Expression> Binder::WindowFunction(const json& call, Scope sco
         d = NarrowIntegerLiteral(d, cp::field_ref(value), *schema);
         ARROW_ASSIGN_OR_RAISE(auto typed, d.Bind(*schema));
         if (!typed.type()->Equals(*value_type)) {
-          d = cp::call("cast", {d}, cp::CastOptions::Safe(value_type));
+          d = cp::call("cast", {d}, CastAs(value_type));
         }
         ARROW_RETURN_NOT_OK(Typecheck(d, args[2], *schema).status());
         const std::string id = ctx_.NewId("window_default");
@@ -2467,9 +2500,8 @@ arrow::Result<cp::Expression> Binder::WindowFunction(const json& call, Scope sco
     count.function = "count";
     ARROW_ASSIGN_OR_RAISE(auto s, add(sum));
     ARROW_ASSIGN_OR_RAISE(auto c, add(count));
-    return cp::call(
-        "divide", {cp::call("cast", {cp::field_ref(s)}, cp::CastOptions::Safe(arrow::float64())),
-                   cp::call("cast", {cp::field_ref(c)}, cp::CastOptions::Safe(arrow::float64()))});
+    return cp::call("divide", {cp::call("cast", {cp::field_ref(s)}, CastAs(arrow::float64())),
+                               cp::call("cast", {cp::field_ref(c)}, CastAs(arrow::float64()))});
   }
   ARROW_ASSIGN_OR_RAISE(auto out, add(w));
   return cp::field_ref(out);
@@ -2558,9 +2590,9 @@ arrow::Result<cp::Expression> Binder::ScalarFunction(const json& call, const std
       // With its fraction, as PostgreSQL gives it (Arrow's second is whole).
       auto typed = bound[1].Bind(*SchemaFor(scope));
       if (typed.ok() && typed->type()->id() == arrow::Type::TIMESTAMP) {
-        return cp::call("add", {cp::call("cast", {cp::call("second", {bound[1]})},
-                                         cp::CastOptions::Safe(arrow::float64())),
-                                cp::call("subsecond", {bound[1]})});
+        return cp::call(
+            "add", {cp::call("cast", {cp::call("second", {bound[1]})}, CastAs(arrow::float64())),
+                    cp::call("subsecond", {bound[1]})});
       }
     }
     if (field == "year" || field == "month" || field == "day" || field == "quarter" ||
@@ -2581,9 +2613,9 @@ arrow::Result<cp::Expression> Binder::ScalarFunction(const json& call, const std
       if (!typed.ok()) return typed.status();
       const arrow::DataType& type = *typed->type();
       if (type.id() == arrow::Type::DATE32) {
-        return cp::call("multiply", {cp::call("cast", {DateToDays(bound[1])},
-                                              cp::CastOptions::Safe(arrow::float64())),
-                                     cp::literal(86400.0)});
+        return cp::call("multiply",
+                        {cp::call("cast", {DateToDays(bound[1])}, CastAs(arrow::float64())),
+                         cp::literal(86400.0)});
       }
       if (type.id() == arrow::Type::TIMESTAMP) {
         const auto unit = static_cast<const arrow::TimestampType&>(type).unit();
@@ -2591,11 +2623,9 @@ arrow::Result<cp::Expression> Binder::ScalarFunction(const json& call, const std
                                   : unit == arrow::TimeUnit::MILLI ? 1e3
                                   : unit == arrow::TimeUnit::MICRO ? 1e6
                                                                    : 1e9;
-        const cp::Expression ticks =
-            cp::call("cast", {bound[1]}, cp::CastOptions::Safe(arrow::int64()));
-        return cp::call("divide",
-                        {cp::call("cast", {ticks}, cp::CastOptions::Safe(arrow::float64())),
-                         cp::literal(per_second)});
+        const cp::Expression ticks = cp::call("cast", {bound[1]}, CastAs(arrow::int64()));
+        return cp::call("divide", {cp::call("cast", {ticks}, CastAs(arrow::float64())),
+                                   cp::literal(per_second)});
       }
       return Error(call,
                    "EXTRACT(epoch FROM ...) takes a date or a timestamp, not " + type.ToString());
@@ -2724,7 +2754,7 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
     return typed.type()->id();
   };
   auto to_double = [](const cp::Expression& x) {
-    return cp::call("cast", {x}, cp::CastOptions::Safe(arrow::float64()));
+    return cp::call("cast", {x}, CastAs(arrow::float64()));
   };
   if (name == "position" || name == "strpos") {
     // position(sub IN s) parses to position(s, sub); 1-based, 0 where absent.
@@ -2732,7 +2762,7 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
     ARROW_ASSIGN_OR_RAISE(auto sub, text(1, "substring"));
     auto found =
         cp::call("cast", {cp::call("find_substring", {bound[0]}, cp::MatchSubstringOptions(sub))},
-                 cp::CastOptions::Safe(arrow::int64()));
+                 CastAs(arrow::int64()));
     if (sub.empty()) return cp::call("add", {found, cp::literal(int64_t{1})});
     // In characters, not bytes (find_substring's offset): position('本' IN '日本語') is 2. The
     // characters before the first occurrence are those of the text a split there leaves first.
@@ -2740,8 +2770,7 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
         "list_element",
         {cp::call("split_pattern", {bound[0]}, cp::SplitPatternOptions(sub, /*max_splits=*/1)),
          cp::literal(int32_t{0})});
-    auto chars = cp::call("cast", {cp::call("utf8_length", {before})},
-                          cp::CastOptions::Safe(arrow::int64()));
+    auto chars = cp::call("cast", {cp::call("utf8_length", {before})}, CastAs(arrow::int64()));
     return cp::call("if_else",
                     {cp::call("less", {found, cp::literal(int64_t{0})}), cp::literal(int64_t{0}),
                      cp::call("add", {chars, cp::literal(int64_t{1})})});
@@ -2832,7 +2861,7 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
     cp::Expression ts = bound[1];
     if (id == arrow::Type::DATE32) {
       // A date truncates to a timestamp, as in PostgreSQL.
-      ts = cp::call("cast", {ts}, cp::CastOptions::Safe(arrow::timestamp(arrow::TimeUnit::MICRO)));
+      ts = cp::call("cast", {ts}, CastAs(arrow::timestamp(arrow::TimeUnit::MICRO)));
     } else if (id != arrow::Type::TIMESTAMP) {
       return Error(call, "function date_trunc takes a date or a timestamp");
     }
@@ -2910,10 +2939,10 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
     if (!arrow::is_integer(count_type) && count_type != arrow::Type::NA) {
       return Error(call, "function repeat takes an integer count");
     }
-    auto count = cp::call("max_element_wise",
-                          {cp::call("cast", {bound[1]}, cp::CastOptions::Safe(arrow::int64())),
-                           cp::literal(int64_t{0})},
-                          cp::ElementWiseAggregateOptions(/*skip_nulls=*/false));
+    auto count =
+        cp::call("max_element_wise",
+                 {cp::call("cast", {bound[1]}, CastAs(arrow::int64())), cp::literal(int64_t{0})},
+                 cp::ElementWiseAggregateOptions(/*skip_nulls=*/false));
     return cp::call("binary_repeat", {bound[0], count});
   }
   if (name == "div") {
@@ -2929,9 +2958,8 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
     if (typed.type()->id() != arrow::Type::DECIMAL128) return whole;
     // A numeric of no places, as PostgreSQL's div returns.
     const auto& d = static_cast<const arrow::Decimal128Type&>(*typed.type());
-    return cp::call(
-        "cast", {whole},
-        cp::CastOptions::Safe(arrow::decimal128(std::max(1, d.precision() - d.scale()), 0)));
+    return cp::call("cast", {whole},
+                    CastAs(arrow::decimal128(std::max(1, d.precision() - d.scale()), 0)));
   }
   if (name == "concat") {
     // NULL arguments count as empty text, unlike ||.
@@ -2939,9 +2967,7 @@ arrow::Result<cp::Expression> Binder::MoreFunctions(const json& call, const std:
     std::vector<cp::Expression> parts;
     for (auto& b : bound) {
       ARROW_ASSIGN_OR_RAISE(auto id, type_of(b));
-      parts.push_back(id == arrow::Type::STRING
-                          ? b
-                          : cp::call("cast", {b}, cp::CastOptions::Safe(arrow::utf8())));
+      parts.push_back(id == arrow::Type::STRING ? b : cp::call("cast", {b}, CastAs(arrow::utf8())));
     }
     parts.push_back(cp::literal(""));
     return cp::call("binary_join_element_wise", std::move(parts),
@@ -3043,7 +3069,7 @@ arrow::Result<cp::Expression> Binder::Expr(const json& node, Scope scope) {
     for (auto& a : args) {
       ARROW_ASSIGN_OR_RAISE(auto typed, a.Bind(*schema));
       if (!typed.type()->Equals(*common)) {
-        a = cp::call("cast", {a}, cp::CastOptions::Safe(common));
+        a = cp::call("cast", {a}, CastAs(common));
       }
     }
     return cp::call(
@@ -3648,7 +3674,7 @@ arrow::Status Binder::BindIn(const json& link, bool negated, std::vector<cp::Exp
   if (computed != nullptr && computed->type()->id() == arrow::Type::NA) {
     // NULL IN (...): a NULL of the subquery column's type.
     key_project->expressions[0] =
-        cp::call("cast", {key_project->expressions[0]}, cp::CastOptions::Safe(inner_field->type()));
+        cp::call("cast", {key_project->expressions[0]}, CastAs(inner_field->type()));
     computed = computed->WithType(inner_field->type());
   }
   auto outer_field = computed ? computed : RowSchema().GetFieldByName(*x.field_ref()->name());
@@ -3677,7 +3703,7 @@ arrow::Status Binder::BindIn(const json& link, bool negated, std::vector<cp::Exp
     }
     const bool own = computed != nullptr || OwnColumns().count(outer_field->name()) != 0;
     if (common != nullptr && !common->Equals(*ot) && own) {
-      const auto to_common = ComparedAs(common);
+      const auto to_common = CastAs(common);
       if (key_project != nullptr) {
         key_project->expressions[0] = cp::call("cast", {key_project->expressions[0]}, to_common);
         computed = computed->WithType(common);
@@ -3721,7 +3747,7 @@ arrow::Status Binder::BindIn(const json& link, bool negated, std::vector<cp::Exp
     auto cast = plan::MakeNode(PlanNode::Kind::kProject, std::move(join->right));
     const std::string id = ctx_.NewId(r.columns[0].name);
     cast->expressions.push_back(
-        cp::call("cast", {cp::field_ref(inner_field->name())}, ComparedAs(outer_field->type())));
+        cp::call("cast", {cp::field_ref(inner_field->name())}, CastAs(outer_field->type())));
     cast->names.push_back(id);
     join->right = std::move(cast);
     join->right_keys[0] = id;
@@ -4147,7 +4173,7 @@ arrow::Result<Relation> Binder::BindSetOperation(const json& select, bool top) {
       const auto& field = side->columns[i].field;
       cp::Expression e = cp::field_ref(field->name());
       if (!field->type()->Equals(*types[i])) {
-        e = cp::call("cast", {e}, cp::CastOptions::Safe(types[i]));
+        e = cp::call("cast", {e}, CastAs(types[i]));
       }
       project->expressions.push_back(std::move(e));
       project->names.push_back(ctx_.NewId(names[i]));

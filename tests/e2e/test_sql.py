@@ -2795,6 +2795,24 @@ UNSIGNED_KEYS = [
     "select a.i, (select count(*) from uk_b b where b.s = a.u) as c from uk_a a order by a.i",
     "select count(*) from uk_a where u = i",
     "select u, u > i as g, i <= u as h from uk_a order by u",
+    # An integer beside a double anywhere else (a WHERE, BETWEEN, an IN list, CASE, COALESCE,
+    # NULLIF, GREATEST, CAST, arithmetic) is its nearest double too, never a failed cast.
+    "select u from uk_a where u > 1e19 order by u",
+    "select u from uk_a where u between 1e18 and 2e19 order by u",
+    "select a.i, b.d from uk_a a, uk_b b where a.i = b.d + 0 order by a.i",
+    "select a.i, b.d, a.i < b.d as lt, a.i <> b.d as ne from uk_a a, uk_b b "
+    "order by a.i nulls first, b.d nulls first",
+    "select a.i from uk_a a, uk_b b where a.i between b.d and b.d + 1 order by a.i",
+    "select a.i from uk_a a, uk_b b where a.i in (b.d, 2.5e0) order by a.i",
+    "select coalesce(a.i, b.d) as c, nullif(a.i, b.d) as n, greatest(a.i, b.d) as g, "
+    "case when b.d > 0 then a.i else b.d end as w from uk_a a, uk_b b "
+    "order by a.i nulls first, b.d nulls first",
+    "select i, cast(i as double) as c, i + 0.5e0 as h, cast(u as real) as r from uk_a "
+    "order by i nulls first",
+    "select avg(i), stddev(i), sum(cast(i as double)) from uk_a",
+    "select a.i from uk_a a where exists (select 1 from uk_b b where b.d = a.i) order by a.i",
+    "select a.i, (select count(*) from uk_b b where b.d = a.i) as c from uk_a a "
+    "order by a.i nulls first",
 ]
 
 

@@ -102,7 +102,7 @@ TEST_F(ConstantFoldingTest, OnAPlanFiltersAndProjections) {
       "select g, sum(v) * 2.5 from t where (v > 1 or false) and not not (k > 2) group by g");
   const std::string to_double =
       "{to_type=double, allow_int_overflow=false, allow_time_truncate=false, "
-      "allow_time_overflow=false, allow_decimal_truncate=false, allow_float_truncate=false, "
+      "allow_time_overflow=false, allow_decimal_truncate=false, allow_float_truncate=true, "
       "allow_invalid_utf8=false}";
   const std::string rest =
       "  FinalAggregate keys=[g#1] aggregates=[__agg3 := sum(__p3)]\n"

@@ -523,7 +523,7 @@ TEST_F(JoinOrderTest, AScalarSubqueryComparedWithOneItemJoinsThatItemFirst) {
             "Project name#19 := name#4\n"
             "  Filter (add_checked(v#2, cast(uk#3, {to_type=double, allow_int_overflow=false, "
             "allow_time_truncate=false, allow_time_overflow=false, allow_decimal_truncate=false, "
-            "allow_float_truncate=false, allow_invalid_utf8=false})) > min#16)\n"
+            "allow_float_truncate=true, allow_invalid_utf8=false})) > min#16)\n"
             "    HashJoin left on one#17 = one#18\n"
             "      Project (input columns), one#17 := 1\n"
             "        HashJoin inner on k#0 = uk#3\n"
