@@ -816,6 +816,28 @@ class Binder {
     }
   }
 
+  // A uint64 beside a signed integer, each cast to the decimal of as many digits as its type
+  // holds (decimal(20, 0) for the uint64), which computes exactly where DuckDB's HUGEINT does.
+  void WidenUnsigned64(cp::Expression* a, cp::Expression* b, const arrow::Schema& schema) {
+    auto at = a->Bind(schema);
+    auto bt = b->Bind(schema);
+    if (!at.ok() || !bt.ok()) return;
+    const auto ai = at->type()->id(), bi = bt->type()->id();
+    if (!(ai == arrow::Type::UINT64 && arrow::is_signed_integer(bi)) &&
+        !(bi == arrow::Type::UINT64 && arrow::is_signed_integer(ai))) {
+      return;
+    }
+    const auto digits = [](arrow::Type::type id) {
+      return id == arrow::Type::INT8    ? 3
+             : id == arrow::Type::INT16 ? 5
+             : id == arrow::Type::INT32 ? 10
+             : id == arrow::Type::INT64 ? 19
+                                        : 20;
+    };
+    *a = cp::call("cast", {*a}, CastAs(arrow::decimal128(digits(ai), 0)));
+    *b = cp::call("cast", {*b}, CastAs(arrow::decimal128(digits(bi), 0)));
+  }
+
   // An integer beside a float, or a float beside a double, compares as two doubles: the integer
   // as its nearest double, as PostgreSQL and DuckDB compare them. Arrow's implicit cast refused
   // an integer past 2^53 (u > 1e19, i BETWEEN d + 0 AND 1e19). Two columns meet in the executor
@@ -1293,6 +1315,38 @@ arrow::Status Binder::UnifyBranches(std::vector<cp::Expression>* values, Scope s
         v = cp::call("cast", {v}, CastAs(arrow::float64()));
       }
     }
+  } else {
+    // Integers of which one is unsigned meet in a type that holds them all (uint64 and int64 in
+    // decimal(20, 0)); Arrow's implicit cast took them as int64, which failed past 2^63. A
+    // literal that is not negative takes the others' type (COALESCE(u, 0) is a uint64).
+    std::shared_ptr<arrow::DataType> exact;
+    bool any_unsigned = false;
+    for (const auto& v : *values) {
+      auto typed = v.Bind(schema);
+      if (!typed.ok() || !arrow::is_integer(typed->type()->id())) continue;
+      const auto t = typed->type()->GetSharedPtr();
+      any_unsigned |= arrow::is_unsigned_integer(t->id());
+      const auto* lit = v.literal();
+      if (lit != nullptr) {
+        auto wide = lit->scalar()->CastTo(arrow::int64());
+        if (!lit->scalar()->is_valid ||
+            (wide.ok() && static_cast<const arrow::Int64Scalar&>(**wide).value >= 0)) {
+          continue;
+        }
+      }
+      exact = exact == nullptr ? t : ExactCommonType(exact, t);
+      if (exact == nullptr) break;
+    }
+    if (any_unsigned && exact != nullptr) {
+      for (auto& v : *values) {
+        auto typed = v.Bind(schema);
+        if (typed.ok() && arrow::is_integer(typed->type()->id()) &&
+            !typed->type()->Equals(*exact)) {
+          v = cp::call("cast", {v}, CastAs(exact));
+        }
+      }
+      common = exact;
+    }
   }
   for (auto& v : *values) {
     const auto* lit = v.literal();
@@ -1636,6 +1690,13 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
       };
       if (arrow::is_floating(lid) && arrow::is_integer(rid)) r = to_double(r);
       if (arrow::is_integer(lid) && arrow::is_floating(rid)) l = to_double(l);
+    }
+    if (op != "/") {
+      // A uint64 beside a signed integer: Arrow computes the two as int64, which failed past
+      // 2^63. A literal that is not negative is a uint64 (u + 1 stays a uint64, checked, as in
+      // DuckDB); anything else meets it in decimal(20, 0).
+      MeetUnsigned64(&l, &r, *schema);
+      WidenUnsigned64(&l, &r, *schema);
     }
   }
   if (scope == Scope::kRow || in_aggregate_) {

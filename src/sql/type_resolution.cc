@@ -55,7 +55,12 @@ arrow::Result<std::shared_ptr<arrow::DataType>> CommonType(
   if (a_int && b_int) {
     const auto& wa = static_cast<const arrow::FixedWidthType&>(*a);
     const auto& wb = static_cast<const arrow::FixedWidthType&>(*b);
-    // Signed SQL integers: the wider of the two (an unsigned one only reaches here from a file).
+    // An unsigned one (only from a file): a type that holds both, uint64 and int64 meeting in
+    // decimal(20, 0).
+    if (arrow::is_unsigned_integer(a->id()) || arrow::is_unsigned_integer(b->id())) {
+      return ExactCommonType(a, b);
+    }
+    // Signed SQL integers: the wider of the two.
     const int bits = std::max(wa.bit_width(), wb.bit_width());
     if (bits <= 16) return arrow::int16();
     if (bits <= 32) return arrow::int32();

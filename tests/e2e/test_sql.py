@@ -2813,6 +2813,18 @@ UNSIGNED_KEYS = [
     "select a.i from uk_a a where exists (select 1 from uk_b b where b.d = a.i) order by a.i",
     "select a.i, (select count(*) from uk_b b where b.d = a.i) as c from uk_a a "
     "order by a.i nulls first",
+    # A uint64 beside a signed integer in arithmetic, CASE, COALESCE, NULLIF, GREATEST and UNION
+    # meets it in a type that holds both (DuckDB's HUGEINT), and a literal that is not negative
+    # is a uint64.
+    "select u, u + i as s, u - i as d, i - u as e, u * i32 as p from uk_a a, uk_b b "
+    "order by u nulls first, i32 nulls first",
+    "select u, u - 1 as m, u * 1 as n from uk_a where u > 0 order by u",
+    "select coalesce(u, i) as c, coalesce(u, 0) as z, nullif(u, i) as n, greatest(u, i) as g, "
+    "least(u, i) as l, case when i > 0 then u else i end as w from uk_a order by u nulls first",
+    "select u from uk_a union all select s from uk_b order by 1 nulls first",
+    "select u from uk_a union select uu from uk_b order by 1 nulls first",
+    "select u32 from uk_a union all select i32 from uk_b order by 1 nulls first",
+    "select sum(u + i) as s, max(coalesce(u, i)) as m from uk_a",
 ]
 
 
