@@ -27,6 +27,18 @@ void Disjuncts(const arrow::compute::Expression& e, std::vector<arrow::compute::
 std::optional<std::pair<std::string, std::string>> ColumnEquality(
     const arrow::compute::Expression& e);
 
+/// a IS DISTINCT FROM b, as SQL means it (never NULL): `differ` (a <> b, its operands cast to
+/// a common type) where both are known, else whether just one of `a` and `b` is NULL. Its NOT
+/// is a IS NOT DISTINCT FROM b, which NotDistinctOperands reads back.
+arrow::compute::Expression IsDistinctFrom(arrow::compute::Expression differ,
+                                          arrow::compute::Expression a,
+                                          arrow::compute::Expression b);
+
+/// For NOT IsDistinctFrom(x <> y, a, b): x and y, which a join compares with NULLs equal; else
+/// none.
+std::optional<std::pair<arrow::compute::Expression, arrow::compute::Expression>>
+NotDistinctOperands(const arrow::compute::Expression& e);
+
 /// The names of the columns `e` reads (its named field references), added to `out`.
 void AddColumnNames(const arrow::compute::Expression& e, std::set<std::string>* out);
 

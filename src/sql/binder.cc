@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "plan/compute_init.h"
+#include "plan/conjuncts.h"
 #include "plan/library_functions.h"
 #include "plan/string_agg.h"
 #include "sluice/schemas/codec.hpp"
@@ -1602,7 +1603,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
   cp::Expression distinct = cp::literal(false);  // NULL and NULL
   if (!IsUntypedNull(l) || !IsUntypedNull(r)) {
     ARROW_ASSIGN_OR_RAISE(auto differ, BinaryOperator("<>", e, l, r, scope));
-    distinct = cp::call("coalesce", {differ, cp::call("xor", {cp::is_null(l), cp::is_null(r)})});
+    distinct = plan::IsDistinctFrom(std::move(differ), l, r);
   }
   return kind == "AEXPR_DISTINCT" ? distinct : cp::not_(distinct);
 }
@@ -3472,6 +3473,25 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
   // estimate.
   std::vector<cp::Expression> right_only, on_filter;
   if (quals == nullptr) return Unsupported(join, "an outer join without ON");
+  // Which side each operand of an equality reads alone: 1 left, 2 right, 3 both or neither.
+  auto sides_of = [&](const cp::Expression& x) {
+    int sides = 0;
+    for (const auto& ref : cp::FieldsInExpression(x)) sides |= right_ids.count(*ref.name()) ? 2 : 1;
+    return sides == 0 ? 3 : sides;
+  };
+  // A key's column on `side`; an expression (t1.k = t2.k + 1) is computed by a projection first.
+  auto key = [&](const cp::Expression& x, Relation* side) {
+    if (x.field_ref() != nullptr) return *x.field_ref()->name();
+    const std::string id = ctx_.NewId("key");
+    auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(side->plan));
+    project->keep_input = true;
+    project->expressions.push_back(x);
+    project->names.push_back(id);
+    side->plan = std::move(project);
+    return id;
+  };
+  std::vector<std::pair<cp::Expression, cp::Expression>> null_equal;
+  std::vector<cp::Expression> null_equal_conditions;
   std::vector<const json*> parts;
   SplitAnd(*quals, &parts);
   for (const json* p : parts) {
@@ -3488,35 +3508,42 @@ arrow::Result<Relation> Binder::BindOuterJoin(const json& join) {
       (right_ids.count(*ref.name()) ? right_side : left_side) = true;
     }
     const cp::Expression::Call* call = e.call();
-    // Which side each operand of an equality reads alone: 1 left, 2 right, 3 both or neither.
-    auto sides_of = [&](const cp::Expression& x) {
-      int sides = 0;
-      for (const auto& ref : cp::FieldsInExpression(x))
-        sides |= right_ids.count(*ref.name()) ? 2 : 1;
-      return sides == 0 ? 3 : sides;
-    };
-    if (left_side && right_side && call != nullptr && call->function_name == "equal" &&
-        sides_of(call->arguments[0]) != 3 && sides_of(call->arguments[1]) != 3 &&
-        sides_of(call->arguments[0]) != sides_of(call->arguments[1])) {
+    std::optional<std::pair<cp::Expression, cp::Expression>> operands;
+    if (call != nullptr && call->function_name == "equal" && call->arguments.size() == 2) {
+      operands.emplace(call->arguments[0], call->arguments[1]);
+    }
+    const auto not_distinct = plan::NotDistinctOperands(e);
+    if (left_side && right_side && not_distinct && sides_of(not_distinct->first) != 3 &&
+        sides_of(not_distinct->second) != 3 &&
+        sides_of(not_distinct->first) != sides_of(not_distinct->second)) {
+      // a IS NOT DISTINCT FROM b: the join's keys where it has no equality (below).
+      null_equal.push_back(*not_distinct);
+      null_equal_conditions.push_back(e);
+      continue;
+    }
+    if (left_side && right_side && operands && sides_of(operands->first) != 3 &&
+        sides_of(operands->second) != 3 &&
+        sides_of(operands->first) != sides_of(operands->second)) {
       // A key on each side; an expression (t1.k = t2.k + 1) is computed by a projection first.
-      cp::Expression a = call->arguments[0], b = call->arguments[1];
+      cp::Expression a = operands->first, b = operands->second;
       if (sides_of(a) == 2) std::swap(a, b);
-      auto key = [&](const cp::Expression& x, Relation* side) {
-        if (x.field_ref() != nullptr) return *x.field_ref()->name();
-        const std::string id = ctx_.NewId("key");
-        auto project = plan::MakeNode(PlanNode::Kind::kProject, std::move(side->plan));
-        project->keep_input = true;
-        project->expressions.push_back(x);
-        project->names.push_back(id);
-        side->plan = std::move(project);
-        return id;
-      };
       node->left_keys.push_back(key(a, &left));
       node->right_keys.push_back(key(b, &right));
     } else {
       if (right_side && !left_side) right_only.push_back(e);
       on_filter.push_back(e);
     }
+  }
+  if (node->left_keys.empty() && !null_equal.empty()) {
+    // Only IS NOT DISTINCT FROM between the sides: keys that compare NULLs as equal.
+    for (auto& [a, b] : null_equal) {
+      if (sides_of(a) == 2) std::swap(a, b);
+      node->left_keys.push_back(key(a, &left));
+      node->right_keys.push_back(key(b, &right));
+    }
+    node->null_equal_keys = true;
+  } else {
+    on_filter.insert(on_filter.end(), null_equal_conditions.begin(), null_equal_conditions.end());
   }
   if (node->left_keys.empty()) {
     return Unsupported(join, "an outer join without an equality between its two sides");

@@ -2909,6 +2909,56 @@ def test_an_integer_sum_past_its_type_fails_naming_the_sum(big_sums, sql, label,
     assert not out.exists()
 
 
+@pytest.fixture(scope="module")
+def null_keys(tpch):
+    """Join keys with NULLs on both sides: 3,000 facts in three row groups, 40 dimension rows."""
+    sluice, con, root = tpch
+    n = 3000
+    facts = pa.table({
+        "k": pa.array([None if j % 7 == 0 else j % 37 for j in range(n)], pa.int64()),
+        "s": pa.array([None if j % 5 == 0 else ["a", "b", "c"][j % 3] for j in range(n)]),
+        "v": pa.array(list(range(n)), pa.int64())})
+    dims = pa.table({
+        "dk": pa.array([None if j % 9 == 0 else j for j in range(40)], pa.int32()),
+        "ds": pa.array([None if j % 4 == 0 else ["a", "b", "z"][j % 3] for j in range(40)]),
+        "w": pa.array([j * 10 for j in range(40)], pa.int64())})
+    register_parquet_tables(sluice, con, root / "data", 1000, {"nk_facts": facts, "nk_dims": dims})
+    return sluice, con
+
+
+# IS NOT DISTINCT FROM between two sides is a join key that matches NULL with NULL, in inner,
+# outer and comma joins, alone or beside other conditions; beside an equality it is a filter.
+NULL_EQUAL_JOINS = [
+    "select count(*), sum(v), sum(w) from nk_facts join nk_dims on k is not distinct from dk",
+    "select k, count(*), sum(w) from nk_facts left join nk_dims on k is not distinct from dk "
+    "group by k order by k nulls first",
+    "select k, dk, count(*) from nk_facts full join nk_dims on k is not distinct from dk "
+    "group by k, dk order by k nulls first, dk nulls first",
+    "select count(*), sum(w) from nk_facts f, nk_dims d "
+    "where f.k is not distinct from d.dk and f.s is not distinct from d.ds",
+    "select s, count(*), sum(w) from nk_facts join nk_dims "
+    "on k is not distinct from dk and s is not distinct from ds group by s order by s nulls first",
+    "select count(*) from nk_facts join nk_dims on k is not distinct from dk and v < w",
+    "select count(*) from nk_facts join nk_dims on k = dk and s is not distinct from ds",
+    "select count(*) from nk_facts right join nk_dims on k + 1 is not distinct from dk + 1",
+    "select count(*) from nk_facts where k is not distinct from 3 or s is not distinct from null",
+]
+
+
+@pytest.mark.parametrize("sql", NULL_EQUAL_JOINS)
+@pytest.mark.parametrize("workers", [0, 2])
+def test_is_not_distinct_from_joins_match_nulls_as_duckdb(null_keys, sql, workers, tmp_path):
+    sluice, con = null_keys
+    assert_matches_duckdb(sluice, con, sql, tmp_path, "--workers", str(workers))
+
+
+def test_is_not_distinct_from_is_a_null_equal_hash_join_key(null_keys):
+    sluice, con = null_keys
+    plan = sluice.run("query", "explain select count(*) from nk_facts left join nk_dims "
+                      "on k is not distinct from dk", check=True).stdout.decode()
+    assert "HashJoin left on k#" in plan and "(NULLs equal)" in plan, plan
+
+
 def test_a_distinct_count_of_floats_leaves_the_columns_other_aggregates_alone(float_keys):
     """count(DISTINCT x) counts -0.0 and 0.0 as one value, and min(x) beside it still finds
     -0.0 (its text shows the sign). In one process: under --workers the distinct values are

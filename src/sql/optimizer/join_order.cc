@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "plan/conjuncts.h"
 #include "sql/optimizer/conjuncts.h"
 #include "sql/optimizer/plan_rewrite.h"
 #include "sql/optimizer/semi_joins.h"
@@ -128,6 +129,7 @@ arrow::Result<JoinInput> OrderGreedily(std::vector<JoinInput> relations,
     size_t a, b;
     std::string a_col, b_col;
     bool used = false;
+    bool null_equal = false;  // a IS NOT DISTINCT FROM b
   };
   std::vector<Edge> edges;
   std::vector<cp::Expression> residual;
@@ -153,14 +155,24 @@ arrow::Result<JoinInput> OrderGreedily(std::vector<JoinInput> relations,
       filters->push_back(c);
       continue;
     }
+    // An equality, or a IS NOT DISTINCT FROM b (a key compared with NULLs equal).
     const cp::Expression::Call* call = c.call();
-    if (tables.size() == 2 && call != nullptr && call->function_name == "equal") {
+    std::optional<std::pair<cp::Expression, cp::Expression>> operands;
+    bool null_equal = false;
+    if (call != nullptr && call->function_name == "equal" && call->arguments.size() == 2) {
+      operands.emplace(call->arguments[0], call->arguments[1]);
+    } else {
+      operands = plan::NotDistinctOperands(c);
+      null_equal = operands.has_value();
+    }
+    if (tables.size() == 2 && operands) {
       // Each side reads one relation: a join key. A side that is an expression
       // (t1.k = t2.k + 1) is computed first by a projection on its relation.
+      const cp::Expression* args[2] = {&operands->first, &operands->second};
       std::optional<size_t> sides[2];
       for (int k = 0; k < 2; ++k) {
         std::set<size_t> reads;
-        for (const auto& ref : cp::FieldsInExpression(call->arguments[k])) {
+        for (const auto& ref : cp::FieldsInExpression(*args[k])) {
           reads.insert(owner.at(*ref.name()));
         }
         if (reads.size() == 1) sides[k] = *reads.begin();
@@ -168,7 +180,7 @@ arrow::Result<JoinInput> OrderGreedily(std::vector<JoinInput> relations,
       if (sides[0] && sides[1] && *sides[0] != *sides[1]) {
         std::string names[2];
         for (int k = 0; k < 2; ++k) {
-          const cp::Expression& side = call->arguments[k];
+          const cp::Expression& side = *args[k];
           if (side.field_ref() != nullptr) {
             names[k] = *side.field_ref()->name();
             continue;
@@ -184,7 +196,7 @@ arrow::Result<JoinInput> OrderGreedily(std::vector<JoinInput> relations,
           r.ids.push_back(names[k]);
           owner[names[k]] = *sides[k];
         }
-        edges.push_back({*sides[0], *sides[1], names[0], names[1], false});
+        edges.push_back({*sides[0], *sides[1], names[0], names[1], false, null_equal});
         continue;
       }
     }
@@ -303,7 +315,14 @@ arrow::Result<JoinInput> OrderGreedily(std::vector<JoinInput> relations,
     }
     const double before = plan.estimate;
     plan.estimate = JoinEstimate(plan.estimate, relations[best].estimate, key_distinct);
+    // Equalities are the keys where there are any; else IS NOT DISTINCT FROM, all of whose
+    // keys then compare NULLs as equal (the other kind stays a filter).
+    const bool null_equal = std::none_of(edges.begin(), edges.end(), [&](const Edge& e) {
+      return !e.null_equal && ((joined[e.a] && e.b == best) || (joined[e.b] && e.a == best));
+    });
+    join->null_equal_keys = null_equal;
     for (auto& e : edges) {
+      if (e.null_equal != null_equal) continue;
       if (joined[e.a] && e.b == best) {
         join->left_keys.push_back(e.a_col);
         join->right_keys.push_back(e.b_col);
@@ -328,7 +347,10 @@ arrow::Result<JoinInput> OrderGreedily(std::vector<JoinInput> relations,
   // An equality between two relations that were joined by other keys is a filter after the
   // join.
   for (const auto& e : edges) {
-    if (!e.used) filters->push_back(cp::equal(cp::field_ref(e.a_col), cp::field_ref(e.b_col)));
+    if (e.used) continue;
+    const cp::Expression a = cp::field_ref(e.a_col), b = cp::field_ref(e.b_col);
+    filters->push_back(e.null_equal ? cp::not_(plan::IsDistinctFrom(cp::not_equal(a, b), a, b))
+                                    : cp::equal(a, b));
   }
   return plan;
 }

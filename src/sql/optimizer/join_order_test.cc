@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "plan/compute_init.h"
+#include "plan/conjuncts.h"
 #include "sql/optimizer/bind_testing.h"
 #include "sql/optimizer/decorrelate.h"
 #include "sql/optimizer/filter_pushdown.h"
@@ -118,6 +119,43 @@ TEST_F(JoinOrderTest, ForeignColumnsWaitAndNonKeyConditionsFilterAfterTheJoin) {
             "    Scan r (1 files) columns=[k#2, z#3]\n");
   ASSERT_EQ(rest.size(), 1u);
   EXPECT_EQ(rest[0].ToString(), "(y#1 > scalar#9)");
+}
+
+// a IS NOT DISTINCT FROM b joins with NULLs equal where no equality connects the two; beside
+// an equality it is a filter after the join.
+TEST_F(JoinOrderTest, IsNotDistinctFromIsANullEqualKeyWhereNoEqualityJoins) {
+  const auto not_distinct = [](const std::string& a, const std::string& b) {
+    const cp::Expression x = cp::field_ref(a), y = cp::field_ref(b);
+    return cp::not_(plan::IsDistinctFrom(cp::not_equal(x, y), x, y));
+  };
+  {
+    std::vector<JoinInput> relations;
+    relations.push_back(Scan("l", {"x#0", "y#1"}, 1000));
+    relations.push_back(Scan("r", {"k#2", "z#3"}, 10));
+    std::vector<cp::Expression> filters, rest;
+    auto joined = OrderJoins(std::move(relations),
+                             {not_distinct("x#0", "k#2"), not_distinct("z#3", "y#1")}, &filters,
+                             &rest);
+    ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+    EXPECT_TRUE(filters.empty());
+    EXPECT_EQ(joined->plan->Explain(),
+              "HashJoin inner on x#0 = k#2 and y#1 = z#3 (NULLs equal)\n"
+              "  Scan l (1 files) columns=[x#0, y#1]\n"
+              "  Scan r (1 files) columns=[k#2, z#3]\n");
+  }
+  std::vector<JoinInput> relations;
+  relations.push_back(Scan("l", {"x#0", "y#1"}, 1000));
+  relations.push_back(Scan("r", {"k#2", "z#3"}, 10));
+  std::vector<cp::Expression> filters, rest;
+  auto joined = OrderJoins(std::move(relations), {not_distinct("y#1", "z#3"), Eq("x#0", "k#2")},
+                           &filters, &rest);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(joined->plan->Explain(),
+            "HashJoin inner on x#0 = k#2\n"
+            "  Scan l (1 files) columns=[x#0, y#1]\n"
+            "  Scan r (1 files) columns=[k#2, z#3]\n");
+  ASSERT_EQ(filters.size(), 1u);
+  EXPECT_TRUE(plan::NotDistinctOperands(filters[0]).has_value()) << filters[0].ToString();
 }
 
 TEST_F(JoinOrderTest, AnOrOverTwoRelationsFiltersEachBeforeTheJoin) {
