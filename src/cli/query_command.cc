@@ -1,5 +1,4 @@
 #include <arrow/api.h>
-#include <arrow/csv/writer.h>
 #include <arrow/io/file.h>
 #include <arrow/io/stdio.h>
 #include <arrow/ipc/api.h>
@@ -20,6 +19,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/csv_text.h"
 #include "common/config.h"
 #include "common/hex.h"
 #include "sql/query.h"
@@ -72,20 +72,6 @@ arrow::Result<std::shared_ptr<arrow::Table>> TextForm(const std::shared_ptr<arro
     columns.push_back(std::make_shared<arrow::ChunkedArray>(array));
   }
   return arrow::Table::Make(arrow::schema(fields), columns, table->num_rows());
-}
-
-// A decimal's digits with its point, never in exponent form: Arrow writes a value of more places
-// than digits (0.000000001, or 0 of scale 9) as 1E-9 or 0E-9; PostgreSQL writes it out.
-std::string PlainDecimal(arrow::Decimal128 value, int32_t scale) {
-  const bool negative = value.IsNegative();
-  if (negative) value.Negate();
-  std::string digits = value.ToIntegerString();
-  if (scale > 0) {
-    const size_t places = static_cast<size_t>(scale);
-    if (digits.size() <= places) digits.insert(0, places + 1 - digits.size(), '0');
-    digits.insert(digits.size() - places, ".");
-  }
-  return negative ? "-" + digits : digits;
 }
 
 std::string Cell(const arrow::Array& column, int64_t row) {
@@ -310,13 +296,11 @@ arrow::Status WriteText(arrow::RecordBatchReader* rows, const std::string& forma
   // The CSV header is written with the first rows (or at the end, for none): a query that fails
   // on its first batch then prints nothing at all, rather than a header that looks like an
   // empty result.
-  std::shared_ptr<arrow::ipc::RecordBatchWriter> csv;
+  bool csv_started = false;
+  std::string csv_lines;  // one batch's CSV lines, the buffer reused
   auto start_csv = [&]() -> arrow::Status {
-    ARROW_ASSIGN_OR_RAISE(auto empty, arrow::Table::MakeEmpty(rows->schema()));
-    ARROW_ASSIGN_OR_RAISE(auto text_schema, TextForm(empty));
-    ARROW_ASSIGN_OR_RAISE(csv, arrow::csv::MakeCSVWriter(out->stream(), text_schema->schema(),
-                                                         arrow::csv::WriteOptions::Defaults()));
-    return arrow::Status::OK();
+    csv_started = true;
+    return out->Write(CsvHeader(*rows->schema()));
   };
   for (auto batch : *rows) {
     ARROW_ASSIGN_OR_RAISE(auto b, std::move(batch));
@@ -324,16 +308,22 @@ arrow::Status WriteText(arrow::RecordBatchReader* rows, const std::string& forma
     ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatches({b}));
     ARROW_ASSIGN_OR_RAISE(auto text, TextForm(table));
     if (format == "csv") {
-      if (csv == nullptr) ARROW_RETURN_NOT_OK(start_csv());
-      ARROW_RETURN_NOT_OK(csv->WriteTable(*text));
+      if (!csv_started) ARROW_RETURN_NOT_OK(start_csv());
+      ARROW_ASSIGN_OR_RAISE(auto text_batch, text->CombineChunksToBatch());
+      // A thousand rows at a time, as Arrow's writer writes them: the buffer stays in cache.
+      constexpr int64_t kRows = 1024;
+      for (int64_t r = 0; r < text_batch->num_rows(); r += kRows) {
+        csv_lines.clear();
+        ARROW_RETURN_NOT_OK(AppendCsvRows(*text_batch->Slice(r, kRows), &csv_lines));
+        ARROW_RETURN_NOT_OK(out->Write(csv_lines));
+      }
     } else {
       std::ostringstream lines;
       PrintJson(*text, lines);
       ARROW_RETURN_NOT_OK(out->Write(lines.str()));
     }
   }
-  if (format == "csv" && csv == nullptr) ARROW_RETURN_NOT_OK(start_csv());
-  if (csv != nullptr) ARROW_RETURN_NOT_OK(csv->Close());
+  if (format == "csv" && !csv_started) ARROW_RETURN_NOT_OK(start_csv());
   return out->Commit();
 }
 

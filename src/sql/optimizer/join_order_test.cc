@@ -133,9 +133,9 @@ TEST_F(JoinOrderTest, IsNotDistinctFromIsANullEqualKeyWhereNoEqualityJoins) {
     relations.push_back(Scan("l", {"x#0", "y#1"}, 1000));
     relations.push_back(Scan("r", {"k#2", "z#3"}, 10));
     std::vector<cp::Expression> filters, rest;
-    auto joined = OrderJoins(std::move(relations),
-                             {not_distinct("x#0", "k#2"), not_distinct("z#3", "y#1")}, &filters,
-                             &rest);
+    auto joined =
+        OrderJoins(std::move(relations), {not_distinct("x#0", "k#2"), not_distinct("z#3", "y#1")},
+                   &filters, &rest);
     ASSERT_TRUE(joined.ok()) << joined.status().ToString();
     EXPECT_TRUE(filters.empty());
     EXPECT_EQ(joined->plan->Explain(),
