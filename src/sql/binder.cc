@@ -2101,6 +2101,15 @@ arrow::Result<cp::Expression> Binder::Aggregate(const json& call) {
   }
   if (!star) text_key += arg.ToString();
   if (auto it = agg_by_text_.find(text_key); it != agg_by_text_.end()) return it->second;
+  if (name == "avg" && !star) {
+    // avg of 64-bit integers sums them as decimals: a sum past int64 (six nanosecond epochs)
+    // is an error for sum(), but avg's total only needs to reach the division, as in DuckDB.
+    ARROW_ASSIGN_OR_RAISE(auto typed, arg.Bind(RowSchema()));
+    const auto id = typed.type()->id();
+    if (id == arrow::Type::INT64 || id == arrow::Type::UINT64) {
+      arg = cp::call("cast", {arg}, CastAs(arrow::decimal128(20, 0)));
+    }
+  }
   const size_t first_final = final_.size();
   const std::string id = std::to_string(ctx_.next_id++);
   const std::string result = "__agg" + id;

@@ -2877,6 +2877,9 @@ BIG_SUMS = [
     "select sum(u) from big_sums where k = 0",
     "select k, sum(u) from big_sums where k < 2 group by k order by k",
     "select k, avg(b), avg(i) from big_sums group by k order by k",
+    # avg's total may pass 64 bits: only sum() must fit its type.
+    "select k, avg(b), avg(u), sum(i) from big_sums where b > 0 group by k order by k",
+    "select avg(u), avg(b) filter (where b > 0), count(*) from big_sums",
     "select g, sum(b), sum(t) from big_sums group by g order by g",
     "select t, sum(i) from big_sums group by t order by t",
     "select sum(distinct i), sum(distinct t) from big_sums",
