@@ -1,6 +1,7 @@
 #include "exec/window.h"
 
 #include <arrow/api.h>
+#include <arrow/buffer_builder.h>
 #include <arrow/compute/api.h>
 #include <arrow/util/decimal.h>
 
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "exec/window_order.h"
+#include "plan/exact_sum.h"
 #include "plan/library_functions.h"
 
 namespace sluice::exec {
@@ -325,27 +327,41 @@ arrow::Result<ArrayPtr> Sum(const WindowCall& call, const Layout& l, const Array
   const int64_t n = value->length();
   const auto id = value->type()->id();
   if (arrow::is_integer(id)) {
-    ARROW_ASSIGN_OR_RAISE(arrow::Datum wide, cp::Cast(value, arrow::int64()));
-    const auto ints = std::static_pointer_cast<arrow::Int64Array>(wide.make_array());
-    // Prefix sums in 128 bits: no partial sum overflows, and a frame's that does not fit is an
-    // error below.
-    auto p = PrefixOf<__int128>(l, *ints, [&](int64_t i) { return __int128{ints->Value(i)}; });
-    arrow::Int64Builder b;
+    // Prefix sums in 128 bits of the values as they are (a uint64 past 2^63 too): no partial
+    // sum overflows, and a frame's that does not fit the result type is an error below.
+    const bool is_unsigned = arrow::is_unsigned_integer(id);
+    ARROW_ASSIGN_OR_RAISE(arrow::Datum wide,
+                          cp::Cast(value, is_unsigned ? arrow::uint64() : arrow::int64()));
+    const auto& data = *wide.array();
+    const uint64_t* bits = data.GetValues<uint64_t>(1);
+    auto p = PrefixOf<__int128>(l, *wide.make_array(), [&](int64_t i) {
+      return is_unsigned ? static_cast<__int128>(bits[i])
+                         : static_cast<__int128>(static_cast<int64_t>(bits[i]));
+    });
+    const auto type = is_unsigned ? arrow::uint64() : arrow::int64();
+    const __int128 low = is_unsigned ? 0 : std::numeric_limits<int64_t>::min();
+    const __int128 high = is_unsigned ? static_cast<__int128>(std::numeric_limits<uint64_t>::max())
+                                      : std::numeric_limits<int64_t>::max();
+    ARROW_ASSIGN_OR_RAISE(auto values, arrow::AllocateBuffer(n * 8));
+    auto* out = reinterpret_cast<uint64_t*>(values->mutable_data());
+    arrow::TypedBufferBuilder<bool> valid;
+    ARROW_RETURN_NOT_OK(valid.Reserve(n));
+    int64_t nulls = 0;
     for (int64_t i = 0; i < n; ++i) {
       int64_t lo, hi, count;
       __int128 sum;
       FrameOf(call.frame, l, i, &lo, &hi);
       FrameSum(p, l, lo, hi, &sum, &count);
-      if (count == 0) {
-        ARROW_RETURN_NOT_OK(b.AppendNull());
-        continue;
+      valid.UnsafeAppend(count > 0);
+      nulls += count > 0 ? 0 : 1;
+      if (count > 0 && (sum < low || sum > high)) {
+        return plan::SumOverflow(call.function + " over a window", *type);
       }
-      if (sum > std::numeric_limits<int64_t>::max() || sum < std::numeric_limits<int64_t>::min()) {
-        return arrow::Status::Invalid("bigint out of range in ", call.function, " over a window");
-      }
-      ARROW_RETURN_NOT_OK(b.Append(static_cast<int64_t>(sum)));
+      out[i] = count > 0 ? static_cast<uint64_t>(sum) : 0;
     }
-    return b.Finish();
+    ARROW_ASSIGN_OR_RAISE(auto validity, valid.Finish());
+    return arrow::MakeArray(arrow::ArrayData::Make(
+        type, n, {nulls > 0 ? validity : nullptr, std::move(values)}, nulls));
   }
   if (id == arrow::Type::DECIMAL128) {
     const auto& dec = static_cast<const arrow::Decimal128Array&>(*value);

@@ -2506,6 +2506,14 @@ arrow::Result<cp::Expression> Binder::WindowFunction(const json& call, Scope sco
       ARROW_RETURN_NOT_OK(arity(1, 1));
     }
     ARROW_ASSIGN_OR_RAISE(auto value, WindowInput(args[0], scope, &value_type));
+    if (name == "avg" &&
+        (value_type->id() == arrow::Type::INT64 || value_type->id() == arrow::Type::UINT64)) {
+      // As avg's aggregate: its sum of 64-bit integers is a decimal, which may pass 2^63.
+      value_type = arrow::decimal128(20, 0);
+      window_inputs_.push_back(cp::call("cast", {cp::field_ref(value)}, CastAs(value_type)));
+      value = ctx_.NewId("__window_input");
+      window_input_names_.push_back(value);
+    }
     w.arguments.push_back(value);
     if (name == "lag" || name == "lead") {
       w.parameter = 1;

@@ -2880,6 +2880,12 @@ BIG_SUMS = [
     # avg's total may pass 64 bits: only sum() must fit its type.
     "select k, avg(b), avg(u), sum(i) from big_sums where b > 0 group by k order by k",
     "select avg(u), avg(b) filter (where b > 0), count(*) from big_sums",
+    # Windows: prefix sums in 128 bits; avg's as a decimal; a uint64 past 2^63.
+    "select k, i, avg(b) over (partition by k) as a, "
+    "sum(u) over (partition by k order by i rows between 3 preceding and current row) as s "
+    "from big_sums where i > 1999999000 order by k, i",
+    "select k, sum(b) over (partition by k) as s, avg(b) over (partition by k order by i "
+    "rows between 1 preceding and current row) as m from big_sums order by k, i",
     "select g, sum(b), sum(t) from big_sums group by g order by g",
     "select t, sum(i) from big_sums group by t order by t",
     "select sum(distinct i), sum(distinct t) from big_sums",
@@ -2902,6 +2908,8 @@ BIG_SUM_OVERFLOWS = [
     ("select sum(u) from big_sums", "sum(u)", "uint64"),
     ("select k, sum(b + 1) from big_sums where b > 0 group by k", "sum(b + 1)", "int64"),
     ("select sum(distinct b) from big_sums", "sum(", "int64"),
+    ("select sum(b) over (partition by k order by i rows between 1 preceding and current row) "
+     "from big_sums", "sum over a window", "int64"),
 ]
 
 
