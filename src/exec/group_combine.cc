@@ -44,6 +44,21 @@ arrow::Result<arrow::Datum> SumRows(const arrow::ArrayData& a, const arrow::Arra
       a.type, n, {nulls > 0 ? std::move(validity) : nullptr, std::move(values)}, nulls);
 }
 
+// SumRows of integers (or decimal128's unscaled values), whose overflow is an error naming
+// the sum `label`.
+template <typename T>
+arrow::Result<arrow::Datum> CheckedSumRows(const arrow::ArrayData& a, const arrow::ArrayData& b,
+                                           cp::ExecContext* ctx, const std::string& label) {
+  bool overflow = false;
+  ARROW_ASSIGN_OR_RAISE(auto sum, SumRows<T>(a, b, ctx, [&overflow](T p, T q) {
+                          T r;
+                          overflow |= __builtin_add_overflow(p, q, &r);
+                          return r;
+                        }));
+  if (overflow) return plan::SumOverflow(label, *a.type);
+  return sum;
+}
+
 }  // namespace
 
 bool CombinableAggregate(const std::string& function, const cp::FunctionOptions* options,
@@ -83,46 +98,25 @@ arrow::Result<arrow::Datum> CombineFinished(const std::string& function,
     // As our sum checks its total: an integer total must fit its type (counts never come near).
     const auto* exact = dynamic_cast<const plan::ExactSumOptions*>(options);
     const std::string label = exact != nullptr ? exact->label : std::string("sum");
-    bool overflow = false;
     switch (a.type()->id()) {
-      case arrow::Type::INT64: {
-        ARROW_ASSIGN_OR_RAISE(auto sum,
-                              SumRows<int64_t>(x, y, ctx, [&overflow](int64_t p, int64_t q) {
-                                int64_t r;
-                                overflow |= __builtin_add_overflow(p, q, &r);
-                                return r;
-                              }));
-        if (overflow) return plan::SumOverflow(label, *a.type());
-        return sum;
-      }
-      case arrow::Type::UINT64: {
-        ARROW_ASSIGN_OR_RAISE(auto sum,
-                              SumRows<uint64_t>(x, y, ctx, [&overflow](uint64_t p, uint64_t q) {
-                                uint64_t r;
-                                overflow |= __builtin_add_overflow(p, q, &r);
-                                return r;
-                              }));
-        if (overflow) return plan::SumOverflow(label, *a.type());
-        return sum;
-      }
+      case arrow::Type::INT64:
+        return CheckedSumRows<int64_t>(x, y, ctx, label);
+      case arrow::Type::UINT64:
+        return CheckedSumRows<uint64_t>(x, y, ctx, label);
       case arrow::Type::DOUBLE:
         return SumRows<double>(x, y, ctx, [](double p, double q) { return p + q; });
       case arrow::Type::DECIMAL128: {
         // Within the type's 38 digits.
-        ARROW_ASSIGN_OR_RAISE(arrow::Datum sum,
-                              SumRows<__int128>(x, y, ctx, [&overflow](__int128 p, __int128 q) {
-                                __int128 r;
-                                overflow |= __builtin_add_overflow(p, q, &r);
-                                return r;
-                              }));
+        ARROW_ASSIGN_OR_RAISE(arrow::Datum sum, CheckedSumRows<__int128>(x, y, ctx, label));
         const __int128 e19 = static_cast<__int128>(10'000'000'000'000'000'000ull);
         const __int128 limit = e19 * e19;  // 10^38
         const arrow::ArrayData& out = *sum.array();
         const __int128* v = out.GetValues<__int128>(1);
-        for (int64_t i = 0; i < out.length && !overflow; ++i) {
-          overflow = out.IsValid(i) && (v[i] >= limit || v[i] <= -limit);
+        for (int64_t i = 0; i < out.length; ++i) {
+          if (out.IsValid(i) && (v[i] >= limit || v[i] <= -limit)) {
+            return plan::SumOverflow(label, *a.type());
+          }
         }
-        if (overflow) return plan::SumOverflow(label, *a.type());
         return sum;
       }
       default:
