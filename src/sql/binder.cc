@@ -819,7 +819,11 @@ class Binder {
 
   // A uint64 beside a signed integer, each cast to the decimal of as many digits as its type
   // holds (decimal(20, 0) for the uint64), which computes exactly where DuckDB's HUGEINT does.
-  void WidenUnsigned64(cp::Expression* a, cp::Expression* b, const arrow::Schema& schema) {
+  // A literal is left to NarrowIntegerLiteral, which gives it its own digits. For a `product`,
+  // the signed side keeps at most 17 digits, so that the product's type stays within 38 (where
+  // FitDecimalProduct would cut the uint64 to 18 digits, which most of its values pass).
+  void WidenUnsigned64(cp::Expression* a, cp::Expression* b, const arrow::Schema& schema,
+                       bool product) {
     auto at = a->Bind(schema);
     auto bt = b->Bind(schema);
     if (!at.ok() || !bt.ok()) return;
@@ -835,8 +839,11 @@ class Binder {
              : id == arrow::Type::INT64 ? 19
                                         : 20;
     };
-    *a = cp::call("cast", {*a}, CastAs(arrow::decimal128(digits(ai), 0)));
-    *b = cp::call("cast", {*b}, CastAs(arrow::decimal128(digits(bi), 0)));
+    for (auto [x, id] : {std::pair{a, ai}, std::pair{b, bi}}) {
+      if (x->literal() != nullptr) continue;
+      const int n = id == arrow::Type::UINT64 || !product ? digits(id) : std::min(digits(id), 17);
+      *x = cp::call("cast", {*x}, CastAs(arrow::decimal128(n, 0)));
+    }
   }
 
   // An integer beside a float, or a float beside a double, compares as two doubles: the integer
@@ -1338,6 +1345,17 @@ arrow::Status Binder::UnifyBranches(std::vector<cp::Expression>* values, Scope s
       exact = exact == nullptr ? t : ExactCommonType(exact, t);
       if (exact == nullptr) break;
     }
+    // A literal that does not fit the others' type widens it (COALESCE(u8, 300) is an int32;
+    // Scalar::CastTo would wrap the value instead of refusing it).
+    for (const auto& v : *values) {
+      const auto* lit = v.literal();
+      if (exact == nullptr || lit == nullptr || !lit->scalar()->is_valid ||
+          !arrow::is_integer(lit->type()->id()) ||
+          cp::Cast(*lit, cp::CastOptions::Safe(exact)).ok()) {
+        continue;
+      }
+      exact = ExactCommonType(exact, lit->type()->GetSharedPtr());
+    }
     if (any_unsigned && exact != nullptr) {
       for (auto& v : *values) {
         auto typed = v.Bind(schema);
@@ -1697,7 +1715,7 @@ arrow::Result<cp::Expression> Binder::Cast(const json& cast, Scope scope) {
       // 2^63. A literal that is not negative is a uint64 (u + 1 stays a uint64, checked, as in
       // DuckDB); anything else meets it in decimal(20, 0).
       MeetUnsigned64(&l, &r, *schema);
-      WidenUnsigned64(&l, &r, *schema);
+      WidenUnsigned64(&l, &r, *schema, /*product=*/op == "*");
     }
   }
   if (scope == Scope::kRow || in_aggregate_) {

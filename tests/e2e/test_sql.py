@@ -2834,6 +2834,10 @@ UNSIGNED_KEYS = [
     "select u from uk_a union select uu from uk_b order by 1 nulls first",
     "select u32 from uk_a union all select i32 from uk_b order by 1 nulls first",
     "select sum(u + i) as s, max(coalesce(u, i)) as m from uk_a",
+    # A literal that does not fit the column's type widens it; a product keeps the uint64 whole.
+    "select u, u * -1 as n, u * (i - i) as z, coalesce(u32, 5000000000) as c, "
+    "greatest(u32, -1) as g, least(u32, 4294967296) as l, "
+    "case when u32 > 5 then u32 else 4294967296 end as w from uk_a order by u nulls first",
 ]
 
 
