@@ -311,7 +311,9 @@ int64_t TableSource::ScanBytes(const std::vector<std::string>& columns) const {
 int64_t TableSource::DistinctBound(const std::string& column) const {
   auto it = int_ranges.find(column);
   if (it == int_ranges.end()) return std::max<int64_t>(num_rows, 1);
-  return std::max<int64_t>(1, std::min(num_rows, it->second.second - it->second.first + 1));
+  // The span in 128 bits: a range from -5e18 to 5e18 overflows int64.
+  const __int128 span = static_cast<__int128>(it->second.second) - it->second.first + 1;
+  return std::max<int64_t>(1, static_cast<int64_t>(std::min<__int128>(num_rows, span)));
 }
 
 }  // namespace sluice::plan
