@@ -324,25 +324,6 @@ arrow::Status AddCompare(cp::FunctionRegistry* registry, const char* name) {
 
 // --- a cast to the same or a larger scale ---
 
-// The digits an integer type holds: the precision of Arrow's implicit cast of it to decimal128.
-int32_t IntegerDigits(arrow::Type::type id) {
-  switch (id) {
-    case arrow::Type::INT8:
-    case arrow::Type::UINT8:
-      return 3;
-    case arrow::Type::INT16:
-    case arrow::Type::UINT16:
-      return 5;
-    case arrow::Type::INT32:
-    case arrow::Type::UINT32:
-      return 10;
-    case arrow::Type::INT64:
-      return 19;
-    default:
-      return 20;  // uint64
-  }
-}
-
 // The scale of a decimal128 or an integer type (0); nullopt for other types.
 std::optional<int32_t> ScaleOf(const arrow::DataType& type) {
   if (IsDecimal(type.id())) return static_cast<const arrow::DecimalType&>(type).scale();
@@ -567,6 +548,24 @@ const char* FunctionFor(Op op) {
 }
 
 }  // namespace
+
+int32_t IntegerDigits(arrow::Type::type id) {
+  switch (id) {
+    case arrow::Type::INT8:
+    case arrow::Type::UINT8:
+      return 3;
+    case arrow::Type::INT16:
+    case arrow::Type::UINT16:
+      return 5;
+    case arrow::Type::INT32:
+    case arrow::Type::UINT32:
+      return 10;
+    case arrow::Type::INT64:
+      return 19;
+    default:
+      return 20;  // uint64
+  }
+}
 
 arrow::Status RegisterDecimalKernels(cp::FunctionRegistry* registry) {
   ARROW_RETURN_NOT_OK(AddArithmetic<Op::kAdd>(registry, kDecimalAddFunction));

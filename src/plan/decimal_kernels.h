@@ -38,6 +38,10 @@ inline constexpr const char* kDecimalGreaterEqualFunction = "sluice_decimal_grea
 /// values; this checks each value, as SQL does.)
 inline constexpr const char* kDecimalFitFunction = "sluice_decimal_fit";
 
+/// The digits of the widest value of integer type `id`: the precision of the decimal128 that
+/// Arrow's implicit cast gives it (int64 19, uint64 20).
+int32_t IntegerDigits(arrow::Type::type id);
+
 /// Adds the functions above to `registry`.
 arrow::Status RegisterDecimalKernels(arrow::compute::FunctionRegistry* registry);
 

@@ -15,6 +15,7 @@
 
 #include "plan/compute_init.h"
 #include "plan/conjuncts.h"
+#include "plan/decimal_kernels.h"
 #include "plan/library_functions.h"
 #include "plan/string_agg.h"
 #include "sluice/schemas/codec.hpp"
@@ -832,16 +833,10 @@ class Binder {
         !(bi == arrow::Type::UINT64 && arrow::is_signed_integer(ai))) {
       return;
     }
-    const auto digits = [](arrow::Type::type id) {
-      return id == arrow::Type::INT8    ? 3
-             : id == arrow::Type::INT16 ? 5
-             : id == arrow::Type::INT32 ? 10
-             : id == arrow::Type::INT64 ? 19
-                                        : 20;
-    };
     for (auto [x, id] : {std::pair{a, ai}, std::pair{b, bi}}) {
       if (x->literal() != nullptr) continue;
-      const int n = id == arrow::Type::UINT64 || !product ? digits(id) : std::min(digits(id), 17);
+      const int n = id == arrow::Type::UINT64 || !product ? plan::IntegerDigits(id)
+                                                          : std::min(plan::IntegerDigits(id), 17);
       *x = cp::call("cast", {*x}, CastAs(arrow::decimal128(n, 0)));
     }
   }
